@@ -1,0 +1,68 @@
+package hotlog
+
+// This file is the contract other packages code against. Bodies live in the
+// rest of the package; the signatures here change only by agreement.
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Durability says when appended data counts as safe.
+type Durability int
+
+const (
+	// DurabilityFsync: data counts (FlushedOffset advances) only after an
+	// fdatasync; concurrent appends share one fsync (group commit).
+	DurabilityFsync Durability = iota
+	// DurabilityReplication: the page cache is enough, as in Kafka;
+	// FlushedOffset == LogEndOffset at all times.
+	DurabilityReplication
+)
+
+// Sentinel errors. Callers translate them to Kafka error codes at the edge.
+var (
+	ErrCorruptBatch       = errors.New("hotlog: corrupt record batch")        // CORRUPT_MESSAGE
+	ErrUnsupportedMagic   = errors.New("hotlog: unsupported batch magic")     // UNSUPPORTED_FOR_MESSAGE_FORMAT
+	ErrOffsetOutOfRange   = errors.New("hotlog: offset out of range")         // OFFSET_OUT_OF_RANGE
+	ErrClosed             = errors.New("hotlog: log closed")                  // NOT_LEADER_OR_FOLLOWER / retriable
+	ErrStorage            = errors.New("hotlog: storage failure, log fenced") // KAFKA_STORAGE_ERROR; sticky until reopen
+)
+
+// Config configures one partition's log. Zero values get defaults in
+// withDefaults(); Validate rejects nonsense.
+type Config struct {
+	// Dir is the partition directory, <data-dir>/<topic>-<partition>. Created if missing.
+	Dir string
+	// SegmentBytes rolls the active segment once it would exceed this size (segment.bytes). Default 1 GiB.
+	SegmentBytes int64
+	// SegmentMs rolls the active segment once its first batch is this old (segment.ms). Default 7 days.
+	SegmentMs time.Duration
+	// IndexIntervalBytes: one offset-index and time-index entry per this many log bytes (index.interval.bytes). Default 4096.
+	IndexIntervalBytes int
+	// RetentionMs deletes whole sealed segments whose max timestamp is older than this (retention.ms). <0: unlimited.
+	RetentionMs time.Duration
+	// RetentionBytes deletes the oldest sealed segments while the log is larger than this (retention.bytes). <0: unlimited.
+	RetentionBytes int64
+	// Durability: see Durability.
+	Durability Durability
+	// FlushInterval bounds how long the group-commit flusher waits to gather more appends before fsync. Default 0 (fsync as soon as the previous one finishes).
+	FlushInterval time.Duration
+	// Logger gets structured logs (topic/partition keys added by the caller). Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for segment.ms and retention. Default time.Now.
+	Now func() time.Time
+}
+
+// AppendResult says where an append landed.
+type AppendResult struct {
+	BaseOffset int64 // offset of the first record of the first batch
+	LastOffset int64 // offset of the last record of the last batch
+}
+
+// OffsetTime is an (offset, timestamp) pair returned by timestamp look-ups.
+type OffsetTime struct {
+	Offset    int64
+	Timestamp int64
+}
