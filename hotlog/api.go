@@ -23,11 +23,11 @@ const (
 
 // Sentinel errors. Callers translate them to Kafka error codes at the edge.
 var (
-	ErrCorruptBatch       = errors.New("hotlog: corrupt record batch")        // CORRUPT_MESSAGE
-	ErrUnsupportedMagic   = errors.New("hotlog: unsupported batch magic")     // UNSUPPORTED_FOR_MESSAGE_FORMAT
-	ErrOffsetOutOfRange   = errors.New("hotlog: offset out of range")         // OFFSET_OUT_OF_RANGE
-	ErrClosed             = errors.New("hotlog: log closed")                  // NOT_LEADER_OR_FOLLOWER / retriable
-	ErrStorage            = errors.New("hotlog: storage failure, log fenced") // KAFKA_STORAGE_ERROR; sticky until reopen
+	ErrCorruptBatch     = errors.New("hotlog: corrupt record batch")        // CORRUPT_MESSAGE
+	ErrUnsupportedMagic = errors.New("hotlog: unsupported batch magic")     // UNSUPPORTED_FOR_MESSAGE_FORMAT
+	ErrOffsetOutOfRange = errors.New("hotlog: offset out of range")         // OFFSET_OUT_OF_RANGE
+	ErrClosed           = errors.New("hotlog: log closed")                  // NOT_LEADER_OR_FOLLOWER / retriable
+	ErrStorage          = errors.New("hotlog: storage failure, log fenced") // KAFKA_STORAGE_ERROR; sticky until reopen
 )
 
 // Config configures one partition's log. Zero values get defaults in

@@ -49,7 +49,9 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) { pan
 
 // OffsetForTimestamp finds the first offset whose record timestamp is >= ts,
 // looking in batches below upTo. ok is false if there is none.
-func (l *Log) OffsetForTimestamp(ts int64, upTo int64) (res OffsetTime, ok bool, err error) { panic("unimplemented") }
+func (l *Log) OffsetForTimestamp(ts int64, upTo int64) (res OffsetTime, ok bool, err error) {
+	panic("unimplemented")
+}
 
 // MaxTimestamp returns the offset and timestamp of the record with the
 // largest timestamp below upTo (ListOffsets -3). ok false if empty.

@@ -12,10 +12,10 @@ import (
 
 // Sentinel errors, translated to Kafka codes at the broker edge.
 var (
-	ErrTopicExists    = errors.New("metadata: topic already exists")    // TOPIC_ALREADY_EXISTS
-	ErrTopicNotFound  = errors.New("metadata: topic not found")         // UNKNOWN_TOPIC_OR_PARTITION
-	ErrCASFailed      = errors.New("metadata: compare-and-swap failed") // stale version: caller was deposed / lost a race
-	ErrInvalidConfig  = errors.New("metadata: invalid config")          // INVALID_CONFIG
+	ErrTopicExists       = errors.New("metadata: topic already exists")    // TOPIC_ALREADY_EXISTS
+	ErrTopicNotFound     = errors.New("metadata: topic not found")         // UNKNOWN_TOPIC_OR_PARTITION
+	ErrCASFailed         = errors.New("metadata: compare-and-swap failed") // stale version: caller was deposed / lost a race
+	ErrInvalidConfig     = errors.New("metadata: invalid config")          // INVALID_CONFIG
 	ErrInvalidPartitions = errors.New("metadata: invalid partition count") // INVALID_PARTITIONS
 )
 
@@ -29,7 +29,7 @@ type Config struct {
 	DialTimeout time.Duration
 	// RequestTimeout bounds each etcd call. Default 5s.
 	RequestTimeout time.Duration
-	Logger *slog.Logger
+	Logger         *slog.Logger
 }
 
 // EmbeddedConfig starts an etcd server inside the process (single-node mode).
@@ -39,7 +39,7 @@ type EmbeddedConfig struct {
 	// ClientURL and PeerURL default to 127.0.0.1 with ports chosen by the OS
 	// (so several brokers on one host do not collide).
 	ClientURL, PeerURL string
-	Logger *slog.Logger
+	Logger             *slog.Logger
 }
 
 // TopicID is a Kafka topic id (a UUID, 16 bytes).
@@ -47,21 +47,21 @@ type TopicID [16]byte
 
 // Topic is a topic's durable definition.
 type Topic struct {
-	Name       string
-	ID         TopicID
-	Internal   bool
+	Name     string
+	ID       TopicID
+	Internal bool
 	// Replicas[p] lists the broker ids holding partition p, preferred leader first.
-	Replicas   [][]int32
+	Replicas [][]int32
 	// Configs holds only the topic-level overrides (Kafka names → values);
 	// defaults come from TopicConfigDefaults.
-	Configs    map[string]string
+	Configs map[string]string
 	// Revision is the etcd mod revision of the topic key (for CAS).
-	Revision   int64
+	Revision int64
 }
 
 // PartitionState is a partition's replicated-state record.
 type PartitionState struct {
-	Leader      int32   // broker id, -1 if none
+	Leader      int32 // broker id, -1 if none
 	LeaderEpoch int32
 	Replicas    []int32
 	ISR         []int32

@@ -8,8 +8,8 @@ import "context"
 type Embedded struct{}
 
 func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) { panic("unimplemented") }
-func (e *Embedded) Endpoints() []string                  { panic("unimplemented") }
-func (e *Embedded) Close() error                         { panic("unimplemented") }
+func (e *Embedded) Endpoints() []string                   { panic("unimplemented") }
+func (e *Embedded) Close() error                          { panic("unimplemented") }
 
 // Store is the etcd-backed metadata of one cluster.
 type Store struct{}
