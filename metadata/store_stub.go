@@ -69,3 +69,9 @@ func (s *Store) Brokers(ctx context.Context) ([]BrokerInfo, error) { panic("unim
 // Watch streams changes to topics, partition states and brokers after
 // revision rev (0: from now).
 func (s *Store) Watch(ctx context.Context, rev int64) <-chan Event { panic("unimplemented") }
+
+// AllocateProducerIDs reserves a block of count producer ids cluster-wide
+// (CAS on a counter key) and returns the first.
+func (s *Store) AllocateProducerIDs(ctx context.Context, count int64) (int64, error) {
+	panic("unimplemented")
+}

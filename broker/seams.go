@@ -1,0 +1,60 @@
+package broker
+
+// Internal seams between the connection/admin half of the broker and the
+// data-path handlers (Produce, Fetch, ListOffsets, DeleteRecords,
+// OffsetForLeaderEpoch). Change only by agreement.
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+)
+
+// requestContext is what a handler knows about the request beyond its body.
+type requestContext struct {
+	conn          net.Conn
+	clientID      string
+	correlationID int32
+	// apiKey and version of the request (also available on the kmsg request).
+	apiKey  int16
+	version int16
+}
+
+// handlerFunc serves one API key. It returns the response to write, or a nil
+// response for requests that get none (Produce with acks=0). A non-nil error
+// means "close the connection": protocol errors go inside the response.
+type handlerFunc func(ctx context.Context, rc *requestContext, req kmsg.Request) (kmsg.Response, error)
+
+// partition is one local replica: the log and what the data path needs.
+// Owned by the partition manager (partitions.go); handlers only call methods.
+type partition struct {
+	topic   string
+	topicID metadata.TopicID
+	index   int32
+	log     *hotlog.Log
+	// state (config, leader epoch, ...) lives in partitions.go.
+	partitionState
+}
+
+// Methods the data path relies on (implemented in partitions.go):
+//
+//	func (p *partition) highWatermark() int64              // what consumers may read up to (exclusive)
+//	func (p *partition) lastStableOffset() int64           // == highWatermark until transactions
+//	func (p *partition) leaderEpoch() int32
+//	func (p *partition) config() metadata.TopicConfig     // effective configs, updated on alter
+//	func (p *partition) changed() <-chan struct{}          // closed when HW/LEO/log start move
+//	func (p *partition) waitHighWatermark(ctx context.Context, offset int64) error // until HW > offset
+//
+// Lookups on the broker (implemented in partitions.go), returning a Kafka
+// error code (0 when found): UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
+// NOT_LEADER_OR_FOLLOWER.
+//
+//	func (b *Broker) lookupPartition(topic string, index int32) (*partition, int16)
+//	func (b *Broker) lookupPartitionByID(id metadata.TopicID, index int32) (*partition, int16)
+//	func (b *Broker) topicName(id metadata.TopicID) (string, bool)
+//	func (b *Broker) topicID(name string) (metadata.TopicID, bool)
+var _ = context.Background
