@@ -1,17 +1,24 @@
 package broker
 
-// This file is the contract cmd/strata codes against. Replace STUB bodies;
-// change signatures only by agreement.
+// This file is the contract cmd/strata codes against. Change signatures only
+// by agreement.
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 )
+
+// ErrInvalidConfig is returned by Config.Validate.
+var ErrInvalidConfig = errors.New("broker: invalid config")
 
 // Config configures one broker. Zero values get Kafka's defaults.
 type Config struct {
@@ -32,22 +39,232 @@ type Config struct {
 	DefaultPartitions int32
 	// RetentionCheckInterval (log.retention.check.interval.ms). Default 30s.
 	RetentionCheckInterval time.Duration
-	Logger                 *slog.Logger
+	// MaxInFlightRequests bounds the requests of one connection that are
+	// read but not yet answered; the reader waits while it is reached.
+	// Default 64.
+	MaxInFlightRequests int
+	// RegistrationTTL is the lease TTL of the broker registration, in
+	// seconds. Default 10.
+	RegistrationTTL int64
+	Logger          *slog.Logger
+}
+
+const (
+	defaultSocketRequestMaxBytes = 100 << 20
+	defaultRetentionCheck        = 30 * time.Second
+	defaultMaxInFlight           = 64
+	defaultRegistrationTTL       = 10
+)
+
+func (c Config) withDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:9092"
+	}
+	if c.SocketRequestMaxBytes == 0 {
+		c.SocketRequestMaxBytes = defaultSocketRequestMaxBytes
+	}
+	if c.DefaultPartitions == 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.RetentionCheckInterval == 0 {
+		c.RetentionCheckInterval = defaultRetentionCheck
+	}
+	if c.MaxInFlightRequests == 0 {
+		c.MaxInFlightRequests = defaultMaxInFlight
+	}
+	if c.RegistrationTTL == 0 {
+		c.RegistrationTTL = defaultRegistrationTTL
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate rejects configurations that cannot work (after defaults).
+func (c Config) Validate() error {
+	switch {
+	case c.NodeID < 0:
+		return fmt.Errorf("%w: node id %d < 0", ErrInvalidConfig, c.NodeID)
+	case c.DataDir == "":
+		return fmt.Errorf("%w: empty data dir", ErrInvalidConfig)
+	case c.SocketRequestMaxBytes < minRequestHeaderBytes:
+		return fmt.Errorf("%w: socket.request.max.bytes %d too small", ErrInvalidConfig, c.SocketRequestMaxBytes)
+	case c.DefaultPartitions < 1 || c.DefaultPartitions > maxPartitions:
+		return fmt.Errorf("%w: num.partitions %d", ErrInvalidConfig, c.DefaultPartitions)
+	case c.RetentionCheckInterval < 0 || c.MaxInFlightRequests < 1 || c.RegistrationTTL < 1:
+		return fmt.Errorf("%w: negative interval, in-flight bound or ttl", ErrInvalidConfig)
+	case c.Durability != hotlog.DurabilityFsync && c.Durability != hotlog.DurabilityReplication:
+		return fmt.Errorf("%w: durability %d", ErrInvalidConfig, c.Durability)
+	}
+	if c.Advertise != "" {
+		if _, _, err := parseHostPort(c.Advertise); err != nil {
+			return fmt.Errorf("%w: advertise: %v", ErrInvalidConfig, err)
+		}
+	}
+	return nil
 }
 
 // Broker is one Kafka-protocol server over its local logs and the cluster metadata.
-type Broker struct{}
+type Broker struct {
+	cfg   Config
+	store *metadata.Store
+	log   *slog.Logger
+	apis  apiTable
+
+	// Set by Start, read-only afterwards.
+	ln         net.Listener
+	clusterID  string
+	advertised metadata.BrokerInfo
+
+	// lifetime ends the background loops (watch, retention, registration).
+	lifetime       context.Context
+	lifetimeCancel context.CancelFunc
+	// handlerCtx is the parent of every connection's handler context; it
+	// ends when a shutdown's deadline passes.
+	handlerCtx    context.Context
+	handlerCancel context.CancelFunc
+	loops         sync.WaitGroup // acceptLoop, watchLoop, retentionLoop
+	inflight      sync.WaitGroup // handler goroutines
+
+	conns struct {
+		mu      sync.Mutex
+		set     map[*conn]struct{}
+		closing bool
+		wg      sync.WaitGroup // one per serving connection
+	}
+
+	parts    partitionManager
+	liveBrks liveBrokers
+	pids     producerIDs
+
+	startOnce, shutdownOnce sync.Once
+}
 
 // New validates cfg and prepares a broker; nothing is opened until Start.
-func New(cfg Config, store *metadata.Store) (*Broker, error) { panic("unimplemented") }
+func New(cfg Config, store *metadata.Store) (*Broker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if store == nil {
+		return nil, fmt.Errorf("%w: nil metadata store", ErrInvalidConfig)
+	}
+	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
+	b.apis = newAPITable(b)
+	b.conns.set = map[*conn]struct{}{}
+	b.parts.init()
+	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
+	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
+	return b, nil
+}
 
 // Start registers the broker, opens and recovers the logs of its partitions
 // and begins accepting connections. It returns once the listener is bound.
-func (b *Broker) Start(ctx context.Context) error { panic("unimplemented") }
+func (b *Broker) Start(ctx context.Context) error {
+	err := errors.New("broker: already started")
+	b.startOnce.Do(func() { err = b.start(ctx) })
+	return err
+}
+
+func (b *Broker) start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", b.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("broker: listen: %w", err)
+	}
+	b.ln = ln
+	if err := b.startBackground(ctx); err != nil {
+		_ = ln.Close()
+		b.lifetimeCancel()
+		b.loops.Wait()
+		b.parts.closeAll(b.log)
+		return err
+	}
+	b.loops.Add(1)
+	go b.acceptLoop(ln)
+	b.log.Info("broker started", "listen", ln.Addr().String(), "advertise",
+		net.JoinHostPort(b.advertised.Host, strconv.Itoa(int(b.advertised.Port))), "cluster_id", b.clusterID)
+	return nil
+}
+
+// startBackground loads metadata, opens logs, registers, and starts the
+// watch and retention loops.
+func (b *Broker) startBackground(ctx context.Context) error {
+	id, err := b.store.ClusterID(ctx)
+	if err != nil {
+		return fmt.Errorf("broker: cluster id: %w", err)
+	}
+	b.clusterID = id
+	if b.advertised, err = b.advertisedInfo(); err != nil {
+		return err
+	}
+	if err := b.startPartitions(ctx); err != nil {
+		return err
+	}
+	lost, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
+	if err != nil {
+		return fmt.Errorf("broker: register: %w", err)
+	}
+	b.refreshBrokers(ctx)
+	b.loops.Add(2)
+	go b.retentionLoop()
+	go b.watchLost(lost)
+	return nil
+}
+
+// watchLost logs a lost registration lease. Self-fencing comes with
+// replication (issue 5); a single node keeps serving.
+func (b *Broker) watchLost(lost <-chan struct{}) {
+	defer b.loops.Done()
+	select {
+	case <-lost:
+		if b.lifetime.Err() == nil {
+			b.log.Error("broker registration lease lost")
+		}
+	case <-b.lifetime.Done():
+	}
+}
 
 // Addr is the bound Kafka listener address (valid after Start).
-func (b *Broker) Addr() net.Addr { panic("unimplemented") }
+func (b *Broker) Addr() net.Addr {
+	if b.ln == nil {
+		return nil
+	}
+	return b.ln.Addr()
+}
 
 // Shutdown stops accepting, lets in-flight requests finish (until ctx ends),
 // flushes and closes every log, and deregisters. Safe to call once.
-func (b *Broker) Shutdown(ctx context.Context) error { panic("unimplemented") }
+func (b *Broker) Shutdown(ctx context.Context) error {
+	err := errors.New("broker: already shut down")
+	b.shutdownOnce.Do(func() { err = b.shutdown(ctx) })
+	return err
+}
+
+func (b *Broker) shutdown(ctx context.Context) error {
+	if b.ln != nil {
+		_ = b.ln.Close()
+	}
+	drainErr := b.drainConns(ctx)
+	b.handlerCancel()
+	waitTimeout(&b.inflight, time.Second)
+	b.lifetimeCancel()
+	b.loops.Wait()
+	closeErr := b.parts.closeAll(b.log)
+	b.log.Info("broker stopped")
+	return errors.Join(drainErr, closeErr)
+}
+
+// waitTimeout waits for wg, at most d (handlers that ignore their context
+// must not hang shutdown).
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}

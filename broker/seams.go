@@ -22,6 +22,10 @@ type requestContext struct {
 	// apiKey and version of the request (also available on the kmsg request).
 	apiKey  int16
 	version int16
+	// orderRelease lets the connection's next Produce start; nil for other
+	// requests. Call it through releaseOrder (conn.go). Added by the
+	// connection half: additive.
+	orderRelease func()
 }
 
 // handlerFunc serves one API key. It returns the response to write, or a nil

@@ -1,22 +1,26 @@
 package metadata
 
-// This file is the contract other packages code against. Replace the STUB
-// bodies; change signatures only by agreement.
+// This file is the contract other packages code against; change signatures
+// only by agreement (additions are fine).
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
 
 // Sentinel errors, translated to Kafka codes at the broker edge.
 var (
-	ErrTopicExists       = errors.New("metadata: topic already exists")    // TOPIC_ALREADY_EXISTS
-	ErrTopicNotFound     = errors.New("metadata: topic not found")         // UNKNOWN_TOPIC_OR_PARTITION
-	ErrCASFailed         = errors.New("metadata: compare-and-swap failed") // stale version: caller was deposed / lost a race
-	ErrInvalidConfig     = errors.New("metadata: invalid config")          // INVALID_CONFIG
-	ErrInvalidPartitions = errors.New("metadata: invalid partition count") // INVALID_PARTITIONS
+	ErrTopicExists       = errors.New("metadata: topic already exists")       // TOPIC_ALREADY_EXISTS
+	ErrTopicNotFound     = errors.New("metadata: topic not found")            // UNKNOWN_TOPIC_OR_PARTITION
+	ErrCASFailed         = errors.New("metadata: compare-and-swap failed")    // stale version: caller was deposed / lost a race
+	ErrInvalidConfig     = errors.New("metadata: invalid config")             // INVALID_CONFIG
+	ErrInvalidPartitions = errors.New("metadata: invalid partition count")    // INVALID_PARTITIONS
+	ErrInvalidTopic      = errors.New("metadata: invalid topic name")         // INVALID_TOPIC_EXCEPTION
+	ErrInvalidReplicas   = errors.New("metadata: invalid replica assignment") // INVALID_REPLICA_ASSIGNMENT
+	ErrCorrupt           = errors.New("metadata: corrupt value in etcd")      // a stored value failed to decode
+	ErrClosed            = errors.New("metadata: store closed")
 )
 
 // Config configures the etcd client side.
@@ -29,7 +33,42 @@ type Config struct {
 	DialTimeout time.Duration
 	// RequestTimeout bounds each etcd call. Default 5s.
 	RequestTimeout time.Duration
-	Logger         *slog.Logger
+	// Logger receives the store's and the etcd client's warnings. Default:
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultCluster is the cluster name when Config.Cluster is empty.
+const DefaultCluster = "strata"
+
+// withDefaults fills unset fields.
+func (c Config) withDefaults() Config {
+	if c.Cluster == "" {
+		c.Cluster = DefaultCluster
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate checks the config after defaults are applied: at least one
+// endpoint, and a cluster name that is a single key segment.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if len(c.Endpoints) == 0 {
+		return errors.New("metadata: no etcd endpoints")
+	}
+	if !validClusterName(c.Cluster) {
+		return fmt.Errorf("metadata: invalid cluster name %q: use 1-64 of [a-zA-Z0-9._-]", c.Cluster)
+	}
+	return nil
 }
 
 // EmbeddedConfig starts an etcd server inside the process (single-node mode).
@@ -39,7 +78,11 @@ type EmbeddedConfig struct {
 	// ClientURL and PeerURL default to 127.0.0.1 with ports chosen by the OS
 	// (so several brokers on one host do not collide).
 	ClientURL, PeerURL string
-	Logger             *slog.Logger
+	// Logger receives etcd's errors (etcd logs at error level only). Default:
+	// slog.Default().
+	Logger *slog.Logger
+	// StartTimeout bounds the wait for the server to become ready. Default 60s.
+	StartTimeout time.Duration
 }
 
 // TopicID is a Kafka topic id (a UUID, 16 bytes).
@@ -80,8 +123,9 @@ type BrokerInfo struct {
 // Event is one change seen by a watch of the metadata.
 type Event struct {
 	Kind      EventKind
-	TopicName string
-	Topic     *Topic          // for TopicPut
+	TopicName string          // for TopicPut, TopicDeleted; for PartitionPut when known
+	TopicID   TopicID         // for TopicPut, TopicDeleted, PartitionPut
+	Topic     *Topic          // for TopicPut; for TopicDeleted the last value
 	Partition int32           // for PartitionPut
 	State     *PartitionState // for PartitionPut
 	Revision  int64
@@ -94,7 +138,37 @@ const (
 	TopicDeleted
 	PartitionPut
 	BrokersChanged
+	// Resync: events were lost (etcd compacted the watched history, or the
+	// watch broke). Discard the view and call Snapshot again; events after
+	// this one continue from Revision.
+	Resync
 )
+
+func (k EventKind) String() string {
+	switch k {
+	case TopicPut:
+		return "TopicPut"
+	case TopicDeleted:
+		return "TopicDeleted"
+	case PartitionPut:
+		return "PartitionPut"
+	case BrokersChanged:
+		return "BrokersChanged"
+	case Resync:
+		return "Resync"
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Snapshot is a consistent view of topics, partition states and brokers at
+// one etcd revision.
+type Snapshot struct {
+	Revision int64
+	Topics   []Topic
+	// Partitions[id][p] is partition p's state (stored or initial).
+	Partitions map[TopicID][]PartitionState
+	Brokers    []BrokerInfo
+}
 
 // CreateTopicRequest is what CreateTopic writes.
 type CreateTopicRequest struct {
@@ -103,5 +177,3 @@ type CreateTopicRequest struct {
 	Configs  map[string]string
 	Internal bool
 }
-
-var _ = context.Background

@@ -1,0 +1,160 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/fetch"
+)
+
+// Fetch: v4-16. The reading, limits and long poll live in package fetch;
+// this file resolves partitions and encodes the answer.
+//
+// Behaviour:
+//   - v13+ addresses topics by id (UNKNOWN_TOPIC_ID), earlier versions by
+//     name (UNKNOWN_TOPIC_OR_PARTITION).
+//   - CurrentLeaderEpoch (v9+) is checked: FENCED_LEADER_EPOCH if older than
+//     the partition's, UNKNOWN_LEADER_EPOCH if newer.
+//   - Fetch sessions (KIP-227) are not kept: the answer's SessionID is always
+//     0, which tells clients to send full requests. A request naming a
+//     session id gets FETCH_SESSION_ID_NOT_FOUND (we never issued one).
+//   - Any partition error answers the fetch at once, as Kafka does.
+//   - read_committed reads up to the LSO, which equals the HW until
+//     transactions (issue 6); aborted transactions are then always empty.
+//   - ReplicaID >= 0 (follower fetch) is served as a consumer until
+//     replication (issue 5); see fetchReplicaID.
+//   - v14 and v15 change only follower fields; v16 adds leader endpoints
+//     for NOT_LEADER_OR_FOLLOWER (tagged, omitted on a single node).
+
+// fetchSlot locates one requested partition in the response.
+type fetchSlot struct{ topic, partition int }
+
+func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.SessionID != 0 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	// TODO(issue 5): fetchReplicaID(req) >= 0 is a follower: read up to the
+	// LEO, report its fetch offset to replication, ignore isolation.
+	freq, slots := b.planFetch(req, resp)
+	fetcher, err := fetch.New(fetch.Config{})
+	if err != nil {
+		return nil, err
+	}
+	results := fetcher.Fetch(ctx, freq)
+	for i, res := range results {
+		if freq.Partitions[i].Partition == nil {
+			continue // answered by planFetch
+		}
+		sp := &resp.Topics[slots[i].topic].Partitions[slots[i].partition]
+		fillFetchPartition(sp, res, freq.Isolation)
+	}
+	return resp, nil
+}
+
+// fetchReplicaID is the requester's replica id: -1 for consumers, a broker id
+// for followers (a top-level field before v15, in ReplicaState after).
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
+}
+
+// planFetch resolves every requested partition, laying out the response
+// (errors filled in) and the fetch.Request in the same order.
+func (b *Broker) planFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (fetch.Request, []fetchSlot) {
+	freq := fetch.Request{
+		MinBytes:  int(req.MinBytes),
+		MaxBytes:  int(req.MaxBytes),
+		MaxWait:   time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
+		Isolation: fetch.IsolationLevel(req.IsolationLevel),
+	}
+	if freq.Isolation != fetch.ReadCommitted {
+		freq.Isolation = fetch.ReadUncommitted
+	}
+	var slots []fetchSlot
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.RecordBatches = []byte{} // librdkafka reads a null record set as corrupt
+			pr := fetch.PartitionRequest{Offset: rp.FetchOffset, MaxBytes: int(rp.PartitionMaxBytes)}
+			if p, code := b.fetchablePartition(req.Version, rt, rp); code != 0 {
+				sp.ErrorCode, sp.HighWatermark = code, -1
+			} else {
+				pr.Partition = fetchSource{p}
+			}
+			freq.Partitions = append(freq.Partitions, pr)
+			slots = append(slots, fetchSlot{topic: ti, partition: pi})
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return freq, slots
+}
+
+// fetchablePartition looks a partition up and checks the leader epoch.
+func (b *Broker) fetchablePartition(version int16, rt *kmsg.FetchRequestTopic, rp *kmsg.FetchRequestTopicPartition) (*partition, int16) {
+	var p *partition
+	var code int16
+	if version >= 13 {
+		p, code = b.lookupPartitionByID(rt.TopicID, rp.Partition)
+	} else {
+		p, code = b.lookupPartition(rt.Topic, rp.Partition)
+	}
+	if code != 0 {
+		return nil, code
+	}
+	if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
+		return nil, code
+	}
+	return p, 0
+}
+
+// fillFetchPartition encodes one fetch.Result.
+func fillFetchPartition(sp *kmsg.FetchResponseTopicPartition, res fetch.Result, iso fetch.IsolationLevel) {
+	sp.HighWatermark = res.HighWatermark
+	sp.LastStableOffset = res.LastStableOffset
+	sp.LogStartOffset = res.LogStartOffset
+	sp.RecordBatches = res.Records
+	if iso == fetch.ReadCommitted {
+		// TODO(issue 6): aborted transactions overlapping the records.
+		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	}
+	sp.ErrorCode = dataPathErrorCode(res.Err)
+}
+
+// fetchSource adapts a local partition to fetch.Partition.
+type fetchSource struct{ p *partition }
+
+var _ fetch.Partition = fetchSource{}
+
+func (s fetchSource) Changed() <-chan struct{} { return s.p.changed() }
+
+// Positions reads the log start first and the LEO last, so that, with
+// offsets only moving up, LogStart <= HW <= LogEnd holds in the snapshot.
+func (s fetchSource) Positions() fetch.Positions {
+	logStart := s.p.log.LogStartOffset()
+	hw := s.p.highWatermark()
+	lso := min(s.p.lastStableOffset(), hw)
+	return fetch.Positions{
+		LogStart:      min(logStart, hw),
+		LastStable:    lso,
+		HighWatermark: hw,
+		LogEnd:        max(s.p.log.LogEndOffset(), hw),
+	}
+}
+
+func (s fetchSource) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
+	return s.p.log.Read(offset, maxBytes, upTo)
+}

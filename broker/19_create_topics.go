@@ -1,0 +1,268 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/metadata"
+)
+
+// topicSpec is a topic to create, after request defaults are resolved.
+type topicSpec struct {
+	name              string
+	partitions        int32
+	replicationFactor int16
+	assignment        [][]int32 // manual replica assignment; nil: placed by the broker
+	configs           map[string]string
+}
+
+// handleCreateTopics creates topics (or only validates them).
+func (b *Broker) handleCreateTopics(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	counts := map[string]int{}
+	for _, rt := range req.Topics {
+		counts[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		var st kmsg.CreateTopicsResponseTopic
+		if counts[rt.Topic] > 1 {
+			st = createTopicError(rt.Topic, kerr.InvalidRequest.Code, "duplicate topic name in request")
+		} else {
+			st = b.createOneTopic(ctx, rt, req.ValidateOnly)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func createTopicError(name string, code int16, msg string) kmsg.CreateTopicsResponseTopic {
+	st := kmsg.NewCreateTopicsResponseTopic()
+	st.Topic, st.ErrorCode, st.ErrorMessage = name, code, kmsg.StringPtr(msg)
+	st.NumPartitions, st.ReplicationFactor = -1, -1
+	return st
+}
+
+// createOneTopic validates and creates one topic.
+func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
+	spec, code, msg := b.topicSpecFromRequest(rt)
+	if code != 0 {
+		return createTopicError(rt.Topic, code, msg)
+	}
+	replicas, code, msg := b.placeReplicas(spec)
+	if code != 0 {
+		return createTopicError(rt.Topic, code, msg)
+	}
+	var id metadata.TopicID
+	if !validateOnly {
+		t, err := b.createTopic(ctx, metadata.CreateTopicRequest{Name: spec.name, Replicas: replicas, Configs: spec.configs})
+		if err != nil {
+			code, msg := errorCode(err)
+			return createTopicError(rt.Topic, code, msg)
+		}
+		id = t.ID
+	}
+	st := kmsg.NewCreateTopicsResponseTopic()
+	st.Topic, st.TopicID = spec.name, id
+	st.NumPartitions, st.ReplicationFactor = int32(len(replicas)), int16(len(replicas[0]))
+	for _, e := range topicConfigEntries(spec.configs) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source, c.ReadOnly, c.IsSensitive = e.name, kmsg.StringPtr(e.value), int8(e.source), e.readOnly, e.sensitive
+		st.Configs = append(st.Configs, c)
+	}
+	return st
+}
+
+// topicSpecFromRequest checks name, configs and counts of a request topic.
+func (b *Broker) topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic) (topicSpec, int16, string) {
+	spec := topicSpec{name: rt.Topic, partitions: rt.NumPartitions, replicationFactor: rt.ReplicationFactor}
+	if err := validateTopicName(rt.Topic); err != nil {
+		return spec, kerr.InvalidTopicException.Code, err.Error()
+	}
+	if code, msg := b.checkTopicNameFree(rt.Topic); code != 0 {
+		return spec, code, msg
+	}
+	configs, code, msg := configsFromRequest(rt.Configs)
+	if code != 0 {
+		return spec, code, msg
+	}
+	spec.configs = configs
+	if len(rt.ReplicaAssignment) > 0 {
+		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+			return spec, kerr.InvalidRequest.Code, "both numPartitions or replicationFactor and replicasAssignments were set; both cannot be used at the same time"
+		}
+		assignment, code, msg := assignmentFromRequest(rt.ReplicaAssignment)
+		spec.assignment = assignment
+		return spec, code, msg
+	}
+	if spec.partitions == -1 {
+		spec.partitions = b.cfg.DefaultPartitions
+	}
+	if spec.replicationFactor == -1 {
+		spec.replicationFactor = 1 // default.replication.factor
+	}
+	return spec, 0, ""
+}
+
+// checkTopicNameFree refuses an existing name or one colliding with an
+// existing name once '.' and '_' are identified (Kafka's rule).
+func (b *Broker) checkTopicNameFree(name string) (int16, string) {
+	if _, ok := b.parts.topic(name); ok {
+		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", name)
+	}
+	key := collisionKey(name)
+	for _, t := range b.parts.allTopics() {
+		if collisionKey(t.topic.Name) == key {
+			return kerr.InvalidTopicException.Code, fmt.Sprintf("topic %q collides with existing topic %q", name, t.topic.Name)
+		}
+	}
+	return 0, ""
+}
+
+// configsFromRequest turns request configs into a validated override map.
+func configsFromRequest(cfgs []kmsg.CreateTopicsRequestTopicConfig) (map[string]string, int16, string) {
+	out := make(map[string]string, len(cfgs))
+	for _, c := range cfgs {
+		if c.Value == nil {
+			return nil, kerr.InvalidConfig.Code, fmt.Sprintf("null value for config %q is not supported", c.Name)
+		}
+		if _, dup := out[c.Name]; dup {
+			return nil, kerr.InvalidConfig.Code, fmt.Sprintf("config %q given twice", c.Name)
+		}
+		out[c.Name] = *c.Value
+	}
+	if err := metadata.ValidateTopicConfigs(out); err != nil {
+		return nil, kerr.InvalidConfig.Code, err.Error()
+	}
+	return out, 0, ""
+}
+
+// assignmentFromRequest checks that partitions are 0..n-1, each once.
+func assignmentFromRequest(ra []kmsg.CreateTopicsRequestTopicReplicaAssignment) ([][]int32, int16, string) {
+	if len(ra) > maxPartitions {
+		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("more than %d partitions", maxPartitions)
+	}
+	out := make([][]int32, len(ra))
+	for _, a := range ra {
+		if a.Partition < 0 || int(a.Partition) >= len(ra) || out[a.Partition] != nil {
+			return nil, kerr.InvalidReplicaAssignment.Code, "partitions must be numbered 0..n-1, each given once"
+		}
+		out[a.Partition] = nonNil(a.Replicas)
+	}
+	return out, 0, ""
+}
+
+// placeReplicas validates a manual assignment against the live brokers, or
+// spreads replicas round-robin over them.
+func (b *Broker) placeReplicas(spec topicSpec) ([][]int32, int16, string) {
+	brokers := b.brokers()
+	if spec.assignment != nil {
+		if code, msg := b.checkAssignment(spec.assignment, len(spec.assignment[0])); code != 0 {
+			return nil, code, msg
+		}
+		return spec.assignment, 0, ""
+	}
+	switch {
+	case spec.partitions < 1 || spec.partitions > maxPartitions:
+		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("number of partitions must be in [1, %d], got %d", maxPartitions, spec.partitions)
+	case spec.replicationFactor < 1:
+		return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor must be at least 1, got %d", spec.replicationFactor)
+	case int(spec.replicationFactor) > len(brokers):
+		return nil, kerr.InvalidReplicationFactor.Code,
+			fmt.Sprintf("replication factor: %d larger than available brokers: %d", spec.replicationFactor, len(brokers))
+	}
+	return roundRobin(brokers, 0, int(spec.partitions), int(spec.replicationFactor)), 0, ""
+}
+
+// roundRobin assigns partitions [from, from+count) to rf consecutive
+// brokers starting at the partition's index, so leaders spread evenly.
+func roundRobin(brokers []metadata.BrokerInfo, from, count, rf int) [][]int32 {
+	out := make([][]int32, count)
+	for i := range out {
+		replicas := make([]int32, rf)
+		for r := range replicas {
+			replicas[r] = brokers[(from+i+r)%len(brokers)].NodeID
+		}
+		out[i] = replicas
+	}
+	return out
+}
+
+// checkAssignment: every partition has rf distinct, live replicas.
+func (b *Broker) checkAssignment(assignment [][]int32, rf int) (int16, string) {
+	for p, replicas := range assignment {
+		if len(replicas) == 0 || len(replicas) != rf {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: every partition needs the same, non-zero number of replicas", p)
+		}
+		seen := map[int32]bool{}
+		for _, r := range replicas {
+			if seen[r] {
+				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: duplicate replica %d", p, r)
+			}
+			seen[r] = true
+			if !b.isLive(r) {
+				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: unknown broker %d", p, r)
+			}
+		}
+	}
+	return 0, ""
+}
+
+// createTopic writes the topic to metadata and applies it locally before
+// returning (read-your-writes).
+func (b *Broker) createTopic(ctx context.Context, req metadata.CreateTopicRequest) (metadata.Topic, error) {
+	t, err := b.store.CreateTopic(ctx, req)
+	if err != nil {
+		return metadata.Topic{}, err
+	}
+	if err := b.applyTopic(t, nil); err != nil {
+		return t, err
+	}
+	b.log.Info("topic created", "topic", t.Name, "partitions", len(t.Replicas))
+	return t, nil
+}
+
+// loadTopicLocally reads a topic from metadata and applies it.
+func (b *Broker) loadTopicLocally(ctx context.Context, name string) (topicView, error) {
+	t, err := b.store.Topic(ctx, name)
+	if err != nil {
+		return topicView{}, err
+	}
+	states, err := b.store.PartitionStates(ctx, t.ID)
+	if err != nil {
+		return topicView{}, err
+	}
+	if err := b.applyTopic(t, states); err != nil {
+		return topicView{}, err
+	}
+	if v, ok := b.parts.topic(name); ok {
+		return v, nil
+	}
+	return topicView{}, errUnknownTopic
+}
+
+// errorCode maps a Go error from metadata or a log to a Kafka error code
+// and message.
+func errorCode(err error) (int16, string) {
+	switch {
+	case errors.Is(err, metadata.ErrTopicExists):
+		return kerr.TopicAlreadyExists.Code, err.Error()
+	case errors.Is(err, metadata.ErrTopicNotFound):
+		return kerr.UnknownTopicOrPartition.Code, err.Error()
+	case errors.Is(err, metadata.ErrInvalidConfig):
+		return kerr.InvalidConfig.Code, err.Error()
+	case errors.Is(err, metadata.ErrInvalidPartitions):
+		return kerr.InvalidPartitions.Code, err.Error()
+	case errors.Is(err, metadata.ErrInvalidTopic):
+		return kerr.InvalidTopicException.Code, err.Error()
+	case errors.Is(err, metadata.ErrInvalidReplicas):
+		return kerr.InvalidReplicaAssignment.Code, err.Error()
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut.Code, err.Error()
+	}
+	return kerr.UnknownServerError.Code, err.Error()
+}

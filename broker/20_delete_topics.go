@@ -1,0 +1,74 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/metadata"
+)
+
+// handleDeleteTopics deletes topics by name (v0-v5) or by name or id (v6+).
+func (b *Broker) handleDeleteTopics(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	topics := req.Topics
+	if req.Version < 6 {
+		topics = nil
+		for _, name := range req.TopicNames {
+			rt := kmsg.NewDeleteTopicsRequestTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			topics = append(topics, rt)
+		}
+	}
+	for _, rt := range topics {
+		resp.Topics = append(resp.Topics, b.deleteOneTopic(ctx, rt))
+	}
+	return resp, nil
+}
+
+func (b *Broker) deleteOneTopic(ctx context.Context, rt kmsg.DeleteTopicsRequestTopic) kmsg.DeleteTopicsResponseTopic {
+	st := kmsg.NewDeleteTopicsResponseTopic()
+	st.Topic, st.TopicID = rt.Topic, rt.TopicID
+	fail := func(code int16, msg string) kmsg.DeleteTopicsResponseTopic {
+		st.ErrorCode, st.ErrorMessage = code, kmsg.StringPtr(msg)
+		return st
+	}
+	t, code, msg := b.resolveDeleteTarget(rt)
+	if code != 0 {
+		return fail(code, msg)
+	}
+	st.Topic, st.TopicID = kmsg.StringPtr(t.topic.Name), t.topic.ID
+	if err := b.store.DeleteTopic(ctx, t.topic.Name); err != nil {
+		return fail(errorCode(err))
+	}
+	b.removeTopic(t.topic.Name, t.topic.ID)
+	return st
+}
+
+// resolveDeleteTarget finds the topic named or identified (not both).
+func (b *Broker) resolveDeleteTarget(rt kmsg.DeleteTopicsRequestTopic) (topicView, int16, string) {
+	hasID := rt.TopicID != metadata.TopicID{}
+	switch {
+	case rt.Topic != nil && hasID:
+		return topicView{}, kerr.InvalidRequest.Code, "give a topic name or a topic id, not both"
+	case rt.Topic != nil:
+		if err := validateTopicName(*rt.Topic); err != nil {
+			return topicView{}, kerr.InvalidTopicException.Code, err.Error()
+		}
+		t, ok := b.parts.topic(*rt.Topic)
+		if !ok {
+			return topicView{}, kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", *rt.Topic)
+		}
+		return t, 0, ""
+	case hasID:
+		t, ok := b.parts.topicByID(rt.TopicID)
+		if !ok {
+			return topicView{}, kerr.UnknownTopicID.Code, "no topic has this id"
+		}
+		return t, 0, ""
+	}
+	return topicView{}, kerr.InvalidRequest.Code, "neither a topic name nor a topic id given"
+}

@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteRecords: v0-2.
+//
+// Behaviour per partition:
+//   - offset -1 means the HW;
+//   - any other offset below 0 or above the HW is OFFSET_OUT_OF_RANGE;
+//   - a topic whose cleanup.policy lacks "delete" is POLICY_VIOLATION, as
+//     in Kafka;
+//   - otherwise the log start moves up to offset (never down) and the answer
+//     is the new low watermark. With replicas (issue 5) Kafka waits, up to
+//     the request timeout, until every replica's log start got there; a
+//     single node is done once its own log moved.
+
+// deleteRecordsToHighWatermark is the offset meaning "up to the HW".
+const deleteRecordsToHighWatermark = -1
+
+func (b *Broker) handleDeleteRecords(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteRecordsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := kmsg.NewDeleteRecordsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LowWatermark, sp.ErrorCode = b.deleteRecords(rt.Topic, rp.Partition, rp.Offset)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// deleteRecords moves one partition's log start; it returns the new low
+// watermark (-1 on error) and a Kafka error code.
+func (b *Broker) deleteRecords(topic string, index int32, offset int64) (int64, int16) {
+	p, code := b.lookupPartition(topic, index)
+	if code != 0 {
+		return -1, code
+	}
+	if !p.config().HasDelete() {
+		return -1, kerr.PolicyViolation.Code
+	}
+	hw := p.highWatermark()
+	if offset == deleteRecordsToHighWatermark {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return -1, kerr.OffsetOutOfRange.Code
+	}
+	if err := p.log.DeleteRecordsBefore(offset); err != nil {
+		code := dataPathErrorCode(err)
+		b.log.Warn("delete records failed", "topic", topic, "partition", index, "offset", offset,
+			"err", fmt.Errorf("broker: delete records: %w", err))
+		return -1, code
+	}
+	return p.log.LogStartOffset(), 0
+}

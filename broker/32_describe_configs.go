@@ -1,0 +1,109 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleDescribeConfigs describes topic configs (overrides and defaults)
+// and this broker's static configs.
+func (b *Broker) handleDescribeConfigs(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		r := kmsg.NewDescribeConfigsResponseResource()
+		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
+		entries, code, msg := b.describeResource(rr.ResourceType, rr.ResourceName)
+		if code != 0 {
+			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
+		} else {
+			r.Configs = describedConfigs(entries, rr.ConfigNames, req)
+		}
+		resp.Resources = append(resp.Resources, r)
+	}
+	return resp, nil
+}
+
+// describeResource returns the configs of one resource, or an error code.
+func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string) ([]configEntry, int16, string) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if err := validateTopicName(name); err != nil {
+			return nil, kerr.InvalidTopicException.Code, err.Error()
+		}
+		t, ok := b.parts.topic(name)
+		if !ok {
+			return nil, kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
+		}
+		return topicConfigEntries(t.topic.Configs), 0, ""
+	case kmsg.ConfigResourceTypeBroker:
+		if name == "" {
+			return []configEntry{}, 0, "" // no cluster-wide dynamic defaults
+		}
+		if code, msg := b.checkBrokerResource(name); code != 0 {
+			return nil, code, msg
+		}
+		return b.brokerConfigEntries(), 0, ""
+	}
+	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("resource type %v is not supported", typ)
+}
+
+// checkBrokerResource accepts this broker's id only.
+func (b *Broker) checkBrokerResource(name string) (int16, string) {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil || int32(id) != b.cfg.NodeID {
+		return kerr.InvalidRequest.Code, fmt.Sprintf("unexpected broker id %q, this is broker %d", name, b.cfg.NodeID)
+	}
+	return 0, ""
+}
+
+// describedConfigs renders entries, keeping only names when given.
+func describedConfigs(entries []configEntry, names []string, req *kmsg.DescribeConfigsRequest) []kmsg.DescribeConfigsResponseResourceConfig {
+	var want map[string]bool
+	if names != nil {
+		want = make(map[string]bool, len(names))
+		for _, n := range names {
+			want[n] = true
+		}
+	}
+	out := []kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, e := range entries {
+		if want != nil && !want[e.name] {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.ReadOnly, c.IsSensitive = e.name, kmsg.StringPtr(e.value), e.readOnly, e.sensitive
+		c.Source, c.ConfigType = e.source, e.configType
+		c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
+		if e.sensitive {
+			c.Value = nil
+		}
+		if req.IncludeDocumentation && e.doc != "" {
+			c.Documentation = kmsg.StringPtr(e.doc)
+		}
+		if req.IncludeSynonyms {
+			c.ConfigSynonyms = configSynonyms(e)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// configSynonyms lists where the value could come from, highest precedence
+// first: the topic override, then the default.
+func configSynonyms(e configEntry) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	syn := func(v string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		s.Name, s.Value, s.Source = e.name, kmsg.StringPtr(v), src
+		return s
+	}
+	out := []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn(e.value, e.source)}
+	if e.source == kmsg.ConfigSourceDynamicTopicConfig {
+		out = append(out, syn(e.defaultValue, kmsg.ConfigSourceDefaultConfig))
+	}
+	return out
+}

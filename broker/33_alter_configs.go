@@ -1,0 +1,55 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/metadata"
+)
+
+// handleAlterConfigs replaces all of a topic's overrides with the given set
+// (the legacy, non-incremental API).
+func (b *Broker) handleAlterConfigs(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, rr := range req.Resources {
+		r := kmsg.NewAlterConfigsResponseResource()
+		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
+		code, msg := b.replaceConfigs(ctx, rr, req.ValidateOnly)
+		if code != 0 {
+			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
+		}
+		resp.Resources = append(resp.Resources, r)
+	}
+	return resp, nil
+}
+
+func (b *Broker) replaceConfigs(ctx context.Context, rr kmsg.AlterConfigsRequestResource, validateOnly bool) (int16, string) {
+	if code, msg := b.checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
+		return code, msg
+	}
+	next := make(map[string]string, len(rr.Configs))
+	for _, c := range rr.Configs {
+		if c.Value == nil {
+			return kerr.InvalidRequest.Code, fmt.Sprintf("null value for config %q is not supported", c.Name)
+		}
+		if _, dup := next[c.Name]; dup {
+			return kerr.InvalidRequest.Code, fmt.Sprintf("config %q given twice", c.Name)
+		}
+		next[c.Name] = *c.Value
+	}
+	if err := metadata.ValidateTopicConfigs(next); err != nil {
+		return kerr.InvalidConfig.Code, err.Error()
+	}
+	mutate := func(m map[string]string) error {
+		clear(m)
+		for k, v := range next {
+			m[k] = v
+		}
+		return nil
+	}
+	return b.alterTopicConfigs(ctx, rr.ResourceName, mutate, validateOnly)
+}

@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleCreatePartitions raises topics' partition counts.
+func (b *Broker) handleCreatePartitions(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	counts := map[string]int{}
+	for _, rt := range req.Topics {
+		counts[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		code, msg := kerr.InvalidRequest.Code, "duplicate topic name in request"
+		if counts[rt.Topic] == 1 {
+			code, msg = b.createPartitions(ctx, rt, req.ValidateOnly)
+		}
+		if code != 0 {
+			st.ErrorCode, st.ErrorMessage = code, kmsg.StringPtr(msg)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {
+	if err := validateTopicName(rt.Topic); err != nil {
+		return kerr.InvalidTopicException.Code, err.Error()
+	}
+	t, ok := b.parts.topic(rt.Topic)
+	if !ok {
+		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", rt.Topic)
+	}
+	current := len(t.topic.Replicas)
+	switch {
+	case int(rt.Count) <= current:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q has %d partitions; the new count %d must be larger", rt.Topic, current, rt.Count)
+	case rt.Count > maxPartitions:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("at most %d partitions", maxPartitions)
+	}
+	added, code, msg := b.newPartitionReplicas(rt, current, len(t.topic.Replicas[0]))
+	if code != 0 || validateOnly {
+		return code, msg
+	}
+	updated, err := b.store.AddPartitions(ctx, rt.Topic, added)
+	if err != nil {
+		return errorCode(err)
+	}
+	if err := b.applyTopic(updated, nil); err != nil {
+		return errorCode(err)
+	}
+	b.log.Info("partitions added", "topic", rt.Topic, "partitions", len(updated.Replicas))
+	return 0, ""
+}
+
+// newPartitionReplicas checks the manual assignment of the new partitions
+// or places them with the topic's replication factor.
+func (b *Broker) newPartitionReplicas(rt kmsg.CreatePartitionsRequestTopic, current, rf int) ([][]int32, int16, string) {
+	newCount := int(rt.Count) - current
+	if rt.Assignment == nil {
+		brokers := b.brokers()
+		if rf > len(brokers) {
+			return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d larger than available brokers %d", rf, len(brokers))
+		}
+		return roundRobin(brokers, current, newCount, rf), 0, ""
+	}
+	if len(rt.Assignment) != newCount {
+		return nil, kerr.InvalidReplicaAssignment.Code,
+			fmt.Sprintf("%d assignments given for %d new partitions", len(rt.Assignment), newCount)
+	}
+	out := make([][]int32, newCount)
+	for i, a := range rt.Assignment {
+		out[i] = nonNil(a.Replicas)
+	}
+	if code, msg := b.checkAssignment(out, rf); code != 0 {
+		return nil, code, msg
+	}
+	return out, 0, ""
+}

@@ -1,0 +1,165 @@
+package broker
+
+// Produce-side record batch checks: split one partition's records bytes
+// into RecordBatch v2 batches, validate each header (never the records:
+// batches stay bytes, compressed as sent), and apply topic rules. The batch
+// layout is documented in hotlog/doc.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/fetch"
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+)
+
+// Produce-path sentinel errors; produceErrorCode maps them to Kafka codes.
+var (
+	errNoBatches       = errors.New("broker: produce partition data holds no record batch")
+	errBatchTooLarge   = errors.New("broker: record batch larger than max.message.bytes")
+	errControlBatch    = errors.New("broker: clients may not produce control batches")
+	errTransactional   = errors.New("broker: transactional produce is not supported yet")
+	errZstdTooOld      = errors.New("broker: zstd batches need produce v7+")
+	errInvalidAcks     = errors.New("broker: acks must be -1, 0 or 1")
+	errNotEnoughISR    = errors.New("broker: in-sync replicas below min.insync.replicas")
+	errAcksZeroFailure = errors.New("broker: acks=0 produce failed; closing the connection so the client refreshes metadata")
+)
+
+// logAppendTimeType is the message.timestamp.type value that makes the
+// broker stamp batches.
+const logAppendTimeType = "LogAppendTime"
+
+// produceRules are the topic settings a produce partition is checked against.
+type produceRules struct {
+	// maxMessageBytes bounds each batch's total size (max.message.bytes,
+	// compared with the whole batch including its 12-byte prefix, as Kafka).
+	maxMessageBytes int
+	// logAppendTime: message.timestamp.type=LogAppendTime.
+	logAppendTime bool
+	// produceVersion of the request (zstd needs v7+).
+	produceVersion int16
+}
+
+// rulesFor derives the produce rules from a topic's effective config.
+func rulesFor(cfg metadata.TopicConfig, version int16) produceRules {
+	return produceRules{
+		maxMessageBytes: int(cfg.MaxMessageBytes),
+		logAppendTime:   cfg.MessageTimestampType == logAppendTimeType,
+		produceVersion:  version,
+	}
+}
+
+// producedBatches is one partition's validated records, ready for Append.
+type producedBatches struct {
+	// records are the batches end to end; they alias the request.
+	records []byte
+	// count is the number of batches.
+	count int
+	// producerID of the first batch (-1: not idempotent). Sequence checks
+	// on it come with issue 6.
+	producerID int64
+	// logAppendTime is the stamp applied, or -1 (CreateTime).
+	logAppendTime int64
+}
+
+// splitProduceRecords validates the records bytes of one produce partition:
+// at least one batch, every batch's length in bounds, magic 2, CRC-32C,
+// counts, no control or transactional batches, none larger than
+// max.message.bytes. With LogAppendTime each batch is stamped with now (ms),
+// which rewrites its maxTimestamp and CRC in place. Nothing is allocated per
+// batch and records are never decoded.
+func splitProduceRecords(records []byte, rules produceRules, now int64) (producedBatches, error) {
+	out := producedBatches{records: records, producerID: -1, logAppendTime: -1}
+	if len(records) == 0 {
+		return out, errNoBatches
+	}
+	for rest := records; len(rest) > 0; out.count++ {
+		header, size, err := hotlog.ValidateBatch(rest)
+		if err != nil {
+			return out, err
+		}
+		if err := checkBatchRules(header, size, rules); err != nil {
+			return out, err
+		}
+		if out.count == 0 {
+			out.producerID = header.ProducerID
+		}
+		if rules.logAppendTime {
+			hotlog.SetLogAppendTime(rest[:size], now)
+			out.logAppendTime = now
+		}
+		rest = rest[size:]
+	}
+	return out, nil
+}
+
+// checkBatchRules applies the topic and protocol rules to one valid batch.
+func checkBatchRules(h hotlog.BatchHeader, size int, rules produceRules) error {
+	switch {
+	case size > rules.maxMessageBytes:
+		return fmt.Errorf("%w: %d > %d bytes", errBatchTooLarge, size, rules.maxMessageBytes)
+	case h.Control():
+		return errControlBatch
+	case h.Transactional():
+		// TODO(issue 6): transactions (KIP-98) with KIP-890 verification.
+		return errTransactional
+	case h.Codec() == hotlog.CodecZstd && rules.produceVersion < 7:
+		return errZstdTooOld
+	}
+	return nil
+}
+
+// produceErrorCode translates a produce-path error into a Kafka error code.
+func produceErrorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, hotlog.ErrUnsupportedMagic):
+		return kerr.UnsupportedForMessageFormat.Code
+	case errors.Is(err, hotlog.ErrCorruptBatch):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, errBatchTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, errNoBatches), errors.Is(err, errControlBatch):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, errTransactional):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, errZstdTooOld):
+		return kerr.UnsupportedCompressionType.Code
+	case errors.Is(err, errInvalidAcks):
+		return kerr.InvalidRequiredAcks.Code
+	case errors.Is(err, errNotEnoughISR):
+		return kerr.NotEnoughReplicas.Code
+	}
+	return dataPathErrorCode(err)
+}
+
+// dataPathErrorCode translates log and wait errors shared by every data-path
+// API into Kafka error codes.
+func dataPathErrorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, hotlog.ErrOffsetOutOfRange), errors.Is(err, fetch.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, hotlog.ErrStorage), errors.Is(err, hotlog.ErrCorruptBatch):
+		// A damaged stored batch is never served: the client retries
+		// (later against a replica or the tier).
+		return kerr.KafkaStorageError.Code
+	case errors.Is(err, hotlog.ErrClosed):
+		// The partition moved or was deleted under the request: the client
+		// refreshes metadata and retries.
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return kerr.RequestTimedOut.Code
+	case errors.Is(err, context.Canceled):
+		// The connection or the broker is closing; the answer is likely
+		// never read, but if it is, it must be retriable.
+		return kerr.NotLeaderForPartition.Code
+	}
+	return kerr.UnknownServerError.Code
+}

@@ -1,0 +1,78 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/metadata"
+)
+
+// configEntry is one config as DescribeConfigs (and CreateTopics v5+)
+// report it.
+type configEntry struct {
+	name, value string
+	source      kmsg.ConfigSource
+	configType  kmsg.ConfigType
+	readOnly    bool
+	sensitive   bool
+	doc         string
+	// defaultValue is reported as a DEFAULT_CONFIG synonym under an override.
+	defaultValue string
+}
+
+// topicConfigEntries lists every topic config: an override
+// (DYNAMIC_TOPIC_CONFIG) or the default (DEFAULT_CONFIG).
+func topicConfigEntries(overrides map[string]string) []configEntry {
+	defs := metadata.TopicConfigDefs()
+	out := make([]configEntry, 0, len(defs))
+	for _, d := range defs {
+		e := configEntry{name: d.Name, value: d.Default, source: kmsg.ConfigSourceDefaultConfig,
+			configType: kmsg.ConfigType(d.Type), doc: d.Doc, defaultValue: d.Default,
+			sensitive: d.Type == metadata.ConfigPassword}
+		if v, ok := overrides[d.Name]; ok {
+			e.value, e.source = v, kmsg.ConfigSourceDynamicTopicConfig
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// brokerConfigEntries lists this broker's static, read-only configs.
+func (b *Broker) brokerConfigEntries() []configEntry {
+	str := func(name, v string) configEntry {
+		return configEntry{name: name, value: v, configType: kmsg.ConfigType(metadata.ConfigString)}
+	}
+	num := func(name string, v int64, t metadata.ConfigType) configEntry {
+		return configEntry{name: name, value: strconv.FormatInt(v, 10), configType: kmsg.ConfigType(t)}
+	}
+	advertised := fmt.Sprintf("PLAINTEXT://%s:%d", b.advertised.Host, b.advertised.Port)
+	entries := []configEntry{
+		{name: "auto.create.topics.enable", value: strconv.FormatBool(!b.cfg.DisableAutoCreateTopics), configType: kmsg.ConfigType(metadata.ConfigBoolean)},
+		num("broker.id", int64(b.cfg.NodeID), metadata.ConfigInt),
+		str("advertised.listeners", advertised),
+		num("default.replication.factor", 1, metadata.ConfigInt),
+		str("listeners", "PLAINTEXT://"+b.cfg.Listen),
+		str("log.dirs", b.cfg.DataDir),
+		num("log.retention.check.interval.ms", b.cfg.RetentionCheckInterval.Milliseconds(), metadata.ConfigLong),
+		num("node.id", int64(b.cfg.NodeID), metadata.ConfigInt),
+		num("num.partitions", int64(b.cfg.DefaultPartitions), metadata.ConfigInt),
+		num("socket.request.max.bytes", int64(b.cfg.SocketRequestMaxBytes), metadata.ConfigInt),
+	}
+	if b.cfg.Rack != "" {
+		entries = append(entries, str("broker.rack", b.cfg.Rack))
+	}
+	for i := range entries {
+		entries[i].source, entries[i].readOnly = kmsg.ConfigSourceStaticBrokerConfig, true
+	}
+	slices.SortFunc(entries, func(x, y configEntry) int { return compareStrings(x.name, y.name) })
+	return entries
+}
+
+// isListConfig reports whether a topic config is a list (APPEND/SUBTRACT).
+func isListConfig(name string) bool {
+	d, ok := metadata.LookupTopicConfig(name)
+	return ok && d.Type == metadata.ConfigList
+}

@@ -1,0 +1,139 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Sentinel errors of the request decode path. Any of them closes the
+// connection.
+var (
+	ErrFrameTooLarge      = errors.New("broker: request frame larger than socket.request.max.bytes")
+	ErrFrameTooSmall      = errors.New("broker: request frame smaller than a request header")
+	ErrMalformedHeader    = errors.New("broker: malformed request header")
+	ErrMalformedBody      = errors.New("broker: malformed request body")
+	ErrUnsupportedAPI     = errors.New("broker: unsupported api key")
+	ErrUnsupportedVersion = errors.New("broker: unsupported api version")
+)
+
+// minRequestHeaderBytes is api key + version + correlation id + the client
+// id length: no valid request frame is shorter.
+const minRequestHeaderBytes = 2 + 2 + 4 + 2
+
+// apiVersionsKey is the one key whose unsupported versions are answered.
+const apiVersionsKey = 18
+
+// requestHeader is the decoded Kafka request header (v1 or v2).
+type requestHeader struct {
+	apiKey        int16
+	version       int16
+	correlationID int32
+	clientID      string
+}
+
+// readFrame reads one size-prefixed frame. The size is checked against
+// [minRequestHeaderBytes, maxBytes] before the frame is allocated.
+func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	var sizeBuf [4]byte
+	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+	if size < minRequestHeaderBytes {
+		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooSmall, size)
+	}
+	if size > maxBytes {
+		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
+	}
+	frame := make([]byte, size)
+	if _, err := io.ReadFull(r, frame); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}
+
+// parseHeaderPrefix reads the fixed part every header version shares.
+// REQUIRES: len(frame) >= minRequestHeaderBytes (readFrame guarantees it).
+func parseHeaderPrefix(frame []byte) requestHeader {
+	return requestHeader{
+		apiKey:        int16(binary.BigEndian.Uint16(frame[0:])),
+		version:       int16(binary.BigEndian.Uint16(frame[2:])),
+		correlationID: int32(binary.BigEndian.Uint32(frame[4:])),
+	}
+}
+
+// parseRequestHeader decodes the whole header and returns it with the body
+// that follows. flexible selects header v2 (tagged fields after the client
+// id); the client id is a non-compact nullable string in both versions.
+func parseRequestHeader(frame []byte, flexible bool) (requestHeader, []byte, error) {
+	if len(frame) < minRequestHeaderBytes {
+		return requestHeader{}, nil, ErrFrameTooSmall
+	}
+	hdr := parseHeaderPrefix(frame)
+	rest := frame[8:]
+	idLen := int16(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if idLen < -1 {
+		return hdr, nil, fmt.Errorf("%w: client id length %d", ErrMalformedHeader, idLen)
+	}
+	if idLen > 0 {
+		if int(idLen) > len(rest) {
+			return hdr, nil, fmt.Errorf("%w: client id length %d past end", ErrMalformedHeader, idLen)
+		}
+		hdr.clientID = string(rest[:idLen])
+		rest = rest[idLen:]
+	}
+	if !flexible {
+		return hdr, rest, nil
+	}
+	rest, err := skipTaggedFields(rest)
+	if err != nil {
+		return hdr, nil, err
+	}
+	return hdr, rest, nil
+}
+
+// skipTaggedFields skips a tagged-field section: a uvarint count, then per
+// field a uvarint tag, a uvarint size and size bytes. Each size is checked
+// against what remains, so nothing is allocated.
+func skipTaggedFields(b []byte) ([]byte, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: tagged field count", ErrMalformedHeader)
+	}
+	b = b[n:]
+	if count > uint64(len(b)) { // every field takes at least 2 bytes
+		return nil, fmt.Errorf("%w: %d tagged fields in %d bytes", ErrMalformedHeader, count, len(b))
+	}
+	for i := uint64(0); i < count; i++ {
+		if _, n = binary.Uvarint(b); n <= 0 {
+			return nil, fmt.Errorf("%w: tag", ErrMalformedHeader)
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) {
+			return nil, fmt.Errorf("%w: tagged field size", ErrMalformedHeader)
+		}
+		b = b[n+int(size):]
+	}
+	return b, nil
+}
+
+// appendResponseFrame appends a whole response frame: size, correlation id,
+// the tagged-field byte of a flexible response header (never for
+// ApiVersions), and the body encoded by kmsg at resp's version.
+func appendResponseFrame(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

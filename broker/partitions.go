@@ -1,0 +1,314 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+)
+
+// maxPartitions bounds a topic's partition count from a request before
+// anything is allocated for it.
+const maxPartitions = 100_000
+
+// partitionState is the mutable part of a partition.
+type partitionState struct {
+	durability hotlog.Durability
+	mu         sync.Mutex
+	state      metadata.PartitionState // guarded by mu
+	cfg        metadata.TopicConfig    // guarded by mu
+}
+
+// highWatermark is what consumers may read up to (exclusive). Single replica:
+// the durable prefix with fsync durability, the LEO with replication
+// durability. Issue 5 replaces it with the minimum LEO over the ISR.
+func (p *partition) highWatermark() int64 {
+	if p.durability == hotlog.DurabilityFsync {
+		return p.log.FlushedOffset()
+	}
+	return p.log.LogEndOffset()
+}
+
+// lastStableOffset == highWatermark until transactions (issue 6).
+func (p *partition) lastStableOffset() int64 { return p.highWatermark() }
+
+func (p *partition) leaderEpoch() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state.LeaderEpoch
+}
+
+func (p *partition) config() metadata.TopicConfig {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg
+}
+
+func (p *partition) leader() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state.Leader
+}
+
+func (p *partition) changed() <-chan struct{} { return p.log.Changed() }
+
+// waitHighWatermark blocks until highWatermark() > offset or ctx ends.
+func (p *partition) waitHighWatermark(ctx context.Context, offset int64) error {
+	if p.durability == hotlog.DurabilityFsync {
+		return p.log.WaitFlushed(ctx, offset)
+	}
+	for {
+		ch := p.changed()
+		if p.highWatermark() > offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// topicEntry mirrors one topic. Guarded by partitionManager.mu.
+type topicEntry struct {
+	topic  metadata.Topic
+	cfg    metadata.TopicConfig
+	states []metadata.PartitionState // by partition index; len == len(topic.Replicas)
+	parts  []*partition              // by partition index; nil where this node holds no replica
+}
+
+// partitionManager is the broker's mirror of the topics in metadata and
+// owner of the open logs.
+type partitionManager struct {
+	mu      sync.RWMutex
+	byName  map[string]*topicEntry
+	byID    map[metadata.TopicID]*topicEntry
+	deleted map[metadata.TopicID]struct{} // ids this broker saw deleted
+}
+
+func (m *partitionManager) init() {
+	m.byName = map[string]*topicEntry{}
+	m.byID = map[metadata.TopicID]*topicEntry{}
+	m.deleted = map[metadata.TopicID]struct{}{}
+}
+
+// topicView is a copy of a topic's mirror for handlers.
+type topicView struct {
+	topic  metadata.Topic
+	cfg    metadata.TopicConfig
+	states []metadata.PartitionState
+}
+
+func (e *topicEntry) view() topicView {
+	return topicView{topic: e.topic, cfg: e.cfg, states: slices.Clone(e.states)}
+}
+
+func (m *partitionManager) topic(name string) (topicView, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.byName[name]
+	if !ok {
+		return topicView{}, false
+	}
+	return e.view(), true
+}
+
+func (m *partitionManager) topicByID(id metadata.TopicID) (topicView, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.byID[id]
+	if !ok {
+		return topicView{}, false
+	}
+	return e.view(), true
+}
+
+// allTopics lists every topic, sorted by name.
+func (m *partitionManager) allTopics() []topicView {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]topicView, 0, len(m.byName))
+	for _, e := range m.byName {
+		out = append(out, e.view())
+	}
+	slices.SortFunc(out, func(a, b topicView) int { return compareStrings(a.topic.Name, b.topic.Name) })
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// localPartitions lists every open partition.
+func (m *partitionManager) localPartitions() []*partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*partition
+	for _, e := range m.byName {
+		for _, p := range e.parts {
+			if p != nil {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// closeAll closes every log (shutdown).
+func (m *partitionManager) closeAll(log *slog.Logger) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, e := range m.byName {
+		for _, p := range e.parts {
+			if p == nil {
+				continue
+			}
+			if err := p.log.Close(); err != nil && !errors.Is(err, hotlog.ErrClosed) {
+				log.Error("closing log", "topic", p.topic, "partition", p.index, "err", err)
+				errs = append(errs, err)
+			}
+		}
+	}
+	m.init()
+	return errors.Join(errs...)
+}
+
+func (b *Broker) lookupPartition(topic string, index int32) (*partition, int16) {
+	b.parts.mu.RLock()
+	e, ok := b.parts.byName[topic]
+	b.parts.mu.RUnlock()
+	if !ok {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	return b.lookupIn(e, index)
+}
+
+func (b *Broker) lookupPartitionByID(id metadata.TopicID, index int32) (*partition, int16) {
+	b.parts.mu.RLock()
+	e, ok := b.parts.byID[id]
+	b.parts.mu.RUnlock()
+	if !ok {
+		return nil, kerr.UnknownTopicID.Code
+	}
+	return b.lookupIn(e, index)
+}
+
+// lookupIn finds a partition this node leads.
+func (b *Broker) lookupIn(e *topicEntry, index int32) (*partition, int16) {
+	b.parts.mu.RLock()
+	defer b.parts.mu.RUnlock()
+	if index < 0 || int(index) >= len(e.parts) {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	p := e.parts[index]
+	if p == nil || p.leader() != b.cfg.NodeID {
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	return p, 0
+}
+
+func (b *Broker) topicName(id metadata.TopicID) (string, bool) {
+	b.parts.mu.RLock()
+	defer b.parts.mu.RUnlock()
+	e, ok := b.parts.byID[id]
+	if !ok {
+		return "", false
+	}
+	return e.topic.Name, true
+}
+
+func (b *Broker) topicID(name string) (metadata.TopicID, bool) {
+	b.parts.mu.RLock()
+	defer b.parts.mu.RUnlock()
+	e, ok := b.parts.byName[name]
+	if !ok {
+		return metadata.TopicID{}, false
+	}
+	return e.topic.ID, true
+}
+
+// retentionLoop applies retention to every local log each interval.
+func (b *Broker) retentionLoop() {
+	defer b.loops.Done()
+	t := time.NewTicker(b.cfg.RetentionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.lifetime.Done():
+			return
+		case now := <-t.C:
+			b.applyRetention(now)
+		}
+	}
+}
+
+func (b *Broker) applyRetention(now time.Time) {
+	for _, p := range b.parts.localPartitions() {
+		n, err := p.log.ApplyRetention(now)
+		switch {
+		case err != nil && !errors.Is(err, hotlog.ErrClosed):
+			b.log.Warn("retention failed", "topic", p.topic, "partition", p.index, "err", err)
+		case n > 0:
+			b.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
+		}
+	}
+}
+
+// hotlogConfig maps a topic's effective configs to a log's.
+func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfig) hotlog.Config {
+	retentionMs, retentionBytes := cfg.RetentionMs, cfg.RetentionBytes
+	if !cleanupDeletes(cfg.CleanupPolicy) {
+		retentionMs, retentionBytes = -1, -1
+	}
+	return hotlog.Config{
+		Dir:                b.partitionDir(topic, index),
+		SegmentBytes:       cfg.SegmentBytes,
+		SegmentMs:          time.Duration(cfg.SegmentMs) * time.Millisecond,
+		IndexIntervalBytes: int(cfg.IndexIntervalBytes),
+		RetentionMs:        time.Duration(retentionMs) * time.Millisecond,
+		RetentionBytes:     retentionBytes,
+		Durability:         b.cfg.Durability,
+		Logger:             b.log.With("topic", topic, "partition", index),
+	}
+}
+
+// cleanupDeletes reports whether cleanup.policy includes "delete".
+func cleanupDeletes(policy string) bool {
+	for _, p := range splitList(policy) {
+		if p == "delete" {
+			return true
+		}
+	}
+	return false
+}
+
+// hostsReplica reports whether replicas holds node.
+func hostsReplica(replicas []int32, node int32) bool { return slices.Contains(replicas, node) }
+
+// defaultState is the state CreateTopic writes for a new partition; used
+// until the real one is known.
+func defaultState(replicas []int32) metadata.PartitionState {
+	leader := int32(-1)
+	if len(replicas) > 0 {
+		leader = replicas[0]
+	}
+	return metadata.PartitionState{Leader: leader, Replicas: replicas, ISR: replicas}
+}
+
+var errUnknownTopic = fmt.Errorf("broker: %w", metadata.ErrTopicNotFound)

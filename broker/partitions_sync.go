@@ -1,0 +1,362 @@
+package broker
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+)
+
+// partitionMetadataFile holds the topic id of a partition directory.
+const partitionMetadataFile = "partition.metadata"
+
+func (b *Broker) partitionDir(topic string, index int32) string {
+	return filepath.Join(b.cfg.DataDir, topic+"-"+strconv.Itoa(int(index)))
+}
+
+// startPartitions opens the logs of every hosted partition, removes
+// directories that metadata no longer knows, and starts the watch loop from
+// the snapshot's revision, so no change is missed.
+func (b *Broker) startPartitions(ctx context.Context) error {
+	if err := os.MkdirAll(b.cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("broker: data dir: %w", err)
+	}
+	snap, err := b.store.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("broker: metadata snapshot: %w", err)
+	}
+	topics := snapshotViews(snap)
+	b.removeStrayDirs(topics)
+	for _, t := range topics {
+		if err := b.applyTopic(t.topic, t.states); err != nil {
+			return err
+		}
+	}
+	b.setBrokers(snap.Brokers)
+	events := b.store.Watch(b.lifetime, snap.Revision+1)
+	b.loops.Add(1)
+	go b.watchLoop(events)
+	return nil
+}
+
+func snapshotViews(snap metadata.Snapshot) []topicView {
+	out := make([]topicView, 0, len(snap.Topics))
+	for _, t := range snap.Topics {
+		out = append(out, topicView{topic: t, states: snap.Partitions[t.ID]})
+	}
+	return out
+}
+
+// watchLoop applies metadata changes until the broker stops (the store
+// closes the channel when b.lifetime ends).
+func (b *Broker) watchLoop(events <-chan metadata.Event) {
+	defer b.loops.Done()
+	for ev := range events {
+		b.applyEvent(ev)
+	}
+}
+
+// resync reloads every topic after the watch lost events and drops topics
+// that are gone. Topics applied locally after the snapshot (newer revision)
+// stay.
+func (b *Broker) resync() {
+	ctx, cancel := context.WithTimeout(b.lifetime, 30*time.Second)
+	defer cancel()
+	snap, err := b.store.Snapshot(ctx)
+	if err != nil {
+		b.log.Error("metadata resync failed; the view may be stale", "err", err)
+		return
+	}
+	seen := map[metadata.TopicID]bool{}
+	for _, t := range snapshotViews(snap) {
+		seen[t.topic.ID] = true
+		if err := b.applyTopic(t.topic, t.states); err != nil {
+			b.log.Error("applying topic", "topic", t.topic.Name, "err", err)
+		}
+	}
+	for _, t := range b.parts.allTopics() {
+		if !seen[t.topic.ID] && t.topic.Revision <= snap.Revision {
+			b.removeTopic(t.topic.Name, t.topic.ID)
+		}
+	}
+	b.setBrokers(snap.Brokers)
+}
+
+func (b *Broker) applyEvent(ev metadata.Event) {
+	switch ev.Kind {
+	case metadata.TopicPut:
+		if ev.Topic == nil {
+			return
+		}
+		if err := b.applyTopic(*ev.Topic, nil); err != nil {
+			b.log.Error("applying topic", "topic", ev.TopicName, "err", err)
+		}
+	case metadata.TopicDeleted:
+		b.removeTopicAt(ev.TopicName, ev.TopicID, ev.Revision)
+	case metadata.PartitionPut:
+		if ev.State != nil {
+			b.applyPartitionState(ev.TopicID, ev.Partition, *ev.State)
+		}
+	case metadata.BrokersChanged:
+		ctx, cancel := context.WithTimeout(b.lifetime, 10*time.Second)
+		b.refreshBrokers(ctx)
+		cancel()
+	case metadata.Resync:
+		b.log.Warn("metadata watch lost events; resynchronising")
+		b.resync()
+	}
+}
+
+// applyTopic makes the mirror and the open logs match t. Idempotent; an
+// older revision than the one applied, or a topic id this broker saw
+// deleted, is ignored. states may be nil (kept, or defaulted for new
+// partitions).
+func (b *Broker) applyTopic(t metadata.Topic, states []metadata.PartitionState) error {
+	if len(t.Replicas) > maxPartitions {
+		return fmt.Errorf("broker: topic %q has %d partitions", t.Name, len(t.Replicas))
+	}
+	cfg, err := metadata.ParseTopicConfig(t.Configs)
+	if err != nil {
+		b.log.Error("topic configs do not parse; using defaults", "topic", t.Name, "err", err)
+		cfg, _ = metadata.ParseTopicConfig(nil)
+	}
+	m := &b.parts
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, gone := m.deleted[t.ID]; gone {
+		return nil
+	}
+	e := m.byName[t.Name]
+	if e != nil && e.topic.ID != t.ID {
+		b.removeEntryLocked(e) // the name was deleted and created again
+		e = nil
+	}
+	if e != nil && t.Revision < e.topic.Revision {
+		return nil
+	}
+	if e == nil {
+		e = &topicEntry{}
+		m.byName[t.Name] = e
+		m.byID[t.ID] = e
+	}
+	reconfigure := e.topic.Revision != 0 && e.cfg != cfg
+	e.topic, e.cfg = t, cfg
+	e.states = mergeStates(e.states, states, t.Replicas)
+	return b.syncPartitionsLocked(e, reconfigure)
+}
+
+// mergeStates returns one state per partition: the given ones first, then
+// those already known, then defaults.
+func mergeStates(known, given []metadata.PartitionState, replicas [][]int32) []metadata.PartitionState {
+	out := make([]metadata.PartitionState, len(replicas))
+	for i := range out {
+		switch {
+		case i < len(given) && given[i].Replicas != nil:
+			out[i] = given[i]
+		case i < len(known):
+			out[i] = known[i]
+		default:
+			out[i] = defaultState(replicas[i])
+		}
+	}
+	return out
+}
+
+// syncPartitionsLocked opens hosted partitions not yet open and pushes
+// configs and states to the open ones.
+// REQUIRES: b.parts.mu held for writing.
+func (b *Broker) syncPartitionsLocked(e *topicEntry, reconfigure bool) error {
+	for len(e.parts) < len(e.topic.Replicas) {
+		e.parts = append(e.parts, nil)
+	}
+	for i, p := range e.parts {
+		idx := int32(i)
+		if p == nil {
+			if !hostsReplica(e.topic.Replicas[i], b.cfg.NodeID) {
+				continue
+			}
+			opened, err := b.openPartition(e, idx)
+			if err != nil {
+				return err
+			}
+			e.parts[i] = opened
+			continue
+		}
+		p.mu.Lock()
+		p.state, p.cfg = e.states[i], e.cfg
+		p.mu.Unlock()
+		if reconfigure {
+			if err := p.log.Reconfigure(b.hotlogConfig(p.topic, idx, e.cfg)); err != nil {
+				b.log.Error("reconfiguring log", "topic", p.topic, "partition", idx, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// openPartition opens (recovering) one partition's log.
+func (b *Broker) openPartition(e *topicEntry, index int32) (*partition, error) {
+	name := e.topic.Name
+	dir := b.partitionDir(name, index)
+	if err := claimPartitionDir(dir, e.topic.ID); err != nil {
+		return nil, err
+	}
+	l, err := hotlog.Open(b.hotlogConfig(name, index, e.cfg))
+	if err != nil {
+		return nil, fmt.Errorf("broker: open %s-%d: %w", name, index, err)
+	}
+	p := &partition{topic: name, topicID: e.topic.ID, index: index, log: l}
+	p.durability = b.cfg.Durability
+	p.state, p.cfg = e.states[index], e.cfg
+	return p, nil
+}
+
+// applyPartitionState records a partition's replicated state.
+func (b *Broker) applyPartitionState(id metadata.TopicID, index int32, st metadata.PartitionState) {
+	m := &b.parts
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.byID[id]
+	if e == nil || index < 0 || int(index) >= len(e.states) {
+		return // the topic's own event brings it (or defaults match creation)
+	}
+	if st.Version != 0 && st.Version < e.states[index].Version {
+		return
+	}
+	e.states[index] = st
+	if int(index) < len(e.parts) && e.parts[index] != nil {
+		p := e.parts[index]
+		p.mu.Lock()
+		p.state = st
+		p.mu.Unlock()
+	}
+}
+
+// removeTopicAt handles a deletion seen by the watch at revision rev: a
+// topic of that name with another id, or applied at a later revision, is a
+// newer topic and stays.
+func (b *Broker) removeTopicAt(name string, id metadata.TopicID, rev int64) {
+	m := &b.parts
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deleted[id] = struct{}{}
+	e := m.byName[name]
+	if e == nil || e.topic.ID != id || (rev != 0 && e.topic.Revision > rev) {
+		return
+	}
+	m.deleted[e.topic.ID] = struct{}{}
+	b.removeEntryLocked(e)
+}
+
+// removeTopic removes the topic with this name and id (read-your-writes of
+// DeleteTopics) and remembers the id so a late watch event cannot revive it.
+func (b *Broker) removeTopic(name string, id metadata.TopicID) {
+	m := &b.parts
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deleted[id] = struct{}{}
+	if e := m.byName[name]; e != nil && e.topic.ID == id {
+		b.removeEntryLocked(e)
+	}
+}
+
+// removeEntryLocked drops a topic from the mirror and deletes its logs.
+// REQUIRES: b.parts.mu held for writing.
+func (b *Broker) removeEntryLocked(e *topicEntry) {
+	delete(b.parts.byName, e.topic.Name)
+	delete(b.parts.byID, e.topic.ID)
+	for _, p := range e.parts {
+		if p == nil {
+			continue
+		}
+		if err := p.log.Remove(); err != nil && !errors.Is(err, hotlog.ErrClosed) {
+			b.log.Error("removing log", "topic", p.topic, "partition", p.index, "err", err)
+		}
+		_ = os.RemoveAll(b.partitionDir(p.topic, p.index))
+	}
+	b.log.Info("topic removed", "topic", e.topic.Name)
+}
+
+// claimPartitionDir makes dir belong to topic id: a directory left by an
+// older topic of the same name is emptied first.
+func claimPartitionDir(dir string, id metadata.TopicID) error {
+	file := filepath.Join(dir, partitionMetadataFile)
+	want := partitionMetadata(id)
+	if got, err := os.ReadFile(file); err == nil {
+		if string(got) == want {
+			return nil
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("broker: removing stale %s: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(want), 0o644); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	return nil
+}
+
+func partitionMetadata(id metadata.TopicID) string {
+	return "version: 0\ntopic_id: " + base64.RawURLEncoding.EncodeToString(id[:]) + "\n"
+}
+
+// removeStrayDirs deletes partition directories (those holding
+// partition.metadata) of topics, ids or partitions metadata does not have
+// for this node.
+func (b *Broker) removeStrayDirs(topics []topicView) {
+	want := map[string]metadata.TopicID{}
+	for _, t := range topics {
+		for i, replicas := range t.topic.Replicas {
+			if hostsReplica(replicas, b.cfg.NodeID) {
+				want[t.topic.Name+"-"+strconv.Itoa(i)] = t.topic.ID
+			}
+		}
+	}
+	entries, err := os.ReadDir(b.cfg.DataDir)
+	if err != nil {
+		b.log.Warn("listing data dir", "err", err)
+		return
+	}
+	for _, ent := range entries {
+		if !ent.IsDir() || !looksLikePartitionDir(ent.Name()) {
+			continue
+		}
+		dir := filepath.Join(b.cfg.DataDir, ent.Name())
+		got, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
+		if err != nil {
+			continue // not ours to judge
+		}
+		if id, ok := want[ent.Name()]; ok && string(got) == partitionMetadata(id) {
+			continue
+		}
+		b.log.Info("deleting partition directory unknown to metadata", "dir", dir)
+		if err := os.RemoveAll(dir); err != nil {
+			b.log.Warn("deleting stray directory", "dir", dir, "err", err)
+		}
+	}
+}
+
+// looksLikePartitionDir matches <valid topic name>-<partition>.
+func looksLikePartitionDir(name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return false
+	}
+	n, err := strconv.Atoi(name[i+1:])
+	return err == nil && n >= 0 && validateTopicName(name[:i]) == nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/strata-log/strata/test/bench"
+)
+
+// runBench wires flags to the test/bench workloads and prints their report:
+// a human-readable block, then one key=value line for scripts.
+func runBench(ctx context.Context, c *cli, args []string) error {
+	if len(args) == 0 {
+		return usageErrorf("want strata bench produce|consume [flags]")
+	}
+	switch args[0] {
+	case "produce":
+		return benchProduce(ctx, c, args[1:])
+	case "consume":
+		return benchConsume(ctx, c, args[1:])
+	}
+	return usageErrorf("unknown bench %q: want produce or consume", args[0])
+}
+
+func benchLogger(c *cli) *slog.Logger {
+	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+func benchProduce(ctx context.Context, c *cli, args []string) error {
+	fs := newFlagSet("bench produce", c.stderr)
+	brokers := brokersFlag(fs)
+	cfg := bench.ProduceConfig{Logger: benchLogger(c)}
+	var partitions int
+	fs.StringVar(&cfg.Topic, "topic", "strata-bench", "topic (created if missing)")
+	fs.Int64Var(&cfg.Records, "records", 1_000_000, "records to produce")
+	fs.IntVar(&cfg.RecordSize, "record-size", 1024, "value size in `bytes`")
+	fs.IntVar(&partitions, "partitions", 1, "partitions when creating the topic")
+	fs.StringVar(&cfg.Acks, "acks", "all", "all, 1 or 0")
+	fs.StringVar(&cfg.Compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 1, "producer clients sharing the records")
+	fs.DurationVar(&cfg.Linger, "linger", 0, "producer linger (kgo ProducerLinger)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "target records/s in total; latency then counts from each record's intended send time\n"+
+		"(coordinated-omission correction). 0: as fast as possible")
+	fs.IntVar(&cfg.MaxBufferedRecords, "max-buffered-records", 10_000, "records a client buffers before Produce blocks")
+	if err := parseBenchFlags(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Brokers, err = brokers(); err != nil {
+		return err
+	}
+	cfg.Partitions = int32(partitions)
+	if err := cfg.Validate(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	res, err := bench.RunProduce(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "produced %d records (%d errors) of %d B to %s in %.2fs: %.0f records/s, %.2f MB/s\n",
+		res.Records, res.Errors, cfg.RecordSize, cfg.Topic, res.Elapsed.Seconds(), res.RecordsPerSec(), res.MBPerSec())
+	fmt.Fprintf(c.stdout, "produce latency (acks=%s): %s\n", cfg.Acks, res.Latency)
+	fmt.Fprintln(c.stdout, res.Summary())
+	if res.Errors > 0 {
+		return fmt.Errorf("%d records failed, first: %w", res.Errors, res.FirstError)
+	}
+	return nil
+}
+
+func benchConsume(ctx context.Context, c *cli, args []string) error {
+	fs := newFlagSet("bench consume", c.stderr)
+	brokers := brokersFlag(fs)
+	cfg := bench.ConsumeConfig{Logger: benchLogger(c)}
+	var fetchMax int
+	fs.StringVar(&cfg.Topic, "topic", "strata-bench", "topic to read from the start")
+	fs.Int64Var(&cfg.Records, "records", 0, "records to read (0: those in the topic when the bench starts)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "stop when nothing arrives for this long (default 10s)")
+	fs.IntVar(&fetchMax, "fetch-max-bytes", 0, "kgo FetchMaxBytes (0: kgo's default)")
+	if err := parseBenchFlags(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Brokers, err = brokers(); err != nil {
+		return err
+	}
+	cfg.FetchMaxBytes = int32(fetchMax)
+	if err := cfg.Validate(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	res, err := bench.RunConsume(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "consumed %d records from %s in %.2fs: %.0f records/s, %.2f MB/s\n",
+		res.Records, cfg.Topic, res.Elapsed.Seconds(), res.RecordsPerSec(), res.MBPerSec())
+	fmt.Fprintf(c.stdout, "record age at receipt (end-to-end latency when a producer runs alongside): %s\n", res.EndToEnd)
+	fmt.Fprintln(c.stdout, res.Summary())
+	if res.Records < res.Wanted {
+		return fmt.Errorf("read %d of %d records before going idle", res.Records, res.Wanted)
+	}
+	return nil
+}
+
+func parseBenchFlags(fs *flag.FlagSet, args []string) error {
+	rest, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageErrorf("unexpected arguments %q", rest)
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// maxLineBytes bounds one stdin line of `strata produce` (Kafka's default
+// max.message.bytes is about 1 MiB; the broker has the final word).
+const maxLineBytes = 16 << 20
+
+// runProduce writes each stdin line as one record (acks=all) and waits for
+// every acknowledgement.
+func runProduce(ctx context.Context, c *cli, args []string) error {
+	fs := newFlagSet("produce", c.stderr)
+	brokers := brokersFlag(fs)
+	topic := fs.String("topic", "", "topic to write to (required)")
+	keySep := fs.String("key-separator", "", "split each line at the first occurrence into key and value (empty: no key)")
+	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
+		return firstErr(err, usageErrorf("unexpected arguments %q", rest))
+	}
+	seeds, err := brokers()
+	if err != nil {
+		return err
+	}
+	if *topic == "" {
+		return usageErrorf("--topic is required")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(*topic))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var (
+		mu       sync.Mutex // guards firstErr and acked, written by promises
+		firstErr error
+		acked    int
+	)
+	promise := func(_ *kgo.Record, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && firstErr == nil {
+			firstErr = err
+		} else if err == nil {
+			acked++
+		}
+	}
+	scanner := bufio.NewScanner(c.stdin)
+	scanner.Buffer(make([]byte, 64<<10), maxLineBytes)
+	for scanner.Scan() && ctx.Err() == nil {
+		cl.Produce(ctx, lineRecord(scanner.Text(), *keySep), promise)
+	}
+	flushErr := cl.Flush(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Fprintf(c.stderr, "produced %d records to %s\n", acked, *topic)
+	return errors.Join(scanner.Err(), firstErr, flushErr)
+}
+
+func lineRecord(line, keySep string) *kgo.Record {
+	if keySep != "" {
+		if key, value, ok := strings.Cut(line, keySep); ok {
+			return &kgo.Record{Key: []byte(key), Value: []byte(value)}
+		}
+	}
+	return &kgo.Record{Value: []byte(line)}
+}
+
+// runConsume prints record values, one per line, from every partition of a
+// topic (no consumer group: groups arrive with issue 3).
+func runConsume(ctx context.Context, c *cli, args []string) error {
+	fs := newFlagSet("consume", c.stderr)
+	brokers := brokersFlag(fs)
+	topic := fs.String("topic", "", "topic to read (required)")
+	fromBeginning := fs.Bool("from-beginning", false, "start at the log start offset instead of the end")
+	count := fs.Int("count", 0, "exit after this many records (0: run until interrupted)")
+	printKeys := fs.Bool("print-key", false, "print key<TAB>value")
+	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
+		return firstErr(err, usageErrorf("unexpected arguments %q", rest))
+	}
+	seeds, err := brokers()
+	if err != nil {
+		return err
+	}
+	if *topic == "" || *count < 0 {
+		return usageErrorf("--topic is required and --count must be ≥ 0")
+	}
+	start := kgo.NewOffset().AtEnd()
+	if *fromBeginning {
+		start = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(*topic), kgo.ConsumeResetOffset(start))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	out := bufio.NewWriter(c.stdout)
+	defer out.Flush()
+	for seen := 0; *count == 0 || seen < *count; {
+		fetches := cl.PollRecords(ctx, *count-seen)
+		if ctx.Err() != nil {
+			return nil // interrupted: a normal way to stop
+		}
+		if err := fatalFetchError(fetches); err != nil {
+			return err
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			if *printKeys {
+				fmt.Fprintf(out, "%s\t", r.Key)
+			}
+			fmt.Fprintf(out, "%s\n", r.Value)
+			seen++
+		})
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fatalFetchError returns an error that retrying cannot fix; kgo retries
+// the others (leader moves, transient network errors) itself.
+func fatalFetchError(fetches kgo.Fetches) error {
+	var fatal error
+	fetches.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled) {
+			return
+		}
+		if fatal == nil {
+			fatal = fmt.Errorf("topic %s partition %d: %w", t, p, err)
+		}
+	})
+	return fatal
+}

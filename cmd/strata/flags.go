@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+const defaultBrokers = "127.0.0.1:9092"
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	return fs
+}
+
+// parseArgs parses flags that may come before, between or after positional
+// arguments ("topic create orders --partitions 3"), which the standard
+// flag package alone stops at. It returns the positional arguments.
+// A bare "--" ends flag parsing.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// stringList is a repeatable string flag (--config k=v --config k2=v2).
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// brokersFlag registers --brokers and returns a function reading it.
+func brokersFlag(fs *flag.FlagSet) func() ([]string, error) {
+	raw := fs.String("brokers", defaultBrokers, "comma-separated `host:port` list of brokers to bootstrap from")
+	return func() ([]string, error) {
+		brokers := splitList(*raw)
+		if len(brokers) == 0 {
+			return nil, usageErrorf("--brokers is empty")
+		}
+		return brokers, nil
+	}
+}
+
+// parseKeyValues turns ["k=v", ...] into a map; values may be empty.
+func parseKeyValues(items []string) (map[string]*string, error) {
+	out := make(map[string]*string, len(items))
+	for _, item := range items {
+		k, v, ok := strings.Cut(item, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("config %q: want key=value", item)
+		}
+		out[k] = &v
+	}
+	return out, nil
+}

@@ -1,0 +1,134 @@
+// Command strata is Strata's one binary: the broker (`strata serve`), the
+// admin and client commands, and the benchmark. It is thin on purpose: it
+// parses flags into each package's Config and wires logging, metrics and
+// signals; everything else lives in the packages (DESIGN.md §2, §11).
+//
+// Exit codes: 0 success, 1 runtime failure, 2 usage error or a command that
+// is not available yet.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"syscall"
+)
+
+// version is set at link time (-ldflags "-X main.version=...").
+var version = "dev"
+
+// cli carries the process's streams and environment so commands and tests
+// do not touch os.* directly.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// command runs one subcommand with the arguments after its name.
+type command struct {
+	summary string
+	run     func(ctx context.Context, c *cli, args []string) error
+}
+
+// errUsage marks errors that exit with status 2; the message is printed.
+var errUsage = errors.New("usage")
+
+func usageErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"serve":   {"run a broker", runServe},
+		"topic":   {"create|list|describe|alter|delete topics", runTopic},
+		"produce": {"write stdin lines as records", runProduce},
+		"consume": {"print record values", runConsume},
+		"bench":   {"produce|consume benchmarks", runBench},
+		"version": {"print the version", runVersion},
+		"group":   {"consumer groups (issue 3)", notYet(3)},
+		"tier":    {"tiered storage status|verify (issue 4)", notYet(4)},
+		"replay":  {"replay a range from the bucket (issue 8)", notYet(8)},
+		"restore": {"restore topics from the bucket (issue 8)", notYet(8)},
+	}
+}
+
+func main() {
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, c, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches to a subcommand and maps its error to an exit code.
+func run(ctx context.Context, c *cli, args []string) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(c.stderr, cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(c.stderr, "strata: unknown command %q\n", args[0])
+		printUsage(c.stderr, cmds)
+		return 2
+	}
+	err := cmd.run(ctx, c, args[1:])
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(c.stderr, "strata %s: %v\n", args[0], err)
+		return 2
+	default:
+		fmt.Fprintf(c.stderr, "strata %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+func printUsage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "usage: strata <command> [flags]\n\ncommands:")
+	names := make([]string, 0, len(cmds))
+	for name := range cmds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", name, cmds[name].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'strata <command> -h' for a command's flags.")
+}
+
+// notYet is the command of a feature that a later issue delivers.
+func notYet(issue int) func(context.Context, *cli, []string) error {
+	return func(_ context.Context, c *cli, _ []string) error {
+		return usageErrorf("not yet available (issue %d)", issue)
+	}
+}
+
+func runVersion(_ context.Context, c *cli, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("version takes no arguments")
+	}
+	revision := "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	fmt.Fprintf(c.stdout, "strata %s (commit %s, %s %s/%s)\n", version, revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
+}

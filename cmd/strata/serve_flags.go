@@ -1,0 +1,267 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+)
+
+// serveFlags holds the raw values of `strata serve`'s flags (DESIGN.md §11
+// plus the broker defaults Kafka exposes as server properties).
+type serveFlags struct {
+	nodeID                 int
+	listen                 string
+	advertise              string
+	dataDir                string
+	etcd                   string
+	cluster                string
+	objectStore            string
+	durability             string
+	http                   string
+	rack                   string
+	logLevel               string
+	autoCreateTopics       bool
+	numPartitions          int
+	retentionCheckInterval time.Duration
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.nodeID, "node-id", 1, "broker id, unique in the cluster")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:9092", "Kafka listener `host:port` (port 0: any free port)")
+	fs.StringVar(&f.advertise, "advertise", "", "`host:port` given to clients and peers in Metadata (default: the listen address)")
+	fs.StringVar(&f.dataDir, "data-dir", "./strata-data", "local log and, in single-node mode, embedded etcd data (<data-dir>/etcd)")
+	fs.StringVar(&f.etcd, "etcd", "", "comma-separated etcd `endpoints` of an external cluster (empty: run etcd embedded)")
+	fs.StringVar(&f.cluster, "cluster", metadata.DefaultCluster, "cluster name: the etcd key prefix and the bucket prefix")
+	fs.StringVar(&f.objectStore, "object-store", "", "`URL` of the bucket: file:///path or s3://bucket/prefix?endpoint=http://host:port&region=R\n"+
+		"(default file://<data-dir>/objects; validated now, used once tiered storage lands in issue 4)")
+	fs.StringVar(&f.durability, "durability", "fsync", "fsync (acknowledge acks=all writes after fdatasync, group-committed) or replication (page cache only, as Kafka)")
+	fs.StringVar(&f.http, "http", "127.0.0.1:9644", "`host:port` serving /metrics, /healthz and /readyz")
+	fs.StringVar(&f.rack, "rack", "", "rack id for replica placement")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&f.autoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata/Produce (auto.create.topics.enable)")
+	fs.IntVar(&f.numPartitions, "num-partitions", 1, "partitions of auto-created topics (num.partitions)")
+	fs.DurationVar(&f.retentionCheckInterval, "log-retention-check-interval", 30*time.Second, "how often retention runs (log.retention.check.interval.ms)")
+}
+
+// envName is the environment variable that can set a flag:
+// --data-dir → STRATA_DATA_DIR.
+func envName(flagName string) string {
+	return "STRATA_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag whose STRATA_<NAME> variable is non-empty, so
+// that the command line (parsed afterwards) overrides the environment,
+// which overrides the defaults.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := envName(f.Name)
+		if v := getenv(name); v != "" && err == nil {
+			if setErr := fs.Set(f.Name, v); setErr != nil {
+				err = usageErrorf("%s=%q: %v", name, v, setErr)
+			}
+		}
+	})
+	return err
+}
+
+// serveConfig is the validated result of `strata serve`'s flags.
+type serveConfig struct {
+	dataDir string
+	// etcdEndpoints is empty in single-node mode: run etcd embedded.
+	etcdEndpoints []string
+	embedded      metadata.EmbeddedConfig
+	metadata      metadata.Config
+	broker        broker.Config
+	objectStore   objectStoreURL
+	http          string
+	logLevel      slog.Level
+}
+
+// parseServe parses args and the environment into a validated config.
+// Loggers are left nil; the caller sets them once it built the handler.
+func parseServe(args []string, getenv func(string) string, usage *flag.FlagSet) (serveConfig, error) {
+	var f serveFlags
+	f.register(usage)
+	if err := applyEnv(usage, getenv); err != nil {
+		return serveConfig{}, err
+	}
+	positional, err := parseArgs(usage, args)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	if len(positional) > 0 {
+		return serveConfig{}, usageErrorf("unexpected arguments %q", positional)
+	}
+	return f.resolve()
+}
+
+func (f *serveFlags) resolve() (serveConfig, error) {
+	cfg := serveConfig{http: f.http, etcdEndpoints: splitList(f.etcd)}
+	var err error
+	if f.dataDir == "" {
+		return cfg, usageErrorf("--data-dir is empty")
+	}
+	if cfg.dataDir, err = filepath.Abs(f.dataDir); err != nil {
+		return cfg, usageErrorf("--data-dir %q: %v", f.dataDir, err)
+	}
+	if cfg.logLevel, err = parseLogLevel(f.logLevel); err != nil {
+		return cfg, err
+	}
+	durability, err := parseDurability(f.durability)
+	if err != nil {
+		return cfg, err
+	}
+	if err := f.checkAddresses(); err != nil {
+		return cfg, err
+	}
+	rawStore := f.objectStore
+	if rawStore == "" {
+		rawStore = "file://" + filepath.Join(cfg.dataDir, "objects")
+	}
+	if cfg.objectStore, err = parseObjectStore(rawStore); err != nil {
+		return cfg, err
+	}
+	if f.nodeID < 0 || f.nodeID > 1<<31-1 {
+		return cfg, usageErrorf("--node-id %d: want 0..2147483647", f.nodeID)
+	}
+	if f.numPartitions < 1 || f.numPartitions > 1<<31-1 {
+		return cfg, usageErrorf("--num-partitions %d: want ≥ 1", f.numPartitions)
+	}
+	if f.retentionCheckInterval <= 0 {
+		return cfg, usageErrorf("--log-retention-check-interval %s: want > 0", f.retentionCheckInterval)
+	}
+	cfg.embedded = metadata.EmbeddedConfig{Dir: filepath.Join(cfg.dataDir, "etcd")}
+	cfg.metadata = metadata.Config{Endpoints: cfg.etcdEndpoints, Cluster: f.cluster}
+	// Check the cluster name now (a usage error) rather than at Open; the
+	// endpoint list is only known after embedded etcd started.
+	if err := (metadata.Config{Endpoints: []string{"unused"}, Cluster: f.cluster}).Validate(); err != nil {
+		return cfg, usageErrorf("--cluster: %v", err)
+	}
+	cfg.broker = broker.Config{
+		NodeID:                  int32(f.nodeID),
+		Listen:                  f.listen,
+		Advertise:               f.advertise,
+		Rack:                    f.rack,
+		DataDir:                 cfg.dataDir,
+		Durability:              durability,
+		DisableAutoCreateTopics: !f.autoCreateTopics,
+		DefaultPartitions:       int32(f.numPartitions),
+		RetentionCheckInterval:  f.retentionCheckInterval,
+	}
+	return cfg, nil
+}
+
+// checkAddresses validates --listen, --advertise, --http and --etcd.
+func (f *serveFlags) checkAddresses() error {
+	checks := []struct{ flag, value string }{{"listen", f.listen}, {"http", f.http}}
+	if f.advertise != "" {
+		checks = append(checks, struct{ flag, value string }{"advertise", f.advertise})
+	}
+	for _, c := range checks {
+		if _, port, err := net.SplitHostPort(c.value); err != nil || port == "" {
+			return usageErrorf("--%s %q: want host:port", c.flag, c.value)
+		}
+	}
+	if host, port, _ := net.SplitHostPort(f.advertise); f.advertise != "" && (host == "" || port == "0") {
+		return usageErrorf("--advertise %q: clients need a concrete host and port", f.advertise)
+	}
+	if strings.TrimSpace(f.etcd) != "" && len(splitList(f.etcd)) == 0 {
+		return usageErrorf("--etcd %q: no endpoints", f.etcd)
+	}
+	return nil
+}
+
+func parseDurability(s string) (hotlog.Durability, error) {
+	switch s {
+	case "fsync":
+		return hotlog.DurabilityFsync, nil
+	case "replication":
+		return hotlog.DurabilityReplication, nil
+	}
+	return 0, usageErrorf("--durability %q: want fsync or replication", s)
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, usageErrorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return level, nil
+}
+
+// objectStoreURL is a validated --object-store. Tiered storage (issue 4)
+// turns it into a tier.ObjectStore; until then it is only checked.
+type objectStoreURL struct {
+	Scheme string // "file" or "s3"
+	// Path is the directory of a file store.
+	Path string
+	// Bucket, Prefix, Endpoint and Region describe an S3 store.
+	Bucket, Prefix, Endpoint, Region string
+}
+
+func (o objectStoreURL) String() string {
+	if o.Scheme == "file" {
+		return "file://" + o.Path
+	}
+	return fmt.Sprintf("s3://%s/%s (endpoint %q, region %q)", o.Bucket, o.Prefix, o.Endpoint, o.Region)
+}
+
+// parseObjectStore accepts file:///absolute/path and
+// s3://bucket[/prefix][?endpoint=http(s)://host:port&region=R].
+func parseObjectStore(raw string) (objectStoreURL, error) {
+	bad := func(why string) (objectStoreURL, error) {
+		return objectStoreURL{}, usageErrorf("--object-store %q: %s", raw, why)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return bad(err.Error())
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return bad("want file:///absolute/path (three slashes)")
+		}
+		if u.Path == "" || !filepath.IsAbs(u.Path) || u.RawQuery != "" {
+			return bad("want file:///absolute/path with no query")
+		}
+		return objectStoreURL{Scheme: "file", Path: filepath.Clean(u.Path)}, nil
+	case "s3":
+		return parseS3(u, bad)
+	}
+	return bad("scheme must be file:// or s3://")
+}
+
+func parseS3(u *url.URL, bad func(string) (objectStoreURL, error)) (objectStoreURL, error) {
+	if u.Host == "" {
+		return bad("missing bucket: want s3://bucket/prefix")
+	}
+	if u.User != nil {
+		return bad("credentials do not belong in the URL: they come from the AWS chain")
+	}
+	o := objectStoreURL{Scheme: "s3", Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
+	for key, values := range u.Query() {
+		switch key {
+		case "endpoint":
+			o.Endpoint = values[0]
+			ep, err := url.Parse(o.Endpoint)
+			if err != nil || (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" {
+				return bad("endpoint must be an http:// or https:// URL with a host")
+			}
+		case "region":
+			o.Region = values[0]
+		default:
+			return bad(fmt.Sprintf("unknown parameter %q (known: endpoint, region)", key))
+		}
+	}
+	return o, nil
+}

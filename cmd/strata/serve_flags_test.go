@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/hotlog"
+)
+
+func parseServeForTest(t *testing.T, args []string, env map[string]string) (serveConfig, error) {
+	t.Helper()
+	return parseServe(args, func(k string) string { return env[k] }, newFlagSet("serve", io.Discard))
+}
+
+func TestServeDefaults(t *testing.T) {
+	cfg, err := parseServeForTest(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDir, _ := filepath.Abs("./strata-data")
+	b := cfg.broker
+	if b.NodeID != 1 || b.Listen != "127.0.0.1:9092" || b.Advertise != "" || b.DataDir != wantDir ||
+		b.Durability != hotlog.DurabilityFsync || b.DisableAutoCreateTopics || b.DefaultPartitions != 1 ||
+		b.RetentionCheckInterval != 30*time.Second || b.Rack != "" {
+		t.Errorf("broker config = %+v", b)
+	}
+	if len(cfg.etcdEndpoints) != 0 || cfg.embedded.Dir != filepath.Join(wantDir, "etcd") {
+		t.Errorf("want embedded etcd in %s/etcd, got endpoints %v dir %s", wantDir, cfg.etcdEndpoints, cfg.embedded.Dir)
+	}
+	if cfg.metadata.Cluster != "strata" || cfg.http != "127.0.0.1:9644" {
+		t.Errorf("cluster %q http %q", cfg.metadata.Cluster, cfg.http)
+	}
+	if cfg.objectStore != (objectStoreURL{Scheme: "file", Path: filepath.Join(wantDir, "objects")}) {
+		t.Errorf("object store = %+v", cfg.objectStore)
+	}
+}
+
+func TestServeEnvOverridesDefaultAndFlagOverridesEnv(t *testing.T) {
+	env := map[string]string{
+		"STRATA_NODE_ID":            "7",
+		"STRATA_DATA_DIR":           "/tmp/from-env",
+		"STRATA_DURABILITY":         "replication",
+		"STRATA_ETCD":               "10.0.0.1:2379, 10.0.0.2:2379",
+		"STRATA_AUTO_CREATE_TOPICS": "false",
+		"STRATA_NUM_PARTITIONS":     "3",
+		"STRATA_CLUSTER":            "envcluster",
+	}
+	cfg, err := parseServeForTest(t, nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.broker
+	if b.NodeID != 7 || b.DataDir != "/tmp/from-env" || b.Durability != hotlog.DurabilityReplication ||
+		!b.DisableAutoCreateTopics || b.DefaultPartitions != 3 || cfg.metadata.Cluster != "envcluster" {
+		t.Errorf("env not applied: %+v cluster %q", b, cfg.metadata.Cluster)
+	}
+	if got := strings.Join(cfg.etcdEndpoints, ","); got != "10.0.0.1:2379,10.0.0.2:2379" {
+		t.Errorf("etcd endpoints = %q", got)
+	}
+	if cfg.objectStore.Path != "/tmp/from-env/objects" {
+		t.Errorf("default object store follows the data dir: got %+v", cfg.objectStore)
+	}
+
+	cfg, err = parseServeForTest(t, []string{"--node-id", "9", "--data-dir=/tmp/from-flag", "--durability", "fsync",
+		"--auto-create-topics=true"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = cfg.broker
+	if b.NodeID != 9 || b.DataDir != "/tmp/from-flag" || b.Durability != hotlog.DurabilityFsync || b.DisableAutoCreateTopics {
+		t.Errorf("flags must win over env: %+v", b)
+	}
+	if b.DefaultPartitions != 3 {
+		t.Errorf("env still applies where no flag is given: partitions %d", b.DefaultPartitions)
+	}
+}
+
+func TestServeRejectsBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"bad durability flag", []string{"--durability", "sometimes"}, nil, "--durability"},
+		{"bad durability env", nil, map[string]string{"STRATA_DURABILITY": "none"}, "--durability"},
+		{"object store scheme", []string{"--object-store", "gs://bucket"}, nil, "--object-store"},
+		{"object store relative file", []string{"--object-store", "file://relative/dir"}, nil, "--object-store"},
+		{"object store file with no path", []string{"--object-store", "file://"}, nil, "--object-store"},
+		{"s3 without bucket", []string{"--object-store", "s3:///prefix"}, nil, "--object-store"},
+		{"s3 bad endpoint", []string{"--object-store", "s3://b/p?endpoint=minio:9000"}, nil, "--object-store"},
+		{"s3 unknown parameter", []string{"--object-store", "s3://b/p?regoin=x"}, nil, "--object-store"},
+		{"s3 credentials in url", []string{"--object-store", "s3://key:secret@b/p"}, nil, "--object-store"},
+		{"bad node id env", nil, map[string]string{"STRATA_NODE_ID": "one"}, "STRATA_NODE_ID"},
+		{"negative node id", []string{"--node-id", "-1"}, nil, "--node-id"},
+		{"listen without port", []string{"--listen", "localhost"}, nil, "--listen"},
+		{"advertise port 0", []string{"--advertise", "example.com:0"}, nil, "--advertise"},
+		{"zero partitions", []string{"--num-partitions", "0"}, nil, "--num-partitions"},
+		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level"},
+		{"bad cluster", []string{"--cluster", "a/b"}, nil, "--cluster"},
+		{"unknown flag", []string{"--no-such-flag"}, nil, "no-such-flag"},
+		{"positional", []string{"extra"}, nil, "unexpected"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseServeForTest(t, tc.args, tc.env)
+			if err == nil || !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a usage error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestServeAcceptsObjectStores(t *testing.T) {
+	cases := map[string]objectStoreURL{
+		"file:///var/lib/strata/objects/": {Scheme: "file", Path: "/var/lib/strata/objects"},
+		"s3://bucket/some/prefix?endpoint=http://127.0.0.1:9000&region=us-east-1": {
+			Scheme: "s3", Bucket: "bucket", Prefix: "some/prefix", Endpoint: "http://127.0.0.1:9000", Region: "us-east-1"},
+		"s3://bucket": {Scheme: "s3", Bucket: "bucket"},
+	}
+	for raw, want := range cases {
+		cfg, err := parseServeForTest(t, []string{"--object-store", raw}, nil)
+		if err != nil || cfg.objectStore != want {
+			t.Errorf("%s: got %+v, %v; want %+v", raw, cfg.objectStore, err, want)
+		}
+	}
+}
+
+func TestEnvNames(t *testing.T) {
+	for flagName, want := range map[string]string{
+		"data-dir": "STRATA_DATA_DIR", "node-id": "STRATA_NODE_ID", "http": "STRATA_HTTP",
+		"log-retention-check-interval": "STRATA_LOG_RETENTION_CHECK_INTERVAL",
+	} {
+		if got := envName(flagName); got != want {
+			t.Errorf("envName(%q) = %q, want %q", flagName, got, want)
+		}
+	}
+}
+
+func TestParseArgsInterspersed(t *testing.T) {
+	fs := newFlagSet("t", io.Discard)
+	n := fs.Int("partitions", 1, "")
+	var configs stringList
+	fs.Var(&configs, "config", "")
+	pos, err := parseArgs(fs, []string{"orders", "--partitions", "3", "audit", "--config", "a=1", "--config=b=2", "--", "--odd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(pos, " ") != "orders audit --odd" || *n != 3 || strings.Join(configs, " ") != "a=1 b=2" {
+		t.Fatalf("positional %q partitions %d configs %q", pos, *n, configs)
+	}
+}
+
+func TestCommandsExitCodes(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"version"}, 0, "strata "},
+		{[]string{"group", "list"}, 2, "not yet available (issue 3)"},
+		{[]string{"tier", "status"}, 2, "not yet available (issue 4)"},
+		{[]string{"replay"}, 2, "not yet available (issue 8)"},
+		{[]string{"restore"}, 2, "not yet available (issue 8)"},
+		{[]string{"nonsense"}, 2, "unknown command"},
+		{[]string{}, 2, "usage"},
+		{[]string{"topic", "frobnicate"}, 2, "create|list"},
+		{[]string{"bench", "produce", "--acks", "2"}, 2, "acks"},
+		{[]string{"serve", "--durability", "maybe"}, 2, "--durability"},
+		{[]string{"produce"}, 2, "--topic"},
+	}
+	for _, tc := range cases {
+		var out bytes.Buffer
+		c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(string) string { return "" }}
+		if code := run(context.Background(), c, tc.args); code != tc.code || !strings.Contains(out.String(), tc.out) {
+			t.Errorf("%v: exit %d output %q; want exit %d containing %q", tc.args, code, out.String(), tc.code, tc.out)
+		}
+	}
+}

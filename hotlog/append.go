@@ -1,0 +1,160 @@
+package hotlog
+
+import (
+	"fmt"
+	"math"
+)
+
+// splitBatches parses the headers of the batches laid end to end in b.
+// REQUIRES (of the caller): each batch passed ValidateBatch; here only the
+// framing and magic are re-checked, so a bad caller cannot corrupt the log's
+// offset arithmetic.
+func splitBatches(b []byte) ([]BatchHeader, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: no batches", ErrCorruptBatch)
+	}
+	if len(b) > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: %d bytes in one append", ErrCorruptBatch, len(b))
+	}
+	var hdrs []BatchHeader
+	for pos := 0; pos < len(b); {
+		h, err := ParseBatchHeader(b[pos:])
+		if err != nil {
+			return nil, err
+		}
+		if h.Magic != 2 {
+			return nil, fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, h.Magic)
+		}
+		if h.LastOffsetDelta < 0 {
+			return nil, fmt.Errorf("%w: lastOffsetDelta %d", ErrCorruptBatch, h.LastOffsetDelta)
+		}
+		hdrs = append(hdrs, h)
+		pos += h.Size()
+	}
+	return hdrs, nil
+}
+
+// Append assigns offsets to one or more validated RecordBatches (v2) laid end
+// to end in batches, rewriting baseOffset and partitionLeaderEpoch in place
+// (the caller hands over ownership of the slice), and writes them to the
+// active segment, rolling first if needed. It does not wait for fsync.
+func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
+	hdrs, err := splitBatches(batches)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.RLock()
+	err = l.usableLocked()
+	leo := l.leoLocked()
+	l.mu.RUnlock()
+	if err != nil {
+		return AppendResult{}, err
+	}
+	next := leo
+	for i := range hdrs {
+		hdrs[i].BaseOffset, hdrs[i].PartitionLeaderEpoch = next, leaderEpoch
+		next = hdrs[i].LastOffset() + 1
+	}
+	if err := l.maybeRoll(int64(len(batches)), next-1); err != nil {
+		return AppendResult{}, err
+	}
+	pos := 0
+	for _, h := range hdrs {
+		setBaseOffsetAndEpoch(batches[pos:], h.BaseOffset, h.PartitionLeaderEpoch)
+		pos += h.Size()
+	}
+	if err := l.writeBatches(batches, hdrs, leaderEpoch); err != nil {
+		return AppendResult{}, err
+	}
+	if l.durability == DurabilityFsync {
+		l.flusher.schedule()
+	}
+	return AppendResult{BaseOffset: leo, LastOffset: next - 1}, nil
+}
+
+// maybeRoll seals the active segment if n more bytes ending at lastOffset
+// should not go into it. REQUIRES: appendMu held.
+func (l *Log) maybeRoll(n, lastOffset int64) error {
+	l.mu.RLock()
+	active, cfg := l.activeLocked(), l.mu.cfg
+	nowMs := l.now().UnixMilli()
+	roll := active.size > 0 && (active.size+n > cfg.SegmentBytes ||
+		nowMs-active.rollBaseMs >= cfg.SegmentMs.Milliseconds() ||
+		!active.fits(n, lastOffset))
+	l.mu.RUnlock()
+	if !roll {
+		return nil
+	}
+	return l.roll()
+}
+
+// roll seals the active segment and starts a new one at the LEO.
+// REQUIRES: appendMu held; the active segment is not empty.
+func (l *Log) roll() error {
+	l.mu.RLock()
+	leo := l.leoLocked()
+	l.mu.RUnlock()
+	s, err := createSegment(l.dir, leo)
+	if err != nil {
+		return l.fail(fmt.Errorf("roll to %d: %w", leo, err))
+	}
+	l.mu.Lock()
+	l.mu.unsynced = append(l.mu.unsynced, l.activeLocked())
+	l.mu.segments = append(l.mu.segments, s)
+	l.mu.stats.Rolls++
+	l.mu.Unlock()
+	l.flusher.schedule()
+	return nil
+}
+
+// writeBatches writes the offset-assigned batches at the end of the active
+// segment, then publishes them. REQUIRES: appendMu held.
+func (l *Log) writeBatches(batches []byte, hdrs []BatchHeader, leaderEpoch int32) error {
+	l.mu.RLock()
+	active, interval := l.activeLocked(), l.mu.cfg.IndexIntervalBytes
+	l.mu.RUnlock()
+	// Bytes past active.size are invisible to readers until published below.
+	if _, err := active.file.WriteAt(batches, active.size); err != nil {
+		return l.fail(fmt.Errorf("write segment %d: %w", active.base, err))
+	}
+	nowMs := l.now().UnixMilli()
+	var idx, tidx []byte
+	l.mu.Lock()
+	pos := active.size
+	for _, h := range hdrs {
+		idx, tidx = active.track(h, pos, interval, nowMs, idx, tidx)
+		pos += int64(h.Size())
+	}
+	epochChanged := l.mu.epochs.assign(leaderEpoch, hdrs[0].BaseOffset)
+	epochs := l.mu.epochs.clone()
+	l.mu.stats.Appends++
+	l.mu.stats.AppendedBytes += int64(len(batches))
+	l.notifyLocked()
+	l.mu.Unlock()
+	if err := l.writeIndexEntries(active, idx, tidx); err != nil {
+		return err
+	}
+	if epochChanged {
+		if err := writeFileAtomic(l.dir, leaderEpochFile, encodeEpochCheckpoint(epochs)); err != nil {
+			return l.fail(fmt.Errorf("leader-epoch checkpoint: %w", err))
+		}
+	}
+	return nil
+}
+
+// writeIndexEntries appends new entries to the active segment's index files.
+func (l *Log) writeIndexEntries(s *segment, idx, tidx []byte) error {
+	if len(idx) > 0 {
+		if _, err := s.indexFile.Write(idx); err != nil {
+			return l.fail(fmt.Errorf("write index %d: %w", s.base, err))
+		}
+	}
+	if len(tidx) > 0 {
+		if _, err := s.timeFile.Write(tidx); err != nil {
+			return l.fail(fmt.Errorf("write time index %d: %w", s.base, err))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+// Package hotlog is one partition's local log: the hot tail of DESIGN.md §3.
+//
+// # Terms
+//
+//   - LEO (log end offset): the offset the next appended record gets.
+//   - log start offset: the first offset still readable; moves up through
+//     retention and DeleteRecords, never down.
+//   - flushed offset: every offset below it is on stable storage
+//     (DurabilityFsync) or, with DurabilityReplication, equal to the LEO.
+//   - recovery point: every segment byte below it was fsynced; recovery after an
+//     unclean stop starts scanning there.
+//   - leader epoch: the epoch of the leader that appended a batch; stored in the
+//     batch's partitionLeaderEpoch and in the leader-epoch checkpoint.
+//
+// # Directory
+//
+// One directory per partition, <data-dir>/<topic>-<partition>/:
+//
+//	00000000000000000000.log         batches, verbatim, end to end
+//	00000000000000000000.index       sparse offset index of that segment
+//	00000000000000000000.timeindex   sparse time index of that segment
+//	00000000000000052340.log         next segment: base offset 52340
+//	...
+//	leader-epoch-checkpoint          epoch -> start offset
+//	recovery-point-checkpoint        recovery point
+//	log-start-offset-checkpoint      log start offset
+//	clean-shutdown                   present only between a clean Close and the next Open
+//	*.tmp                            a checkpoint being written; deleted on Open
+//
+// A segment is named by its base offset, the offset of its first batch (or, for
+// an empty segment, the LEO when it was created), zero-padded to 20 digits so
+// that name order is offset order. The last segment is the active one: the
+// only one appended to. The others are sealed and never change, except by
+// Truncate (follower truncation) and deletion.
+//
+// All integers on disk are big-endian.
+//
+// # .log: RecordBatch v2, stored exactly as the producer sent it
+//
+//	offset  size  field
+//	     0     8  baseOffset            rewritten by Append   \  not covered
+//	     8     4  batchLength           bytes after this field |  by the CRC
+//	    12     4  partitionLeaderEpoch  rewritten by Append   /
+//	    16     1  magic (= 2)
+//	    17     4  crc                   CRC-32C (Castagnoli) of bytes 21..end
+//	    21     2  attributes            bits 0-2 codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd),
+//	                                    bit 3 timestamp type (1 = LogAppendTime),
+//	                                    bit 4 transactional, bit 5 control
+//	    23     4  lastOffsetDelta
+//	    27     8  firstTimestamp
+//	    35     8  maxTimestamp
+//	    43     8  producerId
+//	    51     2  producerEpoch
+//	    53     4  baseSequence
+//	    57     4  recordCount
+//	    61     …  records (compressed as a whole when codec != 0)
+//
+// A batch occupies 12+batchLength bytes; the next batch follows directly.
+// Offsets in a segment increase strictly: batch[i+1].baseOffset =
+// batch[i].baseOffset + lastOffsetDelta + 1 when written by Append. (Compaction,
+// later, may leave gaps between batches and fewer records than
+// lastOffsetDelta+1 in a batch, so readers and recovery only require
+// increasing offsets and recordCount <= lastOffsetDelta+1.)
+//
+// Magic 0/1 message sets are rejected on produce (ErrUnsupportedMagic) and
+// never stored. magic sits at byte 16 in every message format, which is how
+// it is recognised.
+//
+// # .index: sparse offset index
+//
+//	+-----------------------+-----------------------+
+//	| relativeOffset u32    | position u32          |   8 bytes per entry
+//	+-----------------------+-----------------------+
+//
+// relativeOffset = batch baseOffset - segment base offset; position = byte
+// position of that batch in the .log. An entry is added for a batch when at
+// least IndexIntervalBytes of log have been appended since the previous entry
+// (the first batch of a segment needs none: it is at position 0). Entries
+// increase strictly in both fields. Lookup of offset o: the last entry with
+// base+relativeOffset <= o gives a position at or before the batch holding o;
+// a short header scan finds the batch.
+//
+// # .timeindex: sparse time index
+//
+//	+-----------------------------------------------+-----------------------+
+//	| timestamp i64                                 | relativeOffset u32    |   12 bytes per entry
+//	+-----------------------------------------------+-----------------------+
+//
+// Written at the same moments as .index entries, and only when the timestamp
+// grows. timestamp is the largest maxTimestamp of the segment's batches so far;
+// relativeOffset is the base offset (relative) of the first batch that reached
+// it. Invariant: every record of the segment below that offset has a timestamp
+// < timestamp. Lookup of the first record with timestamp >= t starts at the
+// relativeOffset of the last entry whose timestamp <= t.
+//
+// Index files are derived data: an index that is missing, has a partial
+// entry, is not increasing, or points past the end of the .log is rebuilt from
+// the .log. The in-memory copy of the active segment's indexes is the truth;
+// files are appended as entries are made and fsynced when the segment is sealed.
+//
+// # leader-epoch-checkpoint (Kafka's text format)
+//
+//	0                 version
+//	2                 number of entries
+//	0 0               epoch startOffset
+//	3 52340
+//
+// Entries increase strictly in both columns; an entry (e, s) says the leader
+// of epoch e appended from offset s on. Append with a leaderEpoch larger than
+// the last entry's adds (leaderEpoch, baseOffset). Truncate drops entries with
+// startOffset >= the new LEO; retention moves the first entry's startOffset up
+// to the log start offset and drops entries wholly below it.
+//
+// # recovery-point-checkpoint and log-start-offset-checkpoint
+//
+//	0                 version
+//	52340             the offset
+//
+// # Checkpoint writes
+//
+// Every checkpoint is replaced atomically: write <name>.tmp, fsync it, rename
+// over <name>, fsync the directory. A reader therefore sees the old or the new
+// file whole. A checkpoint that does not parse is treated as absent (recovery
+// point 0: full scan; log start offset: the first segment's base; epochs:
+// rebuilt from the batches).
+//
+// # clean-shutdown
+//
+// An empty file written (atomically, as above) by Close after the final fsync
+// and checkpoints, and removed by Open (with a directory fsync) before the first
+// write. Its absence at Open means the last stop was unclean.
+//
+// # Recovery (Open)
+//
+//  1. Delete *.tmp files and index files without a .log.
+//  2. Read the checkpoints and the clean-shutdown marker, then remove the marker.
+//  3. Segments wholly below the recovery point (next segment's base <=
+//     recovery point), or all but the last after a clean shutdown, are trusted:
+//     their index files are loaded (rebuilt if invalid) and only the batch
+//     headers after the last index entry are read to learn the segment's end.
+//  4. Every other segment, and ALWAYS the last one (so a flipped byte in the
+//     tail is caught even after a clean shutdown), is scanned batch by batch,
+//     checking framing, magic, CRC-32C and increasing offsets, and its indexes
+//     are rebuilt. At the first torn or corrupt batch the segment is truncated
+//     there, every later segment is deleted, and a warning with the offset of
+//     the damage is logged. Nothing past the damage is ever served.
+//  5. The leader-epoch cache drops entries at or past the LEO and learns the
+//     epochs of the scanned batches; the log start offset is clamped to
+//     [first segment base, LEO].
+//
+// # Durability
+//
+// Append writes to the active segment through the page cache and returns.
+// With DurabilityFsync a flusher goroutine (group commit) wakes on appends,
+// fdatasyncs the segments rolled since its last round and the active segment,
+// then advances the flushed offset and wakes WaitFlushed callers: concurrent
+// appenders share one fdatasync. The recovery point follows the flushed
+// offset and is checkpointed at most every recoveryCheckpointInterval and on
+// Close. With DurabilityReplication only rolled segments are fsynced (in the
+// background, to advance the recovery point), as Kafka does.
+//
+// A failed write or fsync is sticky: the log answers ErrStorage (wrapping the
+// cause) to every later write and wait until it is reopened, because after a
+// failed fsync the page cache may have dropped data we cannot know about.
+//
+// # Concurrency and lock order
+//
+// appendMu serializes writers (Append, Truncate, retention, Close);
+// flushMu is held by a flush round and by whatever closes or truncates files;
+// mu guards the segment list and every published value and is held only
+// briefly (never across fsync). Reads hold mu.RLock while they pread, so a
+// segment is never closed under a reader. Lock order: appendMu, flushMu, mu.
+package hotlog

@@ -1,0 +1,109 @@
+// Package metadata keeps everything Strata stores in etcd: the cluster id, the
+// broker registry (leases), the controller election, topics and their configs,
+// partition state (leader, leader epoch, replicas, ISR) with compare-and-swap,
+// the tier manifest and producer-id blocks (DESIGN.md §2, §4, §5).
+//
+// The same code runs against an etcd embedded in the process (single-node
+// mode, Embedded) and against an external etcd cluster (3.4 or newer; the
+// client uses only KV, Txn, Lease and Watch, which 3.4 serves).
+//
+// # Key layout
+//
+// Every key of a cluster lives under one prefix, P = "/strata/<cluster>/".
+// Several clusters can share one etcd. Numbers in keys are zero-padded so that
+// etcd's byte order is numeric order.
+//
+//	P + "cluster-id"                          Kafka-style cluster id (22-char base64url of a random UUID), created once
+//	P + "brokers/<nodeId>"                    JSON BrokerInfo, attached to the broker's lease
+//	P + "controller/..."                      reserved: controller election (client/v3/concurrency, issue 5)
+//	P + "topics/<name>"                       JSON topic record
+//	P + "topic-ids/<topicId>"                 the topic's name (plain bytes): id → name index
+//	P + "partitions/<topicId>/<partition:05>" JSON partition state
+//	P + "tier/<topicId>/<partition:05>/<baseOffset:020>"  reserved: tier manifest entries (issue 4)
+//	P + "producer-ids/next"                   decimal int64: first producer id not yet handed out
+//	P + "scram/...", P + "acls/..."           reserved: SASL/SCRAM credentials and ACLs (later issues)
+//
+// <topicId> is the Kafka string form of the UUID (TopicID.String: 22
+// characters of unpadded base64url), the same form Kafka tools print.
+//
+// # Values
+//
+// Topic record (topics/<name>); unknown fields are ignored when read so that
+// later versions can add fields:
+//
+//	{"id":"<topicId>","replicas":[[1,2],[2,1]],"configs":{"retention.ms":"1000"},"internal":false}
+//
+// replicas[p] lists the broker ids of partition p, preferred leader first; the
+// partition count is len(replicas). configs holds only the overrides.
+//
+// Partition state (partitions/<topicId>/<partition:05>):
+//
+//	{"leader":1,"leaderEpoch":0,"replicas":[1,2],"isr":[1,2]}
+//
+// Broker (brokers/<nodeId>):
+//
+//	{"nodeId":1,"host":"127.0.0.1","port":9092,"rack":""}
+//
+// Every decoder validates what it reads (sizes, ids, names) and returns an
+// error wrapping ErrCorrupt instead of panicking: etcd is outside input.
+//
+// # Partition states: stored or initial
+//
+// A partition whose state key does not exist has its initial state:
+// leader = first replica, leader epoch 0, ISR = replicas, Version 0. Creating a
+// topic therefore writes only two keys, whatever the partition count (etcd
+// limits a transaction to --max-txn-ops operations, 128 by default), and a
+// topic and its partition states still come into being, and go, atomically.
+// The first CASPartitionState of a partition expects Version 0 and creates the
+// key ("key absent" compare); later ones compare the key's ModRevision.
+// PartitionStates returns stored and initial states alike.
+//
+// # Writes and their guards
+//
+// Every write that depends on what was read is one etcd transaction
+// (If ... Then ... Else) guarded by revisions, so concurrent writers cannot
+// lose each other's updates:
+//
+//	ClusterID           If cluster-id CreateRevision == 0      Then put           Else get
+//	CreateTopic         If topics/<name> CreateRevision == 0   Then put topic, put topic-ids/<id>
+//	                                                          Else → ErrTopicExists
+//	DeleteTopic         If topics/<name> ModRevision == read   Then delete topic, topic-ids/<id>,
+//	                                                               partitions/<id>/ (prefix), tier/<id>/ (prefix)
+//	AlterTopicConfigs   If topics/<name> ModRevision == read   Then put           Else re-read and retry
+//	AddPartitions       If topics/<name> ModRevision == read   Then put           Else re-read and retry
+//	CASPartitionState   If partitions/<id>/<p> ModRevision == st.Version (0: absent)
+//	                    and topic-ids/<id> exists              Then put           Else → ErrCASFailed
+//	AllocateProducerIDs If producer-ids/next ModRevision == read Then put next+count Else retry
+//
+// Brokers are written unconditionally under their own lease: a broker that
+// restarts after a crash replaces its stale registration at once instead of
+// waiting for the old lease to expire.
+//
+// # Invariants
+//
+//   - A topic key exists iff its topic-ids key exists; they are written and
+//     deleted in the same transaction.
+//   - A topic id is a random (v4) UUID, never the zero UUID, and never reused:
+//     a topic deleted and created again gets a new id, so stale partition
+//     states, tier entries and local directories of the old incarnation
+//     cannot be mistaken for the new one.
+//   - Partition state keys exist only under the id of an existing topic
+//     (CASPartitionState checks topic-ids/<id>), and only for partitions below
+//     the partition count, which never decreases.
+//   - Partition state Version is the key's etcd ModRevision: it grows with
+//     every write, so a writer holding an old Version (a deposed leader) fails
+//     its CAS with ErrCASFailed.
+//   - Producer-id blocks never overlap: producer-ids/next only grows, by CAS.
+//
+// # Watching
+//
+// Watch streams events from one etcd watch on the whole prefix. A consumer
+// keeps a view as follows: call Snapshot, then Watch(ctx, snapshot.Revision+1)
+// and apply events in order. Events carry the etcd revision; a put is the
+// full new value, so applying an event twice is harmless. If etcd compacted
+// the history the watch needs (or the watch breaks), the stream delivers a
+// Resync event: the consumer must then discard its view and call Snapshot
+// again. Events after the Resync continue from the Resync's revision, so a
+// Snapshot taken after receiving it misses nothing. The channel is closed when
+// ctx ends.
+package metadata

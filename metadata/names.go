@@ -1,0 +1,84 @@
+package metadata
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+)
+
+// String returns Kafka's string form of the id: unpadded base64url, 22
+// characters (what Kafka tools print and what keys use).
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// IsZero reports whether id is the zero UUID, which Kafka uses for "no id".
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// ParseTopicID parses Kafka's string form.
+func ParseTopicID(s string) (TopicID, error) {
+	var id TopicID
+	if len(s) != 22 {
+		return id, fmt.Errorf("%w: topic id %q: want 22 characters", ErrCorrupt, s)
+	}
+	n, err := base64.RawURLEncoding.Decode(id[:], []byte(s))
+	if err != nil || n != len(id) {
+		return TopicID{}, fmt.Errorf("%w: topic id %q: %v", ErrCorrupt, s, err)
+	}
+	return id, nil
+}
+
+// newTopicID returns a random version-4 UUID. As Kafka does, it never returns
+// the zero id or the reserved metadata-topic id (1), nor one whose string
+// form starts with '-' (it would read as a command-line flag).
+func newTopicID() (TopicID, error) {
+	for {
+		var id TopicID
+		if _, err := rand.Read(id[:]); err != nil {
+			return TopicID{}, fmt.Errorf("metadata: random topic id: %w", err)
+		}
+		id[6] = id[6]&0x0f | 0x40 // version 4
+		id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+		if id.IsZero() || id == (TopicID{15: 1}) || id.String()[0] == '-' {
+			continue
+		}
+		return id, nil
+	}
+}
+
+// newClusterID returns a Kafka-style cluster id: a random UUID in string form.
+func newClusterID() (string, error) {
+	id, err := newTopicID()
+	if err != nil {
+		return "", err
+	}
+	return id.String(), nil
+}
+
+// MaxTopicNameLength is Kafka's limit on topic names.
+const MaxTopicNameLength = 249
+
+// ValidateTopicName applies Kafka's rules: 1-249 characters of
+// [a-zA-Z0-9._-], and not "." or "..". The error wraps ErrInvalidTopic.
+func ValidateTopicName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > MaxTopicNameLength {
+		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+	if !legalNameChars(name) {
+		return fmt.Errorf("%w: %q contains characters other than [a-zA-Z0-9._-]", ErrInvalidTopic, name)
+	}
+	return nil
+}
+
+func legalNameChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func validClusterName(s string) bool {
+	return s != "" && s != "." && s != ".." && len(s) <= 64 && legalNameChars(s)
+}

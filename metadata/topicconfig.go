@@ -1,0 +1,464 @@
+package metadata
+
+// Topic configs use Kafka's names, types, defaults and valid ranges (Kafka 4.x
+// topic-level configs, LogConfig), so that kcat, kadm and the Kafka CLI see
+// what they expect from DescribeConfigs. Strata differs from Kafka in one
+// default: remote.storage.enable is true (the bucket is the system of record,
+// issue 4).
+//
+// segment.bytes follows Kafka 4.0 (KIP-1030): minimum 1 MiB. Tests that need
+// tiny segments set internal.segment.bytes (minimum 14 bytes, Kafka's old
+// minimum), which Kafka 4.1 added for the same purpose; when set it overrides
+// segment.bytes in TopicConfig.SegmentBytes. It is marked Internal so that
+// DescribeConfigs can leave it out as Kafka does.
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ConfigType is a Kafka config type as DescribeConfigs reports it.
+type ConfigType int8
+
+// Values match kmsg's ConfigType numbering (DescribeConfigs v3+).
+const (
+	ConfigBoolean  ConfigType = 1
+	ConfigString   ConfigType = 2
+	ConfigInt      ConfigType = 3
+	ConfigShort    ConfigType = 4
+	ConfigLong     ConfigType = 5
+	ConfigDouble   ConfigType = 6
+	ConfigList     ConfigType = 7
+	ConfigClass    ConfigType = 8
+	ConfigPassword ConfigType = 9
+)
+
+// ConfigDef describes one topic config.
+type ConfigDef struct {
+	Name    string
+	Type    ConfigType
+	Default string
+	Doc     string
+	// Validate checks a value (already known to parse as Type). nil: any value of the type.
+	Validate func(value string) error
+	// Internal configs are accepted but, as in Kafka, not listed by
+	// DescribeConfigs unless explicitly set.
+	Internal bool
+	// ServerDefault is the broker-level config name Kafka reports as the
+	// source of the default (e.g. log.retention.ms), empty if none.
+	ServerDefault string
+}
+
+// TopicConfig is the effective, typed configuration of a topic (defaults
+// overlaid with overrides). Durations in milliseconds as Kafka; -1 unlimited.
+type TopicConfig struct {
+	CleanupPolicy          string // "delete", "compact", "compact,delete"
+	RetentionMs            int64
+	RetentionBytes         int64
+	LocalRetentionMs       int64 // -2: use RetentionMs
+	LocalRetentionBytes    int64 // -2: use RetentionBytes
+	RemoteStorageEnable    bool
+	SegmentBytes           int64 // internal.segment.bytes if set, else segment.bytes
+	SegmentMs              int64
+	IndexIntervalBytes     int32
+	MaxMessageBytes        int32
+	MessageTimestampType   string // "CreateTime" or "LogAppendTime"
+	MinInsyncReplicas      int32
+	UncleanLeaderElection  bool
+	DeleteRetentionMs      int64
+	MinCleanableDirtyRatio float64
+	MinCompactionLagMs     int64
+	MaxCompactionLagMs     int64
+
+	// Added beyond the contract's first version.
+	CompressionType             string // "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"
+	SegmentJitterMs             int64
+	SegmentIndexBytes           int32
+	FileDeleteDelayMs           int64
+	FlushMessages               int64
+	FlushMs                     int64
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampAfterMaxMs  int64
+	Preallocate                 bool
+	RemoteLogCopyDisable        bool
+	RemoteLogDeleteOnDisable    bool
+	CompressionGzipLevel        int32
+	CompressionLz4Level         int32
+	CompressionZstdLevel        int32
+}
+
+// HasCompact reports whether the cleanup policy includes compaction.
+func (c TopicConfig) HasCompact() bool { return strings.Contains(c.CleanupPolicy, "compact") }
+
+// HasDelete reports whether the cleanup policy includes time/size deletion.
+func (c TopicConfig) HasDelete() bool { return strings.Contains(c.CleanupPolicy, "delete") }
+
+// EffectiveLocalRetentionMs resolves local.retention.ms's -2 ("same as
+// retention.ms").
+func (c TopicConfig) EffectiveLocalRetentionMs() int64 {
+	if c.LocalRetentionMs == -2 {
+		return c.RetentionMs
+	}
+	return c.LocalRetentionMs
+}
+
+// EffectiveLocalRetentionBytes resolves local.retention.bytes's -2.
+func (c TopicConfig) EffectiveLocalRetentionBytes() int64 {
+	if c.LocalRetentionBytes == -2 {
+		return c.RetentionBytes
+	}
+	return c.LocalRetentionBytes
+}
+
+const maxLong = "9223372036854775807"
+
+func atLeast(min int64) func(string) error {
+	return func(v string) error {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if n < min {
+			return fmt.Errorf("value %d must be at least %d", n, min)
+		}
+		return nil
+	}
+}
+
+func between(min, max int64) func(string) error {
+	return func(v string) error {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if n < min || n > max {
+			return fmt.Errorf("value %d must be in [%d, %d]", n, min, max)
+		}
+		return nil
+	}
+}
+
+func oneOf(values ...string) func(string) error {
+	return func(v string) error {
+		if !slices.Contains(values, v) {
+			return fmt.Errorf("value %q must be one of %v", v, values)
+		}
+		return nil
+	}
+}
+
+func validateCleanupPolicy(v string) error {
+	items := splitList(v)
+	if len(items) == 0 {
+		return fmt.Errorf("cleanup.policy must list at least one of [compact, delete]")
+	}
+	for _, item := range items {
+		if item != "compact" && item != "delete" {
+			return fmt.Errorf("cleanup.policy value %q must be one of [compact, delete]", item)
+		}
+	}
+	return nil
+}
+
+func validateRatio(v string) error {
+	f, _ := strconv.ParseFloat(v, 64)
+	if !(f >= 0 && f <= 1) {
+		return fmt.Errorf("value %s must be in [0, 1]", v)
+	}
+	return nil
+}
+
+// validateThrottledReplicas accepts "", "*" or "partition:broker,..." as Kafka.
+func validateThrottledReplicas(v string) error {
+	if v == "" || strings.TrimSpace(v) == "*" {
+		return nil
+	}
+	for _, item := range splitList(v) {
+		p, b, ok := strings.Cut(item, ":")
+		if !ok {
+			return fmt.Errorf("%q must be partitionId:brokerId", item)
+		}
+		if _, err := strconv.ParseInt(p, 10, 32); err != nil {
+			return fmt.Errorf("%q must be partitionId:brokerId", item)
+		}
+		if _, err := strconv.ParseInt(b, 10, 32); err != nil {
+			return fmt.Errorf("%q must be partitionId:brokerId", item)
+		}
+	}
+	return nil
+}
+
+// splitList splits a Kafka LIST value: comma separated, blanks trimmed,
+// empty items dropped.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// topicConfigDefs is the table, in name order. Immutable after init of the
+// package-level value (never written).
+var topicConfigDefs = []ConfigDef{
+	{Name: "cleanup.policy", Type: ConfigList, Default: "delete", ServerDefault: "log.cleanup.policy",
+		Doc: "delete, compact, or both: what happens to old segments", Validate: validateCleanupPolicy},
+	{Name: "compression.gzip.level", Type: ConfigInt, Default: "-1", ServerDefault: "compression.gzip.level",
+		Doc: "gzip level when compression.type is gzip", Validate: func(v string) error {
+			if v == "-1" {
+				return nil
+			}
+			return between(1, 9)(v)
+		}},
+	{Name: "compression.lz4.level", Type: ConfigInt, Default: "9", ServerDefault: "compression.lz4.level",
+		Doc: "lz4 level when compression.type is lz4", Validate: between(1, 17)},
+	{Name: "compression.type", Type: ConfigString, Default: "producer", ServerDefault: "compression.type",
+		Doc:      "final compression of the topic; producer keeps what the producer sent",
+		Validate: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")},
+	{Name: "compression.zstd.level", Type: ConfigInt, Default: "3", ServerDefault: "compression.zstd.level",
+		Doc: "zstd level when compression.type is zstd", Validate: between(-131072, 22)},
+	{Name: "delete.retention.ms", Type: ConfigLong, Default: "86400000", ServerDefault: "log.cleaner.delete.retention.ms",
+		Doc: "how long tombstones are kept on compacted topics", Validate: atLeast(0)},
+	{Name: "file.delete.delay.ms", Type: ConfigLong, Default: "60000", ServerDefault: "log.segment.delete.delay.ms",
+		Doc: "delay before a deleted segment file is removed", Validate: atLeast(0)},
+	{Name: "flush.messages", Type: ConfigLong, Default: maxLong, ServerDefault: "log.flush.interval.messages",
+		Doc: "fsync every this many messages", Validate: atLeast(1)},
+	{Name: "flush.ms", Type: ConfigLong, Default: maxLong, ServerDefault: "log.flush.interval.ms",
+		Doc: "fsync at least this often", Validate: atLeast(0)},
+	{Name: "follower.replication.throttled.replicas", Type: ConfigList, Default: "",
+		ServerDefault: "follower.replication.throttled.replicas",
+		Doc:           "replicas throttled on the follower side", Validate: validateThrottledReplicas},
+	{Name: "index.interval.bytes", Type: ConfigInt, Default: "4096", ServerDefault: "log.index.interval.bytes",
+		Doc: "bytes between offset index entries", Validate: atLeast(0)},
+	{Name: "internal.segment.bytes", Type: ConfigInt, Default: "", Internal: true,
+		Doc: "testing only: segment size below segment.bytes' 1 MiB minimum", Validate: atLeast(14)},
+	{Name: "leader.replication.throttled.replicas", Type: ConfigList, Default: "",
+		ServerDefault: "leader.replication.throttled.replicas",
+		Doc:           "replicas throttled on the leader side", Validate: validateThrottledReplicas},
+	{Name: "local.retention.bytes", Type: ConfigLong, Default: "-2", ServerDefault: "log.local.retention.bytes",
+		Doc: "bytes kept on local disk when tiered; -2: retention.bytes", Validate: atLeast(-2)},
+	{Name: "local.retention.ms", Type: ConfigLong, Default: "-2", ServerDefault: "log.local.retention.ms",
+		Doc: "time kept on local disk when tiered; -2: retention.ms", Validate: atLeast(-2)},
+	{Name: "max.compaction.lag.ms", Type: ConfigLong, Default: maxLong, ServerDefault: "log.cleaner.max.compaction.lag.ms",
+		Doc: "longest time a record stays uncompacted", Validate: atLeast(1)},
+	{Name: "max.message.bytes", Type: ConfigInt, Default: "1048588", ServerDefault: "message.max.bytes",
+		Doc: "largest record batch the topic accepts", Validate: atLeast(0)},
+	{Name: "message.timestamp.after.max.ms", Type: ConfigLong, Default: "3600000",
+		ServerDefault: "log.message.timestamp.after.max.ms",
+		Doc:           "how far a CreateTime may be ahead of the broker's clock", Validate: atLeast(0)},
+	{Name: "message.timestamp.before.max.ms", Type: ConfigLong, Default: maxLong,
+		ServerDefault: "log.message.timestamp.before.max.ms",
+		Doc:           "how far a CreateTime may be behind the broker's clock", Validate: atLeast(0)},
+	{Name: "message.timestamp.type", Type: ConfigString, Default: "CreateTime", ServerDefault: "log.message.timestamp.type",
+		Doc: "CreateTime or LogAppendTime", Validate: oneOf("CreateTime", "LogAppendTime")},
+	{Name: "min.cleanable.dirty.ratio", Type: ConfigDouble, Default: "0.5", ServerDefault: "log.cleaner.min.cleanable.ratio",
+		Doc: "dirty share of the log that triggers cleaning", Validate: validateRatio},
+	{Name: "min.compaction.lag.ms", Type: ConfigLong, Default: "0", ServerDefault: "log.cleaner.min.compaction.lag.ms",
+		Doc: "shortest time a record stays uncompacted", Validate: atLeast(0)},
+	{Name: "min.insync.replicas", Type: ConfigInt, Default: "1", ServerDefault: "min.insync.replicas",
+		Doc: "ISR size acks=all needs", Validate: atLeast(1)},
+	{Name: "preallocate", Type: ConfigBoolean, Default: "false", ServerDefault: "log.preallocate",
+		Doc: "preallocate segment files"},
+	{Name: "remote.log.copy.disable", Type: ConfigBoolean, Default: "false",
+		Doc: "stop uploading new segments while keeping tiered ones"},
+	{Name: "remote.log.delete.on.disable", Type: ConfigBoolean, Default: "false",
+		Doc: "delete tiered data when remote storage is disabled"},
+	{Name: "remote.storage.enable", Type: ConfigBoolean, Default: "true",
+		Doc: "tier sealed segments to the object store (Strata default: true)"},
+	{Name: "retention.bytes", Type: ConfigLong, Default: "-1", ServerDefault: "log.retention.bytes",
+		Doc: "bytes kept per partition; -1 unlimited", Validate: atLeast(-1)},
+	{Name: "retention.ms", Type: ConfigLong, Default: "604800000", ServerDefault: "log.retention.ms",
+		Doc: "time kept; -1 unlimited", Validate: atLeast(-1)},
+	{Name: "segment.bytes", Type: ConfigInt, Default: "1073741824", ServerDefault: "log.segment.bytes",
+		Doc: "segment size; minimum 1 MiB as Kafka 4", Validate: atLeast(1 << 20)},
+	{Name: "segment.index.bytes", Type: ConfigInt, Default: "10485760", ServerDefault: "log.index.size.max.bytes",
+		Doc: "maximum offset index size", Validate: atLeast(4)},
+	{Name: "segment.jitter.ms", Type: ConfigLong, Default: "0", ServerDefault: "log.roll.jitter.ms",
+		Doc: "random jitter subtracted from segment.ms", Validate: atLeast(0)},
+	{Name: "segment.ms", Type: ConfigLong, Default: "604800000", ServerDefault: "log.roll.ms",
+		Doc: "segment age that forces a roll", Validate: atLeast(1)},
+	{Name: "unclean.leader.election.enable", Type: ConfigBoolean, Default: "false",
+		ServerDefault: "unclean.leader.election.enable",
+		Doc:           "allow a replica outside the ISR to become leader"},
+}
+
+// TopicConfigDefs lists every supported topic config in name order. The
+// returned slice is a copy.
+func TopicConfigDefs() []ConfigDef { return slices.Clone(topicConfigDefs) }
+
+// LookupTopicConfig finds a config by Kafka name.
+func LookupTopicConfig(name string) (ConfigDef, bool) {
+	i, found := slices.BinarySearchFunc(topicConfigDefs, name, func(d ConfigDef, n string) int {
+		return strings.Compare(d.Name, n)
+	})
+	if !found {
+		return ConfigDef{}, false
+	}
+	return topicConfigDefs[i], true
+}
+
+// parseTyped checks that value parses as t.
+func parseTyped(t ConfigType, value string) error {
+	var err error
+	switch t {
+	case ConfigBoolean:
+		if v := strings.TrimSpace(value); !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+			err = fmt.Errorf("%q is not true or false", value)
+		}
+	case ConfigInt:
+		_, err = strconv.ParseInt(strings.TrimSpace(value), 10, 32)
+	case ConfigShort:
+		_, err = strconv.ParseInt(strings.TrimSpace(value), 10, 16)
+	case ConfigLong:
+		_, err = strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	case ConfigDouble:
+		var f float64
+		f, err = strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			err = fmt.Errorf("%q is not a finite number", value)
+		}
+	}
+	return err
+}
+
+// validateOne checks one override; the error wraps ErrInvalidConfig.
+func validateOne(name, value string) error {
+	def, ok := LookupTopicConfig(name)
+	if !ok {
+		return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, name)
+	}
+	if err := parseTyped(def.Type, value); err != nil {
+		return fmt.Errorf("%w: %s=%q: %v", ErrInvalidConfig, name, value, err)
+	}
+	if def.Validate != nil {
+		if err := def.Validate(strings.TrimSpace(value)); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
+		}
+	}
+	return nil
+}
+
+// ValidateTopicConfigs checks every override: known name, parses as its type,
+// passes Validate; then the cross-config rules (local retention within total
+// retention). Errors wrap ErrInvalidConfig and name the key.
+func ValidateTopicConfigs(overrides map[string]string) error {
+	names := make([]string, 0, len(overrides))
+	for name := range overrides {
+		names = append(names, name)
+	}
+	slices.Sort(names) // deterministic: the first bad key in name order is reported
+	for _, name := range names {
+		if err := validateOne(name, overrides[name]); err != nil {
+			return err
+		}
+	}
+	_, err := ParseTopicConfig(overrides)
+	return err
+}
+
+// ParseTopicConfig overlays overrides on the defaults and checks the result.
+func ParseTopicConfig(overrides map[string]string) (TopicConfig, error) {
+	for name, value := range overrides {
+		if err := validateOne(name, value); err != nil {
+			return TopicConfig{}, err
+		}
+	}
+	p := configParser{overrides: overrides}
+	c := p.build()
+	if err := checkCrossRules(c); err != nil {
+		return TopicConfig{}, err
+	}
+	return c, nil
+}
+
+// checkCrossRules enforces the rules that span configs (Kafka's
+// LogConfig.validateValues for tiered topics).
+func checkCrossRules(c TopicConfig) error {
+	if c.LocalRetentionMs != -2 && c.RetentionMs != -1 &&
+		(c.LocalRetentionMs == -1 || c.LocalRetentionMs > c.RetentionMs) {
+		return fmt.Errorf("%w: local.retention.ms %d must not exceed retention.ms %d",
+			ErrInvalidConfig, c.LocalRetentionMs, c.RetentionMs)
+	}
+	if c.LocalRetentionBytes != -2 && c.RetentionBytes != -1 &&
+		(c.LocalRetentionBytes == -1 || c.LocalRetentionBytes > c.RetentionBytes) {
+		return fmt.Errorf("%w: local.retention.bytes %d must not exceed retention.bytes %d",
+			ErrInvalidConfig, c.LocalRetentionBytes, c.RetentionBytes)
+	}
+	return nil
+}
+
+// configParser reads validated values; every name it asks for is in the
+// table, so parse errors cannot happen here.
+type configParser struct{ overrides map[string]string }
+
+func (p configParser) raw(name string) string {
+	if v, ok := p.overrides[name]; ok {
+		return strings.TrimSpace(v)
+	}
+	def, _ := LookupTopicConfig(name)
+	return def.Default
+}
+
+func (p configParser) long(name string) int64 {
+	n, _ := strconv.ParseInt(p.raw(name), 10, 64)
+	return n
+}
+
+func (p configParser) int(name string) int32 { return int32(p.long(name)) }
+
+func (p configParser) bool(name string) bool { return strings.EqualFold(p.raw(name), "true") }
+
+func (p configParser) build() TopicConfig {
+	ratio, _ := strconv.ParseFloat(p.raw("min.cleanable.dirty.ratio"), 64)
+	c := TopicConfig{
+		CleanupPolicy:               canonicalCleanupPolicy(p.raw("cleanup.policy")),
+		RetentionMs:                 p.long("retention.ms"),
+		RetentionBytes:              p.long("retention.bytes"),
+		LocalRetentionMs:            p.long("local.retention.ms"),
+		LocalRetentionBytes:         p.long("local.retention.bytes"),
+		RemoteStorageEnable:         p.bool("remote.storage.enable"),
+		SegmentBytes:                p.long("segment.bytes"),
+		SegmentMs:                   p.long("segment.ms"),
+		IndexIntervalBytes:          p.int("index.interval.bytes"),
+		MaxMessageBytes:             p.int("max.message.bytes"),
+		MessageTimestampType:        p.raw("message.timestamp.type"),
+		MinInsyncReplicas:           p.int("min.insync.replicas"),
+		UncleanLeaderElection:       p.bool("unclean.leader.election.enable"),
+		DeleteRetentionMs:           p.long("delete.retention.ms"),
+		MinCleanableDirtyRatio:      ratio,
+		MinCompactionLagMs:          p.long("min.compaction.lag.ms"),
+		MaxCompactionLagMs:          p.long("max.compaction.lag.ms"),
+		CompressionType:             p.raw("compression.type"),
+		SegmentJitterMs:             p.long("segment.jitter.ms"),
+		SegmentIndexBytes:           p.int("segment.index.bytes"),
+		FileDeleteDelayMs:           p.long("file.delete.delay.ms"),
+		FlushMessages:               p.long("flush.messages"),
+		FlushMs:                     p.long("flush.ms"),
+		MessageTimestampBeforeMaxMs: p.long("message.timestamp.before.max.ms"),
+		MessageTimestampAfterMaxMs:  p.long("message.timestamp.after.max.ms"),
+		Preallocate:                 p.bool("preallocate"),
+		RemoteLogCopyDisable:        p.bool("remote.log.copy.disable"),
+		RemoteLogDeleteOnDisable:    p.bool("remote.log.delete.on.disable"),
+		CompressionGzipLevel:        p.int("compression.gzip.level"),
+		CompressionLz4Level:         p.int("compression.lz4.level"),
+		CompressionZstdLevel:        p.int("compression.zstd.level"),
+	}
+	if _, ok := p.overrides["internal.segment.bytes"]; ok {
+		c.SegmentBytes = p.long("internal.segment.bytes")
+	}
+	return c
+}
+
+// canonicalCleanupPolicy orders the policy list so that callers compare
+// against "delete", "compact" or "compact,delete" only.
+func canonicalCleanupPolicy(v string) string {
+	items := splitList(v)
+	hasCompact, hasDelete := slices.Contains(items, "compact"), slices.Contains(items, "delete")
+	switch {
+	case hasCompact && hasDelete:
+		return "compact,delete"
+	case hasCompact:
+		return "compact"
+	default:
+		return "delete"
+	}
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The one test command of Strata (README, .ci/run): on a fresh Debian machine
+# it installs what the tests need, then runs
+#   1. go vet ./...
+#   2. go test for every package except the end-to-end suite
+#   3. the end-to-end suite (test/e2e) with embedded etcd
+#   4. the end-to-end suite again with STRATA_TEST_ETCD=external (the e2e
+#      harness starts /usr/bin/etcd itself)
+# Every step runs even if an earlier one failed; the exit status is non-zero
+# if any failed. With CI=true a missing dependency is an error: the install
+# must succeed here, and the tests' helpers fail (not skip) without etcd/kcat.
+#
+# Environment:
+#   STRATA_TEST_RACE=1   add -race to the unit tests (slower)
+#   STRATA_TEST_SKIP_E2E=1  run only steps 1-2 (quick local loop; never in CI)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+ci=false
+if [[ "${CI:-}" == "true" ]]; then ci=true; fi
+
+log() { printf '\n==> %s\n' "$*"; }
+die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
+
+# ensure_go puts the Go toolchain on PATH (Debian images keep it in /usr/local/go).
+ensure_go() {
+	if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+		export PATH="/usr/local/go/bin:$PATH"
+	fi
+	command -v go >/dev/null 2>&1 || die "go is not installed (https://go.dev/dl/)"
+}
+
+# ensure_test_deps installs etcd (package etcd-server) and kcat from Debian
+# when they are missing. Failures are fatal under CI=true, warnings otherwise
+# (the tests that need them then skip locally).
+ensure_test_deps() {
+	local missing=()
+	command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+	command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+	if ((${#missing[@]} == 0)); then
+		return 0
+	fi
+	log "installing missing test dependencies: ${missing[*]}"
+	if ! install_packages "${missing[@]}"; then
+		if $ci; then die "could not install ${missing[*]} (required under CI=true)"; fi
+		echo "test.sh: warning: could not install ${missing[*]}; tests needing them will skip" >&2
+		return 0
+	fi
+	command -v etcd >/dev/null 2>&1 && command -v kcat >/dev/null 2>&1 && return 0
+	if $ci; then die "etcd or kcat still missing after installing ${missing[*]}"; fi
+}
+
+install_packages() {
+	if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+		echo "test.sh: need root and apt-get to install $*" >&2
+		return 1
+	fi
+	# The package lists may be missing on a fresh image: update once, then install.
+	if ! apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1; then
+		apt-get update -q || return 1
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" || return 1
+	fi
+}
+
+failed=()
+# step NAME CMD...: runs a step, remembers a failure, never stops the script.
+step() {
+	local name=$1
+	shift
+	log "$name: $*"
+	local start=$SECONDS
+	if "$@"; then
+		echo "--- $name: ok ($((SECONDS - start))s)"
+	else
+		echo "--- $name: FAILED ($((SECONDS - start))s)"
+		failed+=("$name")
+	fi
+}
+
+e2e_present() {
+	compgen -G "test/e2e/*_test.go" >/dev/null
+}
+
+main() {
+	ensure_go
+	ensure_test_deps
+	go version
+
+	local race=()
+	if [[ "${STRATA_TEST_RACE:-}" == 1 ]]; then race=(-race); fi
+	local unit_pkgs
+	unit_pkgs=$(go list ./... | grep -v '/test/e2e$')
+
+	step "go vet" go vet ./...
+	# shellcheck disable=SC2086 # word splitting of the package list is intended
+	step "unit and integration tests" go test -count=1 -timeout 600s "${race[@]}" $unit_pkgs
+
+	if [[ "${STRATA_TEST_SKIP_E2E:-}" == 1 ]] && ! $ci; then
+		echo "test.sh: STRATA_TEST_SKIP_E2E=1: end-to-end suite not run"
+	elif ! e2e_present; then
+		echo "test.sh: warning: no end-to-end tests in test/e2e" >&2
+		failed+=("e2e suite missing")
+	else
+		# Build the binary once for both e2e runs (the harness honours STRATA_BIN).
+		local bindir
+		bindir=$(mktemp -d)
+		trap 'rm -rf "$bindir"' EXIT
+		step "build strata" go build -o "$bindir/strata" ./cmd/strata
+		export STRATA_BIN="$bindir/strata"
+		step "e2e (embedded etcd)" go test -count=1 -timeout 720s -v ./test/e2e/
+		step "e2e (external etcd)" env STRATA_TEST_ETCD=external go test -count=1 -timeout 720s -v ./test/e2e/
+	fi
+
+	log "summary"
+	if ((${#failed[@]} > 0)); then
+		printf 'FAILED steps: %s\n' "${failed[*]}"
+		return 1
+	fi
+	echo "all steps passed"
+}
+
+main "$@"

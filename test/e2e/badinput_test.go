@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rawBatch encodes an uncompressed RecordBatch v2 holding values, with a
+// correct CRC-32C unless corruptCRC.
+func rawBatch(corruptCRC bool, values ...string) []byte {
+	now := time.Now().UnixMilli()
+	var records []byte
+	for i, v := range values {
+		rec := kmsg.Record{OffsetDelta: int32(i), Value: []byte(v)}
+		body := rec.AppendTo(nil)[1:] // drop the 1-byte varint of Length 0
+		rec.Length = int32(len(body))
+		records = rec.AppendTo(records)
+	}
+	batch := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1, Magic: 2,
+		LastOffsetDelta: int32(len(values) - 1),
+		FirstTimestamp:  now, MaxTimestamp: now,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		NumRecords: int32(len(values)), Records: records,
+	}
+	batch.Length = int32(49 + len(records))
+	raw := batch.AppendTo(nil)
+	crc := crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli))
+	if corruptCRC {
+		crc ^= 0xdeadbeef
+	}
+	binary.BigEndian.PutUint32(raw[17:], crc)
+	return raw
+}
+
+// rawProduce sends one acks=-1 Produce of batch to topic/partition and
+// returns the partition's error (nil for success).
+func rawProduce(t testing.TB, cl *kgo.Client, topic string, partition int32, batch []byte) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("produce request: %v", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("produce: want one partition in the response, got %+v", resp.Topics)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// TestBadInput: each kind of bad input gets Kafka's answer and the broker
+// keeps serving.
+func TestBadInput(t *testing.T) {
+	// Auto-creation off: a raw Produce to an unknown topic must be refused
+	// whatever the broker's auto-create policy for Produce is.
+	b := StartBroker(t, withArgs("--auto-create-topics=false"))
+	adm := b.Admin()
+	const topic = "bad-input"
+	createTopic(t, adm, topic, 1, map[string]string{"max.message.bytes": "2048"})
+
+	t.Run("oversized frame closes the connection", func(t *testing.T) { checkOversizedFrame(t, b) })
+
+	cl := b.Client()
+	if err := rawProduce(t, cl, topic, 0, rawBatch(false, "good")); err != nil {
+		t.Fatalf("control: a well-formed raw batch was refused: %v", err)
+	}
+	if err := rawProduce(t, cl, topic, 0, rawBatch(true, "bad crc")); !errors.Is(err, kerr.CorruptMessage) {
+		t.Errorf("bad CRC: %v, want CORRUPT_MESSAGE", err)
+	}
+	if err := rawProduce(t, cl, "no-such-topic-e2e", 0, rawBatch(false, "x")); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("produce to unknown topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
+	}
+	if err := rawProduce(t, cl, topic, 7, rawBatch(false, "x")); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("produce to unknown partition 7: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
+	}
+	if err := rawProduce(t, cl, topic, 0, rawBatch(false, strings.Repeat("L", 4000))); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Errorf("raw 4 KB batch over max.message.bytes=2048: %v, want MESSAGE_TOO_LARGE", err)
+	}
+
+	big := make([]byte, 4000)
+	_, _ = rand.Read(big) // incompressible
+	ctx := testCtx(t, 30*time.Second)
+	err := b.Client(kgo.ProducerBatchCompression(kgo.NoCompression())).ProduceSync(ctx, &kgo.Record{Topic: topic, Value: big}).FirstErr()
+	if !errors.Is(err, kerr.MessageTooLarge) {
+		t.Errorf("kgo 4 KB record over max.message.bytes=2048: %v, want MESSAGE_TOO_LARGE", err)
+	}
+
+	for _, name := range []string{"bad/name", "has space", "..", strings.Repeat("n", 250)} {
+		resp, err := adm.CreateTopic(ctx, 1, 1, nil, name)
+		if err == nil {
+			err = resp.Err
+		}
+		if !errors.Is(err, kerr.InvalidTopicException) {
+			t.Errorf("create topic %.20q: %v, want INVALID_TOPIC_EXCEPTION", name, err)
+		}
+	}
+
+	// The good batch is still the only record: nothing bad was appended.
+	if end := endOffsets(t, adm, topic)[0]; end != 1 {
+		t.Errorf("end offset %d after one good and several bad produces, want 1", end)
+	}
+}
+
+// checkOversizedFrame announces a 200 MiB request on a raw connection: the
+// broker must close it without waiting for (or allocating) the body, and
+// serve a new client afterwards.
+func checkOversizedFrame(t *testing.T, b *Broker) {
+	conn, err := net.DialTimeout("tcp", b.Addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], 200<<20)
+	if _, err := conn.Write(append(hdr[:], []byte("\x00\x12\x00\x03\x00\x00\x00\x01")...)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := conn.Read(make([]byte, 64))
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("connection still open 10s after a 200 MiB frame header")
+	}
+	if err == nil || (err != io.EOF && !strings.Contains(err.Error(), "reset")) {
+		t.Fatalf("after a 200 MiB frame header: read %d bytes, err %v; want the connection closed", n, err)
+	}
+	if b.hasExited() {
+		t.Fatalf("broker died: %v", b.exitErr)
+	}
+	ctx := testCtx(t, 30*time.Second)
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, b.Client()); err != nil {
+		t.Fatalf("new client after the oversized frame: %v", err)
+	}
+}

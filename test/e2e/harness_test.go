@@ -1,0 +1,439 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Bounds for every wait in the harness.
+const (
+	readyTimeout = 90 * time.Second // broker start, including embedded etcd
+	stopTimeout  = 60 * time.Second // SIGTERM to exit
+	etcdTimeout  = 30 * time.Second
+)
+
+// Process-wide state set once by TestMain and read-only afterwards.
+var (
+	strataBin    string // path of the binary under test
+	etcdMode     string // "embedded" or "external"
+	etcdEndpoint string // host:port of the shared external etcd, if running
+	etcdErr      error  // why the external etcd is unavailable
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "strata-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	if strataBin, err = buildBinary(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building strata:", err)
+		return 1
+	}
+	etcdMode = "embedded"
+	if os.Getenv("STRATA_TEST_ETCD") == "external" {
+		etcdMode = "external"
+		stop, err := startExternalEtcd(filepath.Join(tmp, "etcd"))
+		if err != nil {
+			etcdErr = err
+		} else {
+			defer stop()
+		}
+	}
+	return m.Run()
+}
+
+// buildBinary compiles cmd/strata once, unless $STRATA_BIN names a binary.
+func buildBinary(tmp string) (string, error) {
+	if bin := os.Getenv("STRATA_BIN"); bin != "" {
+		return filepath.Abs(bin)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	out := filepath.Join(tmp, "strata")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/strata")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// startExternalEtcd runs the etcd binary on free loopback ports until stop.
+func startExternalEtcd(dir string) (stop func(), err error) {
+	path, err := exec.LookPath("etcd")
+	if err != nil {
+		return nil, fmt.Errorf("etcd binary not found: %w", err)
+	}
+	clientURL := "http://" + freeAddr()
+	peerURL := "http://" + freeAddr()
+	logf, err := os.Create(dir + ".log")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path,
+		"--name", "e2e", "--data-dir", dir,
+		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "e2e="+peerURL, "--initial-cluster-state", "new")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = dieWithParent()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+	}
+	if err := waitHTTP200(clientURL+"/health", etcdTimeout, nil); err != nil {
+		stop()
+		b, _ := os.ReadFile(dir + ".log")
+		return nil, fmt.Errorf("etcd not healthy: %w\n%s", err, tail(b, 4000))
+	}
+	etcdEndpoint = strings.TrimPrefix(clientURL, "http://")
+	return stop, nil
+}
+
+// needBinary skips or fails (CI=true) a test whose external tool is missing.
+func needBinary(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required in CI: %v", name, err)
+	}
+	t.Skipf("%s not installed: %v", name, err)
+	return ""
+}
+
+// freeAddr returns a loopback address whose port the OS just had free.
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitHTTP200(url string, timeout time.Duration, alive func() error) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last error
+	for time.Now().Before(deadline) {
+		if alive != nil {
+			if err := alive(); err != nil {
+				return err
+			}
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("timeout after %v: %v", timeout, last)
+}
+
+// dieWithParent makes the kernel SIGKILL a child when the test binary dies
+// (a go test timeout, say), so no broker or etcd outlives the run.
+func dieWithParent() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// Broker is one strata serve process. Its ports, data dir and cluster name
+// stay fixed across restarts. Only the test goroutine drives it.
+type Broker struct {
+	t         testing.TB
+	NodeID    int
+	Addr      string // Kafka listener host:port
+	HTTPAddr  string
+	DataDir   string
+	Cluster   string
+	ExtraArgs []string
+	logPath   string
+
+	cmd     *exec.Cmd
+	logFile *os.File
+	exited  chan struct{} // closed when the process has been waited for
+	exitErr error         // valid after exited is closed
+}
+
+// brokerOpt adjusts a Broker before its first start.
+type brokerOpt func(*Broker)
+
+// withArgs appends flags to every start of the broker.
+func withArgs(args ...string) brokerOpt {
+	return func(b *Broker) { b.ExtraArgs = append(b.ExtraArgs, args...) }
+}
+
+var clusterSeq struct {
+	sync.Mutex
+	n int
+}
+
+// StartBroker starts a broker for t and waits until it is ready. Cleanup
+// kills it and shows its output if t failed.
+func StartBroker(t testing.TB, opts ...brokerOpt) *Broker {
+	t.Helper()
+	if etcdMode == "external" && etcdErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("external etcd unavailable: %v", etcdErr)
+		}
+		t.Skipf("external etcd unavailable: %v", etcdErr)
+	}
+	dir := t.TempDir()
+	clusterSeq.Lock()
+	clusterSeq.n++
+	seq := clusterSeq.n
+	clusterSeq.Unlock()
+	b := &Broker{
+		t:        t,
+		NodeID:   1,
+		Addr:     freeAddr(),
+		HTTPAddr: freeAddr(),
+		DataDir:  filepath.Join(dir, "data"),
+		Cluster:  fmt.Sprintf("e2e-%s-%d-%d", sanitize(t.Name()), os.Getpid(), seq),
+		logPath:  filepath.Join(dir, "broker.log"),
+	}
+	for _, o := range opts {
+		o(b)
+	}
+	t.Cleanup(b.cleanup)
+	b.Start()
+	return b
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+func sanitize(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
+
+func (b *Broker) args() []string {
+	a := []string{"serve",
+		"--node-id", fmt.Sprint(b.NodeID),
+		"--listen", b.Addr,
+		"--advertise", b.Addr,
+		"--data-dir", b.DataDir,
+		"--cluster", b.Cluster,
+		"--http", b.HTTPAddr,
+	}
+	if etcdMode == "external" {
+		a = append(a, "--etcd", etcdEndpoint)
+	}
+	return append(a, b.ExtraArgs...)
+}
+
+// Start launches the process (again) and waits for /readyz.
+func (b *Broker) Start() {
+	b.t.Helper()
+	if b.cmd != nil && !b.hasExited() {
+		b.t.Fatalf("broker already running")
+	}
+	f, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	fmt.Fprintf(f, "=== %s %s %s\n", time.Now().Format(time.RFC3339Nano), strataBin, strings.Join(b.args(), " "))
+	cmd := exec.Command(strataBin, b.args()...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = brokerEnv()
+	cmd.SysProcAttr = dieWithParent()
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		b.t.Fatalf("start strata: %v", err)
+	}
+	b.cmd, b.logFile, b.exited = cmd, f, make(chan struct{})
+	go func(exited chan struct{}) {
+		err := cmd.Wait()
+		b.exitErr = err
+		close(exited)
+	}(b.exited)
+	alive := func() error {
+		if b.hasExited() {
+			return fmt.Errorf("broker exited during start: %v", b.exitErr)
+		}
+		return nil
+	}
+	if err := waitHTTP200("http://"+b.HTTPAddr+"/readyz", readyTimeout, alive); err != nil {
+		b.t.Fatalf("broker not ready: %v\n%s", err, b.Log())
+	}
+	if err := b.waitLogLine("strata: serving kafka on", 10*time.Second); err != nil {
+		b.t.Fatalf("%v\n%s", err, b.Log())
+	}
+}
+
+// brokerEnv is the test's environment without STRATA_* variables, so only
+// the flags configure the broker.
+func brokerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STRATA_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func (b *Broker) waitLogLine(substr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if strings.Contains(b.Log(), substr) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("broker never printed %q", substr)
+}
+
+func (b *Broker) hasExited() bool {
+	select {
+	case <-b.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Log returns everything the broker printed so far (all runs).
+func (b *Broker) Log() string {
+	data, _ := os.ReadFile(b.logPath)
+	return string(data)
+}
+
+// Stop sends SIGTERM and returns the exit error (nil for exit code 0).
+func (b *Broker) Stop() error {
+	b.t.Helper()
+	if b.hasExited() {
+		return b.exitErr
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-b.exited:
+	case <-time.After(stopTimeout):
+		b.Kill()
+		return fmt.Errorf("broker did not exit within %v of SIGTERM", stopTimeout)
+	}
+	b.logFile.Close()
+	return b.exitErr
+}
+
+// Kill sends SIGKILL and waits for the process to go.
+func (b *Broker) Kill() {
+	if b.cmd == nil || b.hasExited() {
+		return
+	}
+	_ = b.cmd.Process.Kill()
+	select {
+	case <-b.exited:
+	case <-time.After(10 * time.Second):
+	}
+	b.logFile.Close()
+}
+
+// Restart stops the broker with SIGTERM (requiring exit code 0) and starts it again.
+func (b *Broker) Restart() {
+	b.t.Helper()
+	if err := b.Stop(); err != nil {
+		b.t.Fatalf("SIGTERM: want exit 0, got %v\n%s", err, b.Log())
+	}
+	b.Start()
+}
+
+func (b *Broker) cleanup() {
+	b.Kill()
+	if b.t.Failed() {
+		b.t.Logf("broker log (%s):\n%s", b.logPath, tail([]byte(b.Log()), 20000))
+	}
+}
+
+// PartitionDir is the broker's directory of one partition.
+func (b *Broker) PartitionDir(topic string, partition int32) string {
+	return filepath.Join(b.DataDir, fmt.Sprintf("%s-%d", topic, partition))
+}
+
+// Client returns a franz-go client for the broker, closed at cleanup.
+func (b *Broker) Client(opts ...kgo.Opt) *kgo.Client {
+	b.t.Helper()
+	all := append([]kgo.Opt{
+		kgo.SeedBrokers(b.Addr),
+		kgo.RetryTimeout(30 * time.Second),
+		kgo.RequestTimeoutOverhead(10 * time.Second),
+	}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(cl.Close)
+	return cl
+}
+
+// Admin returns a kadm client on a fresh kgo client.
+func (b *Broker) Admin() *kadm.Client {
+	return kadm.NewClient(b.Client())
+}
+
+// testCtx is a context bounded by d and cancelled at cleanup.
+func testCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// createTopic creates a topic through kadm and fails t on any error.
+func createTopic(t testing.TB, adm *kadm.Client, name string, partitions int32, configs map[string]string) {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	cfg := map[string]*string{}
+	for k, v := range configs {
+		cfg[k] = kadm.StringPtr(v)
+	}
+	resp, err := adm.CreateTopic(ctx, partitions, 1, cfg, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+}
