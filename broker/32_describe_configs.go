@@ -96,14 +96,17 @@ func describedConfigs(entries []configEntry, names []string, req *kmsg.DescribeC
 // configSynonyms lists where the value could come from, highest precedence
 // first: the topic override, then the default.
 func configSynonyms(e configEntry) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
-	syn := func(v string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	syn := func(name, v string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-		s.Name, s.Value, s.Source = e.name, kmsg.StringPtr(v), src
+		s.Name, s.Value, s.Source = name, kmsg.StringPtr(v), src
 		return s
 	}
-	out := []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn(e.value, e.source)}
-	if e.source == kmsg.ConfigSourceDynamicTopicConfig {
-		out = append(out, syn(e.defaultValue, kmsg.ConfigSourceDefaultConfig))
+	switch e.source {
+	case kmsg.ConfigSourceDynamicTopicConfig:
+		return []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
+			syn(e.name, e.value, e.source), syn(e.defaultName, e.defaultValue, kmsg.ConfigSourceDefaultConfig)}
+	case kmsg.ConfigSourceDefaultConfig:
+		return []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn(e.defaultName, e.defaultValue, e.source)}
 	}
-	return out
+	return []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn(e.name, e.value, e.source)}
 }

@@ -19,20 +19,29 @@ type configEntry struct {
 	readOnly    bool
 	sensitive   bool
 	doc         string
-	// defaultValue is reported as a DEFAULT_CONFIG synonym under an override.
-	defaultValue string
+	// defaultValue and defaultName (the broker-level name, e.g.
+	// log.retention.ms) are reported as the DEFAULT_CONFIG synonym.
+	defaultValue, defaultName string
 }
 
 // topicConfigEntries lists every topic config: an override
-// (DYNAMIC_TOPIC_CONFIG) or the default (DEFAULT_CONFIG).
+// (DYNAMIC_TOPIC_CONFIG) or the default (DEFAULT_CONFIG). Internal configs
+// are listed only when set, as in Kafka.
 func topicConfigEntries(overrides map[string]string) []configEntry {
 	defs := metadata.TopicConfigDefs()
 	out := make([]configEntry, 0, len(defs))
 	for _, d := range defs {
+		v, set := overrides[d.Name]
+		if d.Internal && !set {
+			continue
+		}
 		e := configEntry{name: d.Name, value: d.Default, source: kmsg.ConfigSourceDefaultConfig,
-			configType: kmsg.ConfigType(d.Type), doc: d.Doc, defaultValue: d.Default,
+			configType: kmsg.ConfigType(d.Type), doc: d.Doc, defaultValue: d.Default, defaultName: d.ServerDefault,
 			sensitive: d.Type == metadata.ConfigPassword}
-		if v, ok := overrides[d.Name]; ok {
+		if e.defaultName == "" {
+			e.defaultName = d.Name
+		}
+		if set {
 			e.value, e.source = v, kmsg.ConfigSourceDynamicTopicConfig
 		}
 		out = append(out, e)

@@ -273,7 +273,9 @@ func (b *Broker) applyRetention(now time.Time) {
 // hotlogConfig maps a topic's effective configs to a log's.
 func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfig) hotlog.Config {
 	retentionMs, retentionBytes := cfg.RetentionMs, cfg.RetentionBytes
-	if !cleanupDeletes(cfg.CleanupPolicy) {
+	// The whole log's retention until tiering (issue 4) moves the hot tail
+	// to local.retention.*: nothing is uploaded yet, so nothing may go early.
+	if !cfg.HasDelete() {
 		retentionMs, retentionBytes = -1, -1
 	}
 	return hotlog.Config{
@@ -286,16 +288,6 @@ func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfi
 		Durability:         b.cfg.Durability,
 		Logger:             b.log.With("topic", topic, "partition", index),
 	}
-}
-
-// cleanupDeletes reports whether cleanup.policy includes "delete".
-func cleanupDeletes(policy string) bool {
-	for _, p := range splitList(policy) {
-		if p == "delete" {
-			return true
-		}
-	}
-	return false
 }
 
 // hostsReplica reports whether replicas holds node.

@@ -39,39 +39,51 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	return []byte{}, nil
 }
 
-// readFromLocked reads batches of s from pos under the Read rules.
-// REQUIRES: mu held.
+// readFromLocked reads batches of s from pos under the Read rules: one
+// pread of up to maxBytes, then the headers are walked in memory (a first
+// batch larger than maxBytes is read whole, KIP-74). REQUIRES: mu held.
 func (l *Log) readFromLocked(s *segment, pos int64, maxBytes int, upTo int64) ([]byte, error) {
-	end := pos
-	var ends []int64
-	err := s.forEachHeader(pos, func(p int64, h BatchHeader) bool {
-		size := int64(h.Size())
-		if h.LastOffset() >= upTo || (len(ends) > 0 && p+size-pos > int64(maxBytes)) {
-			return false
+	buf, err := s.readRange(pos, min(max(int64(maxBytes), BatchHeaderSize), s.size-pos))
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	for off+BatchHeaderSize <= len(buf) {
+		// Validate before trusting any header field (lastOffsetDelta included).
+		h, err := parseHeaderOnly(buf[off:])
+		if err == nil && off+h.Size() > len(buf) {
+			if off > 0 {
+				break
+			}
+			if buf, err = s.readRange(pos, min(int64(h.Size()), s.size-pos)); err != nil {
+				return nil, err
+			}
 		}
-		end = p + size
-		ends = append(ends, end)
-		return true
-	})
-	if err != nil && len(ends) == 0 {
-		return nil, l.corruptReadLocked(s, pos, err)
-	}
-	buf := make([]byte, end-pos)
-	if _, err := s.file.ReadAt(buf, pos); err != nil {
-		return nil, fmt.Errorf("hotlog: read segment %d: %w", s.base, err)
-	}
-	start := 0
-	for _, e := range ends {
-		if _, err := validateStoredBatch(buf[start : e-pos]); err != nil {
-			if start == 0 {
+		if err == nil {
+			_, err = validateStoredBatch(buf[off:])
+		}
+		if err != nil {
+			if off == 0 {
 				return nil, l.corruptReadLocked(s, pos, err)
 			}
-			l.corruptReadLocked(s, pos+int64(start), err)
+			l.corruptReadLocked(s, pos+int64(off), err)
 			break
 		}
-		start = int(e - pos)
+		if h.LastOffset() >= upTo {
+			break
+		}
+		off += h.Size()
 	}
-	return buf[:start], nil
+	return buf[:off], nil
+}
+
+// readRange reads n bytes at pos. REQUIRES: Log.mu held, pos+n <= s.size.
+func (s *segment) readRange(pos, n int64) ([]byte, error) {
+	buf := make([]byte, n)
+	if _, err := s.file.ReadAt(buf, pos); err != nil {
+		return nil, fmt.Errorf("hotlog: read segment %d at %d: %w", s.base, pos, err)
+	}
+	return buf, nil
 }
 
 // corruptReadLocked counts and logs damage met by a reader. The caller gets

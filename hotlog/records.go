@@ -34,7 +34,7 @@ const (
 // the whole batch at the start of batch. The decompressed record bytes may not
 // exceed maxDecompressed (ErrDecompressedTooLarge). Malformed data gives
 // ErrCorruptBatch; the CRC is not checked here (callers validate first).
-// Returned records alias a private buffer, not batch.
+// Returned records may alias batch (uncompressed batches are not copied).
 func DecodeRecords(batch []byte, maxDecompressed int) ([]kmsg.Record, error) {
 	h, err := ParseBatchHeader(batch)
 	if err != nil {

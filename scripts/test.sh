@@ -65,15 +65,14 @@ install_packages() {
 
 failed=()
 # step NAME CMD...: runs a step, remembers a failure, never stops the script.
+# Nothing is printed after a passing step, so that go test's own closing
+# lines end the output of a green run.
 step() {
 	local name=$1
 	shift
-	log "$name: $*"
-	local start=$SECONDS
-	if "$@"; then
-		echo "--- $name: ok ($((SECONDS - start))s)"
-	else
-		echo "--- $name: FAILED ($((SECONDS - start))s)"
+	log "$name ($(date +%T)): $*"
+	if ! "$@"; then
+		echo "test.sh: step failed: $name"
 		failed+=("$name")
 	fi
 }
@@ -90,7 +89,7 @@ main() {
 	local race=()
 	if [[ "${STRATA_TEST_RACE:-}" == 1 ]]; then race=(-race); fi
 	local unit_pkgs
-	unit_pkgs=$(go list ./... | grep -v '/test/e2e$')
+	unit_pkgs=$(go list ./... | grep -v '/test/e2e$') || die "go list ./... failed"
 
 	step "go vet" go vet ./...
 	# shellcheck disable=SC2086 # word splitting of the package list is intended
@@ -112,12 +111,10 @@ main() {
 		step "e2e (external etcd)" env STRATA_TEST_ETCD=external go test -count=1 -timeout 720s -v ./test/e2e/
 	fi
 
-	log "summary"
 	if ((${#failed[@]} > 0)); then
-		printf 'FAILED steps: %s\n' "${failed[*]}"
+		printf '\ntest.sh: FAILED steps: %s\n' "${failed[*]}"
 		return 1
 	fi
-	echo "all steps passed"
 }
 
 main "$@"

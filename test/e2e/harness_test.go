@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -273,6 +275,7 @@ func (b *Broker) Start() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	b.t.Logf("starting %s %s", strataBin, strings.Join(b.args(), " "))
 	fmt.Fprintf(f, "=== %s %s %s\n", time.Now().Format(time.RFC3339Nano), strataBin, strings.Join(b.args(), " "))
 	cmd := exec.Command(strataBin, b.args()...)
 	cmd.Stdout, cmd.Stderr = f, f
@@ -299,6 +302,34 @@ func (b *Broker) Start() {
 	}
 	if err := b.waitLogLine("strata: serving kafka on", 10*time.Second); err != nil {
 		b.t.Fatalf("%v\n%s", err, b.Log())
+	}
+	if etcdMode == "external" {
+		b.checkUsesExternalEtcd()
+	} else if _, err := os.Stat(filepath.Join(b.DataDir, "etcd")); err != nil {
+		b.t.Fatalf("embedded mode, yet no etcd data under the data dir: %v", err)
+	}
+}
+
+// checkUsesExternalEtcd proves the broker keeps its metadata in the shared
+// etcd under /strata/<cluster>/ and runs no embedded one.
+func (b *Broker) checkUsesExternalEtcd() {
+	b.t.Helper()
+	if _, err := os.Stat(filepath.Join(b.DataDir, "etcd")); err == nil {
+		b.t.Fatalf("--etcd given, yet %s/etcd exists (embedded etcd started?)", b.DataDir)
+	}
+	cl, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdEndpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		b.t.Fatalf("etcd client: %v", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.Get(ctx, "/strata/"+b.Cluster+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		b.t.Fatalf("etcd get: %v", err)
+	}
+	if resp.Count == 0 {
+		b.t.Fatalf("external etcd holds no key under /strata/%s/ after the broker started", b.Cluster)
 	}
 }
 
@@ -411,7 +442,9 @@ func (b *Broker) Client(opts ...kgo.Opt) *kgo.Client {
 
 // Admin returns a kadm client on a fresh kgo client.
 func (b *Broker) Admin() *kadm.Client {
-	return kadm.NewClient(b.Client())
+	// kgo answers Metadata from a cache up to MetadataMinAge old (5s by
+	// default); tests that look for a just-made change want the broker's view.
+	return kadm.NewClient(b.Client(kgo.MetadataMinAge(50 * time.Millisecond)))
 }
 
 // testCtx is a context bounded by d and cancelled at cleanup.

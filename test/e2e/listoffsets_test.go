@@ -48,11 +48,11 @@ func listOffsetAt(t testing.TB, cl *kgo.Client, topic string, ts int64) (offset,
 func TestListOffsetsByTimestamp(t *testing.T) {
 	b := StartBroker(t)
 	const topic = "by-time"
-	createTopic(t, b.Admin(), topic, 1, map[string]string{"segment.bytes": "16384", "retention.ms": "-1"})
+	createTopic(t, b.Admin(), topic, 1, map[string]string{"internal.segment.bytes": "16384", "retention.ms": "-1"})
 	base := time.Now().Add(-time.Hour).UnixMilli()
 	const n = 400
 	tsOf := func(i int64) int64 { return base + i*10 }
-	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	for i := int64(0); i < n; {
 		var rs []*kgo.Record
 		for j := 0; j < int(i%5)+1 && i < n; j++ {
@@ -62,7 +62,7 @@ func TestListOffsetsByTimestamp(t *testing.T) {
 		produceSync(t, cl, rs...)
 	}
 	if segs := segmentFiles(t, b.PartitionDir(topic, 0)); len(segs) < 3 {
-		t.Fatalf("want records across >= 3 segments, have %d", len(segs))
+		t.Fatalf("want records across >= 3 segments, have %v (%d bytes)", segs, logBytesOnDisk(t, b.PartitionDir(topic, 0)))
 	}
 	type query struct {
 		name     string

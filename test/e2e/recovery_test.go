@@ -113,9 +113,9 @@ func TestRecoveryRepairsDamagedTail(t *testing.T) {
 		{"recover-flipped", flipByteInBatch},
 	}
 	produced := map[string]map[int64]*kgo.Record{}
-	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	for _, c := range cases {
-		createTopic(t, b.Admin(), c.topic, 1, map[string]string{"segment.bytes": "16384", "retention.ms": "-1"})
+		createTopic(t, b.Admin(), c.topic, 1, map[string]string{"internal.segment.bytes": "16384", "retention.ms": "-1"})
 		produced[c.topic] = produceUntilSegments(t, b, cl, c.topic)
 	}
 	cl.Close()
@@ -136,7 +136,7 @@ func TestRecoveryRepairsDamagedTail(t *testing.T) {
 
 	b.Start()
 	adm := b.Admin()
-	cl = b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl = b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	for _, c := range cases {
 		checkRecovered(t, b, cl, c.topic, produced[c.topic], cut[c.topic], endOffsets(t, adm, c.topic)[0])
 	}

@@ -151,11 +151,14 @@ func TestKill9KeepsAcknowledged(t *testing.T) {
 // waitFor polls cond every 50ms until it holds or timeout, then fails t.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
 	for !cond() {
-		if time.Now().After(deadline) {
+		if time.Since(start) > timeout {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Logf("waited %v for %s", waited.Round(time.Millisecond), what)
 	}
 }

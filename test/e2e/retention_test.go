@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,13 +27,13 @@ func TestRetention(t *testing.T) {
 		// bounded checks the retained size once the start has moved.
 		bounded func(onDisk int64) bool
 	}{
-		{"retain-bytes", map[string]string{"segment.bytes": "16384", "retention.bytes": fmt.Sprint(retentionBytes), "retention.ms": "-1"},
+		{"retain-bytes", map[string]string{"internal.segment.bytes": "16384", "retention.bytes": fmt.Sprint(retentionBytes), "retention.ms": "-1"},
 			func(onDisk int64) bool { return onDisk <= retentionBytes+16384 }},
-		{"retain-ms", map[string]string{"segment.bytes": "16384", "retention.ms": "3000"},
+		{"retain-ms", map[string]string{"internal.segment.bytes": "16384", "retention.ms": "3000"},
 			func(int64) bool { return true }},
 	}
 	adm := b.Admin()
-	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	for _, c := range cases {
 		createTopic(t, adm, c.topic, 1, c.configs)
 		for i := 0; i < 40; i++ { // ~400 KiB: about 25 segments of 16 KiB
@@ -62,6 +63,7 @@ func TestRetention(t *testing.T) {
 			t.Fatalf("%s: earliest %d > latest %d", c.topic, start, end)
 		}
 		checkFetchBelowStart(t, b, c.topic, start)
+		checkDeleteRecordsLowWatermark(t, adm, c.topic, start)
 		if start < end {
 			got := consumeRange(t, b, c.topic, 0, start, start+1)
 			if got[0].Offset != start {
@@ -138,5 +140,22 @@ func checkFetchBelowStart(t *testing.T, b *Broker, topic string, start int64) {
 	}
 	if at.LogStartOffset != start {
 		t.Fatalf("%s: fetch reports log start %d, ListOffsets earliest says %d", topic, at.LogStartOffset, start)
+	}
+}
+
+// checkDeleteRecordsLowWatermark: DeleteRecords up to the current log start
+// deletes nothing and reports that start as the low watermark.
+func checkDeleteRecordsLowWatermark(t *testing.T, adm *kadm.Client, topic string, start int64) {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: start})
+	dr, err := adm.DeleteRecords(ctx, offs)
+	if err != nil {
+		t.Fatalf("%s: delete records to %d: %v", topic, start, err)
+	}
+	r, ok := dr.Lookup(topic, 0)
+	if !ok || r.Err != nil || r.LowWatermark != start {
+		t.Fatalf("%s: DeleteRecords(%d) = %+v (found %v), want low watermark %d as ListOffsets earliest", topic, start, r, ok, start)
 	}
 }

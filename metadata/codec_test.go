@@ -1,0 +1,121 @@
+package metadata
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestTopicIDs(t *testing.T) {
+	seen := map[TopicID]bool{}
+	for range 1000 {
+		id, err := newTopicID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id.IsZero() || seen[id] || id[6]>>4 != 4 || id[8]>>6 != 2 || strings.HasPrefix(id.String(), "-") {
+			t.Fatalf("bad or repeated id %x", id)
+		}
+		seen[id] = true
+		back, err := ParseTopicID(id.String())
+		if err != nil || back != id {
+			t.Fatalf("round trip %s: %x, %v", id, back, err)
+		}
+	}
+	for _, bad := range []string{"", "short", strings.Repeat("!", 22), strings.Repeat("A", 23)} {
+		if _, err := ParseTopicID(bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("ParseTopicID(%q): %v", bad, err)
+		}
+	}
+}
+
+func TestValidateTopicName(t *testing.T) {
+	good := []string{"a", "orders.v1", "__consumer_offsets", "A-b_c.9", strings.Repeat("x", 249)}
+	bad := []string{"", ".", "..", "a b", "a/b", "ü", strings.Repeat("x", 250), "a\x00"}
+	for _, name := range good {
+		if err := ValidateTopicName(name); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	for _, name := range bad {
+		if err := ValidateTopicName(name); !errors.Is(err, ErrInvalidTopic) {
+			t.Errorf("%q: %v, want ErrInvalidTopic", name, err)
+		}
+	}
+}
+
+func TestTopicCodecRoundTrip(t *testing.T) {
+	id, _ := newTopicID()
+	topic := Topic{Name: "t", ID: id, Internal: true, Replicas: [][]int32{{1, 2}, {2, 1}}, Configs: map[string]string{"retention.ms": "5"}, Revision: 9}
+	value, err := encodeTopic(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeTopic("t", value, 9)
+	if err != nil || !reflect.DeepEqual(got, topic) {
+		t.Fatalf("round trip %+v, %v", got, err)
+	}
+	// The documented schema, literally.
+	doc := `{"id":"` + id.String() + `","replicas":[[1]],"configs":{"a":"b"},"internal":false,"future":1}`
+	if got, err := decodeTopic("t", []byte(doc), 1); err != nil || got.Configs["a"] != "b" {
+		t.Fatalf("documented schema: %+v, %v", got, err)
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	id, _ := newTopicID()
+	topicCases := []string{
+		``, `null`, `{}`, `[]`, `{"id":"x","replicas":[[1]]}`,
+		`{"id":"AAAAAAAAAAAAAAAAAAAAAA","replicas":[[1]]}`, // zero id
+		`{"id":"` + id.String() + `","replicas":[]}`,
+		`{"id":"` + id.String() + `","replicas":[[1,1]]}`,
+		`{"id":"` + id.String() + `","replicas":[[-1]]}`,
+		`{"id":"` + id.String() + `","replicas":[[99999999999]]}`,
+	}
+	for _, value := range topicCases {
+		if _, err := decodeTopic("t", []byte(value), 1); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("topic %s: %v, want ErrCorrupt", value, err)
+		}
+	}
+	stateCases := []string{
+		``, `{}`, `{"leader":1,"leaderEpoch":0,"replicas":[],"isr":[]}`,
+		`{"leader":3,"leaderEpoch":0,"replicas":[1],"isr":[1]}`,
+		`{"leader":1,"leaderEpoch":0,"replicas":[1],"isr":[2]}`,
+		`{"leader":1,"leaderEpoch":-1,"replicas":[1],"isr":[1]}`,
+		`{"leader":1,"leaderEpoch":0,"replicas":[1],"isr":[1,1]}`,
+	}
+	for _, value := range stateCases {
+		if _, err := decodePartitionState([]byte(value), 1); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("state %s: %v, want ErrCorrupt", value, err)
+		}
+	}
+	for _, value := range []string{``, `{}`, `{"nodeId":-1,"host":"h","port":1}`, `{"nodeId":1,"host":"","port":1}`, `{"nodeId":1,"host":"h","port":70000}`} {
+		if _, err := decodeBroker([]byte(value)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("broker %s: %v, want ErrCorrupt", value, err)
+		}
+	}
+	for _, value := range []string{``, `-1`, `x`, `99999999999999999999`} {
+		if _, err := decodeCounter([]byte(value)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("counter %q: %v, want ErrCorrupt", value, err)
+		}
+	}
+}
+
+func TestPartitionKeys(t *testing.T) {
+	id, _ := newTopicID()
+	k := newKeys("c")
+	key := k.partition(id, 42)
+	if want := "/strata/c/partitions/" + id.String() + "/00042"; key != want {
+		t.Fatalf("key %q, want %q", key, want)
+	}
+	gotID, p, err := parsePartitionKey(strings.TrimPrefix(key, k.partitions()))
+	if err != nil || gotID != id || p != 42 {
+		t.Fatalf("parse: %x %d %v", gotID, p, err)
+	}
+	for _, bad := range []string{"", id.String(), id.String() + "/1", id.String() + "/-0001", id.String() + "/0000x", "x/00001"} {
+		if _, _, err := parsePartitionKey(bad); err == nil {
+			t.Errorf("parsePartitionKey(%q) accepted", bad)
+		}
+	}
+}
