@@ -102,6 +102,14 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("raw 4 KB batch over max.message.bytes=2048: %v, want MESSAGE_TOO_LARGE", err)
 	}
 
+	if err := rawProduce(t, cl, topic, 0, rawMessageV1("old format")); !errors.Is(err, kerr.UnsupportedForMessageFormat) {
+		t.Errorf("magic 1 message set: %v, want UNSUPPORTED_FOR_MESSAGE_FORMAT", err)
+	}
+	if p := fetchPartition(t, b, topic, 1000); !errors.Is(kerr.ErrorForCode(p.ErrorCode), kerr.OffsetOutOfRange) {
+		t.Errorf("fetch at 1000 past the end: %v, want OFFSET_OUT_OF_RANGE", kerr.ErrorForCode(p.ErrorCode))
+	}
+	t.Run("unknown ApiVersions version gets the v0 fallback", func(t *testing.T) { checkApiVersionsFallback(t, b) })
+
 	big := make([]byte, 4000)
 	_, _ = rand.Read(big) // incompressible
 	ctx := testCtx(t, 30*time.Second)
@@ -156,4 +164,60 @@ func checkOversizedFrame(t *testing.T, b *Broker) {
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, b.Client()); err != nil {
 		t.Fatalf("new client after the oversized frame: %v", err)
 	}
+}
+
+// rawMessageV1 encodes a one-message magic-1 message set (pre-0.11 format).
+func rawMessageV1(value string) []byte {
+	m := kmsg.MessageV1{Magic: 1, Timestamp: time.Now().UnixMilli(), Value: []byte(value)}
+	m.MessageSize = int32(4 + 1 + 1 + 8 + 4 + 4 + len(value)) // crc, magic, attributes, timestamp, null key, value
+	raw := m.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[12:], crc32.ChecksumIEEE(raw[16:]))
+	return raw
+}
+
+// checkApiVersionsFallback sends ApiVersions v99 on a raw connection: the
+// broker must answer in v0 with UNSUPPORTED_VERSION and its API list, as
+// Kafka does, so that newer clients can retry at a version it knows.
+func checkApiVersionsFallback(t *testing.T, b *Broker) {
+	conn, err := net.DialTimeout("tcp", b.Addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 99
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "e2e", "1.0"
+	if _, err := conn.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("e2e")).AppendRequest(nil, req, 7)); err != nil {
+		t.Fatal(err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		t.Fatalf("read response size: %v", err)
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 6 || n > 1<<20 {
+		t.Fatalf("response size %d", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(conn, body); err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	if corr := int32(binary.BigEndian.Uint32(body)); corr != 7 {
+		t.Fatalf("correlation id %d, want 7", corr)
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	if err := resp.ReadFrom(body[4:]); err != nil {
+		t.Fatalf("decode v0 ApiVersions response: %v", err)
+	}
+	if !errors.Is(kerr.ErrorForCode(resp.ErrorCode), kerr.UnsupportedVersion) {
+		t.Fatalf("ApiVersions v99: error %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 18 && k.MaxVersion >= 3 {
+			return
+		}
+	}
+	t.Fatalf("v0 fallback lists no ApiVersions >= v3: %+v", resp.ApiKeys)
 }
