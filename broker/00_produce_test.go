@@ -170,23 +170,39 @@ func TestProduceAcksZero(t *testing.T) {
 	}
 }
 
-// produceRaw sends one partition's records bytes and returns its answer.
-func produceRaw(t *testing.T, cl *kgo.Client, topic string, acks int16, records []byte) kmsg.ProduceResponseTopicPartition {
-	t.Helper()
+// produceRequest is a v11 Produce of one partition's records bytes.
+func produceRequest(topic string, acks int16, timeoutMillis int32, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = acks, 10000
+	req.Version, req.Acks, req.TimeoutMillis = 11, acks, timeoutMillis
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp := direct(t, cl, req).(*kmsg.ProduceResponse)
+	return req
+}
+
+// produceRaw sends one partition's records bytes on a raw connection (a
+// client would override acks) and returns the partition's answer.
+func produceRaw(t *testing.T, b *Broker, topic string, acks int16, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	wc := dialWire(t, b)
+	wc.send(produceRequest(topic, acks, 10000, records), 1)
+	_, body, err := wc.recv(true)
+	if err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 11
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("decode produce response: %v", err)
+	}
 	return resp.Topics[0].Partitions[0]
 }
 
 func TestProduceErrors(t *testing.T) {
-	_, adm, cl := dataPathBroker(t)
+	b, adm, _ := dataPathBroker(t)
 	createTopic(t, adm, "errs", 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("500")})
 	createTopic(t, adm, "misr", 1, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")})
 	good := buildBatch(batchSpec{records: 2, valueSize: 10, timestamp: time.Now().UnixMilli()})
@@ -210,26 +226,26 @@ func TestProduceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sp := produceRaw(t, cl, tt.topic, tt.acks, bytes.Clone(tt.records))
+			sp := produceRaw(t, b, tt.topic, tt.acks, bytes.Clone(tt.records))
 			if sp.ErrorCode != tt.want {
 				t.Fatalf("error %d (%v), want %d", sp.ErrorCode, sp.ErrorMessage, tt.want)
 			}
 		})
 	}
 	// Only the two accepted batches were appended: offsets 0-1 and 2-3.
-	if sp := produceRaw(t, cl, "errs", -1, bytes.Clone(good)); sp.BaseOffset != 2 || sp.LogStartOffset != 0 {
+	if sp := produceRaw(t, b, "errs", -1, bytes.Clone(good)); sp.BaseOffset != 2 || sp.LogStartOffset != 0 {
 		t.Fatalf("next append at %d (log start %d), want 2", sp.BaseOffset, sp.LogStartOffset)
 	}
-	if sp := produceRaw(t, cl, "misr", 1, bytes.Clone(good)); sp.BaseOffset != 2 {
+	if sp := produceRaw(t, b, "misr", 1, bytes.Clone(good)); sp.BaseOffset != 2 {
 		t.Fatalf("min.insync.replicas rejection appended anyway: next offset %d", sp.BaseOffset)
 	}
 }
 
 func TestProduceLogAppendTime(t *testing.T) {
-	b, adm, cl := dataPathBroker(t)
+	b, adm, _ := dataPathBroker(t)
 	createTopic(t, adm, "lat", 1, map[string]*string{"message.timestamp.type": kmsg.StringPtr("LogAppendTime")})
 	before := time.Now().UnixMilli()
-	sp := produceRaw(t, cl, "lat", -1, buildBatch(batchSpec{records: 3, timestamp: 1000}))
+	sp := produceRaw(t, b, "lat", -1, buildBatch(batchSpec{records: 3, timestamp: 1000}))
 	if sp.ErrorCode != 0 || sp.LogAppendTime < before || sp.LogAppendTime > time.Now().UnixMilli() {
 		t.Fatalf("error %d, log append time %d (sent at %d)", sp.ErrorCode, sp.LogAppendTime, before)
 	}
@@ -244,21 +260,39 @@ func TestProduceAcksAllZeroTimeout(t *testing.T) {
 	// acks=-1 with a zero timeout: the append happens; the fsync may or may
 	// not have finished (REQUEST_TIMED_OUT or success, both Kafka's answers),
 	// but the request must be answered and the data be there afterwards.
-	b, adm, cl := dataPathBroker(t)
+	b, adm, _ := dataPathBroker(t)
 	createTopic(t, adm, "t0", 1, nil)
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 0
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "t0"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = buildBatch(batchSpec{records: 1, timestamp: 1})
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	sp := direct(t, cl, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	if sp.ErrorCode != 0 && sp.ErrorCode != kerr.RequestTimedOut.Code {
-		t.Fatalf("error %d", sp.ErrorCode)
+	wc := dialWire(t, b)
+	wc.send(produceRequest("t0", -1, 0, buildBatch(batchSpec{records: 1, timestamp: 1})), 1)
+	_, body, err := wc.recv(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 11
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 && code != kerr.RequestTimedOut.Code {
+		t.Fatalf("error %d", code)
 	}
 	if got := consumeN(t, b, "t0", 1); got[0].Offset != 0 {
 		t.Fatalf("offset %d", got[0].Offset)
 	}
+}
+
+func TestProduceAcksZeroErrorClosesConnection(t *testing.T) {
+	b, adm, _ := dataPathBroker(t)
+	createTopic(t, adm, "a0", 1, nil)
+	good := buildBatch(batchSpec{records: 1, timestamp: 1})
+	wc := dialWire(t, b)
+	// A good acks=0 produce gets no answer: the next answer on the
+	// connection is the ApiVersions that follows it.
+	wc.send(produceRequest("a0", 0, 1000, bytes.Clone(good)), 1)
+	wc.send(apiVersionsReq(3), 2)
+	if corr, _, err := wc.recv(false); err != nil || corr != 2 {
+		t.Fatalf("after acks=0 produce: correlation %d, %v; want the ApiVersions answer (2)", corr, err)
+	}
+	wc.send(produceRequest("a0", 0, 1000, withByte(good, 16, 1)), 3)
+	wc.expectClosed()
 }

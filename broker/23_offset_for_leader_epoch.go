@@ -12,7 +12,8 @@ import (
 // For each partition: the largest epoch <= the requested one that the log
 // knows, and the end offset of that epoch (the start of the next epoch, or
 // the LEO for the latest), from the leader-epoch checkpoint (KIP-101,
-// KIP-279). An epoch older than everything known answers (-1, -1).
+// KIP-279). An epoch older or newer than everything known answers (-1, -1),
+// except the partition's current epoch, which ends at the LEO.
 // CurrentLeaderEpoch (v2+) is checked first as in every data-path API
 // (KIP-320). ReplicaID (v3+) will distinguish followers (issue 5); the
 // answer is the same for both.
@@ -42,6 +43,13 @@ func (b *Broker) epochEndOffset(topic string, rp kmsg.OffsetForLeaderEpochReques
 	}
 	if code != 0 {
 		sp.ErrorCode = code
+		return sp
+	}
+	if current := p.leaderEpoch(); rp.LeaderEpoch == current {
+		// Kafka records the leader's epoch in its cache when it becomes
+		// leader, so the current epoch always ends at the LEO, even before
+		// a batch of that epoch is appended.
+		sp.LeaderEpoch, sp.EndOffset = current, p.log.LogEndOffset()
 		return sp
 	}
 	sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)

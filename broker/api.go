@@ -212,16 +212,39 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	return nil
 }
 
-// watchLost logs a lost registration lease. Self-fencing comes with
-// replication (issue 5); a single node keeps serving.
+// watchLost registers again whenever the registration lease is lost.
+// Self-fencing of leadership comes with replication (issue 5); a single
+// node keeps serving meanwhile.
 func (b *Broker) watchLost(lost <-chan struct{}) {
 	defer b.loops.Done()
-	select {
-	case <-lost:
-		if b.lifetime.Err() == nil {
-			b.log.Error("broker registration lease lost")
+	for {
+		select {
+		case <-lost:
+		case <-b.lifetime.Done():
+			return
 		}
-	case <-b.lifetime.Done():
+		b.log.Error("broker registration lease lost; registering again")
+		lost = b.reregister()
+		if lost == nil {
+			return
+		}
+	}
+}
+
+// reregister retries RegisterBroker until it succeeds or the broker stops
+// (nil then).
+func (b *Broker) reregister() <-chan struct{} {
+	for {
+		select {
+		case <-b.lifetime.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+		lost, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
+		if err == nil {
+			return lost
+		}
+		b.log.Warn("registering broker", "err", err)
 	}
 }
 

@@ -5,6 +5,10 @@ import (
 	"math"
 )
 
+// maxOffset bounds every offset the log stores, so that offset arithmetic
+// (base + lastOffsetDelta + 1) can never overflow int64.
+const maxOffset = math.MaxInt64 / 2
+
 // splitBatches parses the headers of the batches laid end to end in b.
 // REQUIRES (of the caller): each batch passed ValidateBatch; here only the
 // framing and magic are re-checked, so a bad caller cannot corrupt the log's
@@ -39,6 +43,35 @@ func splitBatches(b []byte) ([]BatchHeader, error) {
 // (the caller hands over ownership of the slice), and writes them to the
 // active segment, rolling first if needed. It does not wait for fsync.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
+	return l.append(batches, func(leo int64, hdrs []BatchHeader) error {
+		next := leo
+		for i := range hdrs {
+			hdrs[i].BaseOffset, hdrs[i].PartitionLeaderEpoch = next, leaderEpoch
+			next = hdrs[i].LastOffset() + 1
+		}
+		return nil
+	})
+}
+
+// AppendReplicated appends batches fetched from the leader as they are:
+// their offsets and leader epochs are kept (for the replication fetcher). The
+// first batch must start at or after LogEndOffset and offsets must increase;
+// otherwise ErrOffsetOutOfRange. The epoch cache learns each batch's epoch.
+func (l *Log) AppendReplicated(batches []byte) (AppendResult, error) {
+	return l.append(batches, func(leo int64, hdrs []BatchHeader) error {
+		next := leo
+		for _, h := range hdrs {
+			if h.BaseOffset < next || h.BaseOffset > maxOffset {
+				return fmt.Errorf("%w: replicated batch at %d, expected >= %d", ErrOffsetOutOfRange, h.BaseOffset, next)
+			}
+			next = h.LastOffset() + 1
+		}
+		return nil
+	})
+}
+
+// append writes batches whose offsets assign sets (given the LEO).
+func (l *Log) append(batches []byte, assign func(leo int64, hdrs []BatchHeader) error) (AppendResult, error) {
 	hdrs, err := splitBatches(batches)
 	if err != nil {
 		return AppendResult{}, err
@@ -52,12 +85,15 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
 	if err != nil {
 		return AppendResult{}, err
 	}
-	next := leo
-	for i := range hdrs {
-		hdrs[i].BaseOffset, hdrs[i].PartitionLeaderEpoch = next, leaderEpoch
-		next = hdrs[i].LastOffset() + 1
+	// At most MaxInt32/61 batches of 2^31 offsets each follow: no overflow.
+	if leo > maxOffset {
+		return AppendResult{}, fmt.Errorf("%w: log end offset %d near overflow", ErrOffsetOutOfRange, leo)
 	}
-	if err := l.maybeRoll(int64(len(batches)), next-1); err != nil {
+	if err := assign(leo, hdrs); err != nil {
+		return AppendResult{}, err
+	}
+	last := hdrs[len(hdrs)-1].LastOffset()
+	if err := l.maybeRoll(int64(len(batches)), last); err != nil {
 		return AppendResult{}, err
 	}
 	pos := 0
@@ -65,13 +101,13 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
 		setBaseOffsetAndEpoch(batches[pos:], h.BaseOffset, h.PartitionLeaderEpoch)
 		pos += h.Size()
 	}
-	if err := l.writeBatches(batches, hdrs, leaderEpoch); err != nil {
+	if err := l.writeBatches(batches, hdrs); err != nil {
 		return AppendResult{}, err
 	}
 	if l.durability == DurabilityFsync {
 		l.flusher.schedule()
 	}
-	return AppendResult{BaseOffset: leo, LastOffset: next - 1}, nil
+	return AppendResult{BaseOffset: hdrs[0].BaseOffset, LastOffset: last}, nil
 }
 
 // maybeRoll seals the active segment if n more bytes ending at lastOffset
@@ -111,7 +147,7 @@ func (l *Log) roll() error {
 
 // writeBatches writes the offset-assigned batches at the end of the active
 // segment, then publishes them. REQUIRES: appendMu held.
-func (l *Log) writeBatches(batches []byte, hdrs []BatchHeader, leaderEpoch int32) error {
+func (l *Log) writeBatches(batches []byte, hdrs []BatchHeader) error {
 	l.mu.RLock()
 	active, interval := l.activeLocked(), l.mu.cfg.IndexIntervalBytes
 	l.mu.RUnlock()
@@ -127,7 +163,10 @@ func (l *Log) writeBatches(batches []byte, hdrs []BatchHeader, leaderEpoch int32
 		idx, tidx = active.track(h, pos, interval, nowMs, idx, tidx)
 		pos += int64(h.Size())
 	}
-	epochChanged := l.mu.epochs.assign(leaderEpoch, hdrs[0].BaseOffset)
+	epochChanged := false
+	for _, h := range hdrs {
+		epochChanged = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || epochChanged
+	}
 	epochs := l.mu.epochs.clone()
 	l.mu.stats.Appends++
 	l.mu.stats.AppendedBytes += int64(len(batches))

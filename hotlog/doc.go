@@ -107,7 +107,8 @@
 //
 // Entries increase strictly in both columns; an entry (e, s) says the leader
 // of epoch e appended from offset s on. Append with a leaderEpoch larger than
-// the last entry's adds (leaderEpoch, baseOffset). Truncate drops entries with
+// the last entry's adds (leaderEpoch, baseOffset); AppendReplicated does the
+// same for each batch's own partitionLeaderEpoch. Truncate drops entries with
 // startOffset >= the new LEO; retention moves the first entry's startOffset up
 // to the log start offset and drops entries wholly below it.
 //
@@ -122,7 +123,7 @@
 // over <name>, fsync the directory. A reader therefore sees the old or the new
 // file whole. A checkpoint that does not parse is treated as absent (recovery
 // point 0: full scan; log start offset: the first segment's base; epochs:
-// rebuilt from the batches).
+// relearned from the batches recovery scans).
 //
 // # clean-shutdown
 //

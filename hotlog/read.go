@@ -66,6 +66,8 @@ func (l *Log) readFromLocked(s *segment, pos int64, maxBytes int, upTo int64) ([
 			if off == 0 {
 				return nil, l.corruptReadLocked(s, pos, err)
 			}
+			// The error is swallowed (the good prefix is served), so log it here.
+			l.logger.Warn("hotlog: corrupt batch not served", "dir", l.dir, "segment", s.base, "position", pos+int64(off), "err", err)
 			l.corruptReadLocked(s, pos+int64(off), err)
 			break
 		}
@@ -86,13 +88,13 @@ func (s *segment) readRange(pos, n int64) ([]byte, error) {
 	return buf, nil
 }
 
-// corruptReadLocked counts and logs damage met by a reader. The caller gets
-// ErrCorruptBatch; the replica must re-fetch that range from elsewhere.
+// corruptReadLocked counts damage met by a reader and returns the error the
+// caller gets (ErrCorruptBatch): the replica must re-fetch that range from
+// elsewhere. Callers that return it do not log it.
 func (l *Log) corruptReadLocked(s *segment, pos int64, err error) error {
 	l.corruptReads.Add(1)
-	l.logger.Warn("hotlog: corrupt batch not served", "dir", l.dir, "segment", s.base, "position", pos, "err", err)
 	if errors.Is(err, ErrCorruptBatch) {
-		return err
+		return fmt.Errorf("hotlog: segment %d position %d: %w", s.base, pos, err)
 	}
-	return fmt.Errorf("%w: %w", ErrCorruptBatch, err)
+	return fmt.Errorf("%w: segment %d position %d: %w", ErrCorruptBatch, s.base, pos, err)
 }

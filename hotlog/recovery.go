@@ -76,6 +76,8 @@ func readValidBatch(r *bufio.Reader, buf []byte, left int64) (BatchHeader, []byt
 // checkSequence requires offsets to increase and to fit the u32 index fields.
 func (s *segment) checkSequence(h BatchHeader, pos int64) error {
 	switch {
+	case h.BaseOffset > maxOffset:
+		return fmt.Errorf("%w: base offset %d out of range", ErrCorruptBatch, h.BaseOffset)
 	case h.BaseOffset < s.next:
 		return fmt.Errorf("%w: base offset %d below %d", ErrCorruptBatch, h.BaseOffset, s.next)
 	case h.LastOffset()-s.base > math.MaxUint32 || pos+int64(h.Size()) > math.MaxUint32:

@@ -181,3 +181,30 @@ func TestTruncateAcrossSegments(t *testing.T) {
 		t.Fatalf("%d batches, LEO %d", len(hs), l.LogEndOffset())
 	}
 }
+
+func TestAppendReplicatedKeepsOffsetsAndEpochs(t *testing.T) {
+	leader := mustOpen(t, testConfig(t, t.TempDir()))
+	defer leader.Close()
+	mustAppend(t, leader, simpleBatch(t, 3, 1, 10), 1)
+	mustAppend(t, leader, simpleBatch(t, 2, 1, 10), 4)
+	data, err := leader.Read(0, 1<<20, leader.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := mustOpen(t, testConfig(t, t.TempDir()))
+	defer follower.Close()
+	res, err := follower.AppendReplicated(append([]byte(nil), data...))
+	if err != nil || res.BaseOffset != 0 || res.LastOffset != 4 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	got, err := follower.Read(0, 1<<20, follower.LogEndOffset())
+	if err != nil || string(got) != string(data) {
+		t.Fatalf("replica differs: %v", err)
+	}
+	if e, o := follower.EndOffsetForEpoch(1); e != 1 || o != 3 || follower.LatestEpoch() != 4 {
+		t.Fatalf("epochs: %d %d latest %d", e, o, follower.LatestEpoch())
+	}
+	if _, err := follower.AppendReplicated(append([]byte(nil), data...)); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("overlapping replicated append: %v", err)
+	}
+}

@@ -68,6 +68,7 @@ func startEmbeddedOnce(cfg EmbeddedConfig) (e *Embedded, retry bool, err error) 
 			return nil, false, err
 		}
 	}
+	clientURL, peerURL = withScheme(clientURL), withScheme(peerURL)
 	ecfg, err := embedConfig(cfg, clientURL, peerURL)
 	if err != nil {
 		return nil, false, err
@@ -113,6 +114,14 @@ func embedConfig(cfg EmbeddedConfig, clientURL, peerURL string) (*embed.Config, 
 	ecfg.AutoCompactionMode = embed.CompactorModePeriodic
 	ecfg.AutoCompactionRetention = "1h"
 	return ecfg, nil
+}
+
+// withScheme accepts host:port for a URL, as etcd's flags do not.
+func withScheme(u string) string {
+	if strings.Contains(u, "://") {
+		return u
+	}
+	return "http://" + u
 }
 
 // freeLoopbackURL asks the OS for a free port on 127.0.0.1.

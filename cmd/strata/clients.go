@@ -32,7 +32,9 @@ func runProduce(ctx context.Context, c *cli, args []string) error {
 	if *topic == "" {
 		return usageErrorf("--topic is required")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(*topic))
+	// Auto-creation is the broker's call (auto.create.topics.enable), as with
+	// kcat; kgo only asks for it when allowed to.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(*topic), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		return err
 	}

@@ -28,8 +28,9 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	cfg.embedded.Logger = log.With("component", "etcd")
-	cfg.metadata.Logger = log.With("component", "metadata")
+	// metadata tags its own lines (component=etcd|metadata).
+	cfg.embedded.Logger = log
+	cfg.metadata.Logger = log
 	cfg.broker.Logger = log.With("component", "broker")
 	s := &server{cfg: cfg, log: log, stdout: c.stdout}
 	return s.run(ctx)
@@ -75,7 +76,7 @@ func (s *server) start(ctx context.Context) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	s.log.Info("starting", "version", version, "node_id", s.cfg.broker.NodeID, "data_dir", s.cfg.dataDir,
-		"durability", s.cfg.broker.Durability, "object_store", s.cfg.objectStore.String())
+		"durability", s.cfg.durabilityName, "object_store", s.cfg.objectStore.String())
 	s.log.Info("tiered storage arrives with issue 4: the object store is validated but not used yet")
 	var err error
 	if s.http, err = startHTTP(s.cfg.http, s.log, s.probeMetadata); err != nil {

@@ -78,13 +78,14 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 type serveConfig struct {
 	dataDir string
 	// etcdEndpoints is empty in single-node mode: run etcd embedded.
-	etcdEndpoints []string
-	embedded      metadata.EmbeddedConfig
-	metadata      metadata.Config
-	broker        broker.Config
-	objectStore   objectStoreURL
-	http          string
-	logLevel      slog.Level
+	etcdEndpoints  []string
+	embedded       metadata.EmbeddedConfig
+	metadata       metadata.Config
+	broker         broker.Config
+	objectStore    objectStoreURL
+	durabilityName string // as given: "fsync" or "replication"
+	http           string
+	logLevel       slog.Level
 }
 
 // parseServe parses args and the environment into a validated config.
@@ -106,7 +107,7 @@ func parseServe(args []string, getenv func(string) string, usage *flag.FlagSet) 
 }
 
 func (f *serveFlags) resolve() (serveConfig, error) {
-	cfg := serveConfig{http: f.http, etcdEndpoints: splitList(f.etcd)}
+	cfg := serveConfig{http: f.http, etcdEndpoints: splitList(f.etcd), durabilityName: f.durability}
 	var err error
 	if f.dataDir == "" {
 		return cfg, usageErrorf("--data-dir is empty")

@@ -127,21 +127,21 @@ print_table() {
 	local row size vol
 	for row in produce-1k-fsync produce-100b-fsync produce-1k-replication produce-100b-replication; do
 		if [[ $row == *1k* ]]; then size=1024 vol=1k; else size=100 vol=100b; fi
-		printf '%-30s %10s %10s %9s %9s %9s   %-8s %-8s %-8s\n' "$row" "${recps[$row]}" "${mbps[$row]}" \
+		printf '%-32s %10s %10s %9s %9s %9s   %-8s %-8s %-8s\n' "$row" "${recps[$row]}" "${mbps[$row]}" \
 			"${p50[$row]}" "${p99[$row]}" "${p999[$row]}" \
 			"$(ratio "${mbps[$row]}" "${mbps[dd-buffered-$vol]}")" \
 			"$(ratio "${mbps[$row]}" "${mbps[dd-fdatasync-$vol]}")" \
 			"$(ratio "${mbps[$row]}" "${mbps[dd-dsync-$size]}")"
 	done
-	printf '%-30s %10s %10s %9s %9s %9s   %-8s (vs dd cached read)\n' consume-1k-hot "${recps[consume-1k-hot]}" \
+	printf '%-32s %10s %10s %9s %9s %9s   %-8s (vs dd cached read)\n' consume-1k-hot "${recps[consume-1k-hot]}" \
 		"${mbps[consume-1k-hot]}" "-" "-" "-" "$(ratio "${mbps[consume-1k-hot]}" "${mbps[dd-read-cached-1k]}")"
 	for vol in 1k 100b; do
-		printf '%-30s %10s %10s\n' "dd buffered ($vol volume)" - "${mbps[dd-buffered-$vol]}"
-		printf '%-30s %10s %10s\n' "dd conv=fdatasync ($vol volume)" - "${mbps[dd-fdatasync-$vol]}"
+		printf '%-32s %10s %10s\n' "dd buffered ($vol volume)" - "${mbps[dd-buffered-$vol]}"
+		printf '%-32s %10s %10s\n' "dd conv=fdatasync ($vol volume)" - "${mbps[dd-fdatasync-$vol]}"
 	done
-	printf '%-30s %10s %10s\n' "dd cached read (1k volume)" - "${mbps[dd-read-cached-1k]}"
-	printf '%-30s %10s %10s\n' "dd oflag=dsync bs=1024" - "${mbps[dd-dsync-1024]}"
-	printf '%-30s %10s %10s\n' "dd oflag=dsync bs=100" - "${mbps[dd-dsync-100]}"
+	printf '%-32s %10s %10s\n' "dd cached read (1k volume)" - "${mbps[dd-read-cached-1k]}"
+	printf '%-32s %10s %10s\n' "dd oflag=dsync bs=1024" - "${mbps[dd-dsync-1024]}"
+	printf '%-32s %10s %10s\n' "dd oflag=dsync bs=100" - "${mbps[dd-dsync-100]}"
 	printf '\nMB/s = 10^6 bytes of record values per second; latency = produce-to-ack (acks=all), %d partitions.\n' "$partitions"
 	printf 'Ratios are strata MB/s over dd MB/s of the same byte volume (dsync: same write size), same disk, same run.\n'
 }

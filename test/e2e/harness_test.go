@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Bounds for every wait in the harness.
@@ -193,6 +193,7 @@ type Broker struct {
 	DataDir   string
 	Cluster   string
 	ExtraArgs []string
+	UseEnv    bool // configure through STRATA_<NAME> variables, not flags
 	logPath   string
 
 	cmd     *exec.Cmd
@@ -207,6 +208,11 @@ type brokerOpt func(*Broker)
 // withArgs appends flags to every start of the broker.
 func withArgs(args ...string) brokerOpt {
 	return func(b *Broker) { b.ExtraArgs = append(b.ExtraArgs, args...) }
+}
+
+// withEnvConfig passes the broker's settings as STRATA_<NAME> variables.
+func withEnvConfig(nodeID int) brokerOpt {
+	return func(b *Broker) { b.UseEnv, b.NodeID = true, nodeID }
 }
 
 var clusterSeq struct {
@@ -250,19 +256,49 @@ var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
 
 func sanitize(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
 
-func (b *Broker) args() []string {
-	a := []string{"serve",
-		"--node-id", fmt.Sprint(b.NodeID),
-		"--listen", b.Addr,
-		"--advertise", b.Addr,
-		"--data-dir", b.DataDir,
-		"--cluster", b.Cluster,
-		"--http", b.HTTPAddr,
+// settings are the broker's configuration as (flag name, value) pairs.
+func (b *Broker) settings() [][2]string {
+	set := [][2]string{
+		{"node-id", fmt.Sprint(b.NodeID)},
+		{"listen", b.Addr},
+		{"advertise", b.Addr},
+		{"data-dir", b.DataDir},
+		{"cluster", b.Cluster},
+		{"http", b.HTTPAddr},
 	}
 	if etcdMode == "external" {
-		a = append(a, "--etcd", etcdEndpoint)
+		set = append(set, [2]string{"etcd", etcdEndpoint})
+	}
+	return set
+}
+
+// args is the command line: the settings as flags, unless UseEnv passes
+// them as STRATA_<NAME> variables instead.
+func (b *Broker) args() []string {
+	a := []string{"serve"}
+	if !b.UseEnv {
+		for _, kv := range b.settings() {
+			a = append(a, "--"+kv[0], kv[1])
+		}
 	}
 	return append(a, b.ExtraArgs...)
+}
+
+// env is the process environment: the test's, without STRATA_* variables
+// (so only the harness configures the broker), plus the settings when UseEnv.
+func (b *Broker) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STRATA_") {
+			env = append(env, kv)
+		}
+	}
+	if b.UseEnv {
+		for _, kv := range b.settings() {
+			env = append(env, "STRATA_"+strings.ToUpper(strings.ReplaceAll(kv[0], "-", "_"))+"="+kv[1])
+		}
+	}
+	return env
 }
 
 // Start launches the process (again) and waits for /readyz.
@@ -275,11 +311,11 @@ func (b *Broker) Start() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	b.t.Logf("starting %s %s", strataBin, strings.Join(b.args(), " "))
+	b.t.Logf("starting %s %s (env settings: %v)", strataBin, strings.Join(b.args(), " "), b.UseEnv)
 	fmt.Fprintf(f, "=== %s %s %s\n", time.Now().Format(time.RFC3339Nano), strataBin, strings.Join(b.args(), " "))
 	cmd := exec.Command(strataBin, b.args()...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = brokerEnv()
+	cmd.Env = b.env()
 	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -331,18 +367,6 @@ func (b *Broker) checkUsesExternalEtcd() {
 	if resp.Count == 0 {
 		b.t.Fatalf("external etcd holds no key under /strata/%s/ after the broker started", b.Cluster)
 	}
-}
-
-// brokerEnv is the test's environment without STRATA_* variables, so only
-// the flags configure the broker.
-func brokerEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STRATA_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 func (b *Broker) waitLogLine(substr string, timeout time.Duration) error {

@@ -88,6 +88,25 @@ func TestProduceConsumeAllCodecs(t *testing.T) {
 		}
 	}
 	consumeAndCompare(t, b, topic, expect, perCodec)
+	checkStoredAsSent(t, b, topic)
+}
+
+// checkStoredAsSent: batches are stored compressed as the producers sent
+// them (DESIGN §3), so every codec appears in the segment files.
+func checkStoredAsSent(t *testing.T, b *Broker, topic string) {
+	seen := map[int16]int{}
+	for p := int32(0); p < pcPartitions; p++ {
+		for _, seg := range segmentFiles(t, b.PartitionDir(topic, p)) {
+			for _, batch := range readBatches(t, seg) {
+				seen[batch.attributes&7]++
+			}
+		}
+	}
+	for codec := range codecs {
+		if seen[int16(codec)] == 0 {
+			t.Errorf("no batch compressed with %s on disk (batches by codec: %v)", codecs[codec].name, seen)
+		}
+	}
 }
 
 // produceAllCodecs runs one producer per codec concurrently and returns, per

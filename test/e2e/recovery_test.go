@@ -16,6 +16,7 @@ import (
 type diskBatch struct {
 	pos, size  int64 // byte range in the file
 	baseOffset int64
+	attributes int16 // bits 0-2: compression codec
 }
 
 // segmentFiles lists a partition's .log files in offset order.
@@ -40,11 +41,18 @@ func readBatches(t testing.TB, path string) []diskBatch {
 	var out []diskBatch
 	for pos := int64(0); pos+61 <= int64(len(data)); {
 		length := int64(int32(binary.BigEndian.Uint32(data[pos+8:])))
+		if length == 0 {
+			break // zeros: a preallocated tail past the last batch
+		}
 		size := 12 + length
 		if length < 49 || pos+size > int64(len(data)) {
 			t.Fatalf("%s: bad batch at %d (length %d, file %d bytes)", path, pos, length, len(data))
 		}
-		out = append(out, diskBatch{pos: pos, size: size, baseOffset: int64(binary.BigEndian.Uint64(data[pos:]))})
+		out = append(out, diskBatch{
+			pos: pos, size: size,
+			baseOffset: int64(binary.BigEndian.Uint64(data[pos:])),
+			attributes: int16(binary.BigEndian.Uint16(data[pos+21:])),
+		})
 		pos += size
 	}
 	return out

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -106,26 +108,38 @@ func checkRecordsPresent(t *testing.T, b *Broker, topic string, produced []*kgo.
 
 // TestKill9KeepsAcknowledged: kill -9 in the middle of acks=all production
 // with the default durability (fsync); after restart every acknowledged
-// record is there at its acknowledged offset.
+// record is there at its acknowledged offset. The process dies but the
+// machine does not, so --durability=replication (page cache only) must keep
+// them too.
 func TestKill9KeepsAcknowledged(t *testing.T) {
-	b := StartBroker(t)
+	t.Run("default fsync", func(t *testing.T) { kill9DuringProduce(t, StartBroker(t)) })
+	t.Run("replication", func(t *testing.T) {
+		kill9DuringProduce(t, StartBroker(t, withArgs("--durability", "replication")))
+	})
+}
+
+func kill9DuringProduce(t *testing.T, b *Broker) {
 	const topic = "kill9"
 	createTopic(t, b.Admin(), topic, 4, nil)
 
 	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(2))
 	var mu sync.Mutex
 	var acked []*kgo.Record // guarded by mu
+	failed := 0             // guarded by mu
+	produced := 0           // owned by the producer goroutine until done is closed
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := 0; ctx.Err() == nil; i++ {
+		for i := 0; ctx.Err() == nil; i, produced = i+1, produced+1 {
 			r := &kgo.Record{Partition: int32(i % 4), Value: fmt.Appendf(nil, "acked-%d", i)}
 			cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
 				if err == nil {
-					mu.Lock()
 					acked = append(acked, r)
-					mu.Unlock()
+				} else {
+					failed++
 				}
 			})
 		}
@@ -139,10 +153,21 @@ func TestKill9KeepsAcknowledged(t *testing.T) {
 	cancel()
 	<-done
 	cl.Close() // fails whatever is still buffered; those were never acknowledged
+	// Promises of failed records arrive after Close returns: wait for all,
+	// so no acknowledgement can come after the copy below.
+	waitFor(t, 30*time.Second, "every produce promise to resolve", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)+failed == produced
+	})
 	mu.Lock()
 	final := append([]*kgo.Record(nil), acked...)
+	unacked := failed
 	mu.Unlock()
-	t.Logf("%d records acknowledged before kill -9", len(final))
+	t.Logf("%d records acknowledged before kill -9, %d not", len(final), unacked)
+	if unacked == 0 {
+		t.Fatalf("every record was acknowledged: the kill did not land mid-stream")
+	}
 
 	b.Start()
 	checkRecordsPresent(t, b, topic, final)
@@ -161,4 +186,31 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	if waited := time.Since(start); waited > time.Second {
 		t.Logf("waited %v for %s", waited.Round(time.Millisecond), what)
 	}
+}
+
+// TestEnvConfig: every serve flag can come from STRATA_<NAME>; the node id
+// given that way is the one clients see.
+func TestEnvConfig(t *testing.T) {
+	b := StartBroker(t, withEnvConfig(7))
+	ctx := testCtx(t, 30*time.Second)
+	md, err := b.Admin().BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	if len(md.Brokers) != 1 || md.Brokers[0].NodeID != 7 || md.Brokers[0].Port != int32(portOf(t, b.Addr)) {
+		t.Fatalf("brokers %+v, want node 7 at %s", md.Brokers, b.Addr)
+	}
+	b.Restart() // the same environment brings back the same broker
+}
+
+func portOf(t testing.TB, addr string) int {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
