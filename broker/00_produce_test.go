@@ -26,7 +26,7 @@ func dataPathBroker(t *testing.T) (*Broker, *kadm.Client, *kgo.Client) {
 	return tb.b, adm, cl
 }
 
-func createTopic(t *testing.T, adm *kadm.Client, name string, partitions int32, configs map[string]*string) kadm.TopicID {
+func createDataTopic(t *testing.T, adm *kadm.Client, name string, partitions int32, configs map[string]*string) kadm.TopicID {
 	t.Helper()
 	resp, err := adm.CreateTopic(testCtx(t), partitions, 1, configs, name)
 	if err != nil || resp.Err != nil {
@@ -37,7 +37,7 @@ func createTopic(t *testing.T, adm *kadm.Client, name string, partitions int32, 
 
 // newClient is a franz-go client with default producer settings
 // (idempotent, acks=all) plus opts.
-func newClient(t *testing.T, b *Broker, opts ...kgo.Opt) *kgo.Client {
+func newDataClient(t *testing.T, b *Broker, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr().String())}, opts...)...)
 	if err != nil {
@@ -48,7 +48,7 @@ func newClient(t *testing.T, b *Broker, opts ...kgo.Opt) *kgo.Client {
 }
 
 // direct sends a raw request to the broker (no client-side routing).
-func direct(t *testing.T, cl *kgo.Client, req kmsg.Request) kmsg.Response {
+func requestDirect(t *testing.T, cl *kgo.Client, req kmsg.Request) kmsg.Response {
 	t.Helper()
 	resp, err := cl.SeedBrokers()[0].Request(testCtx(t), req)
 	if err != nil {
@@ -59,7 +59,7 @@ func direct(t *testing.T, cl *kgo.Client, req kmsg.Request) kmsg.Response {
 
 // testRecords makes n records with headers and, now and then, null keys
 // and null values.
-func testRecords(topic string, n int) []*kgo.Record {
+func makeTestRecords(topic string, n int) []*kgo.Record {
 	records := make([]*kgo.Record, n)
 	for i := range records {
 		r := &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("key-%d", i%7)), Value: []byte(fmt.Sprintf("value-%d", i)),
@@ -77,7 +77,7 @@ func testRecords(topic string, n int) []*kgo.Record {
 
 // produceAll produces records synchronously and returns them with their
 // assigned partitions and offsets.
-func produceAll(t *testing.T, cl *kgo.Client, records []*kgo.Record) {
+func produceSyncAll(t *testing.T, cl *kgo.Client, records []*kgo.Record) {
 	t.Helper()
 	if err := cl.ProduceSync(testCtx(t), records...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
@@ -85,9 +85,9 @@ func produceAll(t *testing.T, cl *kgo.Client, records []*kgo.Record) {
 }
 
 // consumeN reads n records of topic from the start.
-func consumeN(t *testing.T, b *Broker, topic string, n int) []*kgo.Record {
+func consumeFromStart(t *testing.T, b *Broker, topic string, n int) []*kgo.Record {
 	t.Helper()
-	cl := newClient(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := newDataClient(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx := testCtx(t)
 	var got []*kgo.Record
 	for len(got) < n {
@@ -147,22 +147,22 @@ func TestProduceConsumeAllCodecs(t *testing.T) {
 	for _, c := range codecs {
 		t.Run(c.name, func(t *testing.T) {
 			topic := "codec-" + c.name
-			createTopic(t, adm, topic, 3, nil)
-			producer := newClient(t, b, kgo.ProducerBatchCompression(c.codec), kgo.ProducerLinger(5*time.Millisecond))
-			records := testRecords(topic, 3000)
-			produceAll(t, producer, records)
-			checkRoundTrip(t, records, consumeN(t, b, topic, len(records)))
+			createDataTopic(t, adm, topic, 3, nil)
+			producer := newDataClient(t, b, kgo.ProducerBatchCompression(c.codec), kgo.ProducerLinger(5*time.Millisecond))
+			records := makeTestRecords(topic, 3000)
+			produceSyncAll(t, producer, records)
+			checkRoundTrip(t, records, consumeFromStart(t, b, topic, len(records)))
 		})
 	}
 }
 
 func TestProduceAcksZero(t *testing.T) {
 	b, adm, _ := dataPathBroker(t)
-	createTopic(t, adm, "acks0", 1, nil)
-	producer := newClient(t, b, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
-	records := testRecords("acks0", 50)
-	produceAll(t, producer, records)
-	got := consumeN(t, b, "acks0", len(records))
+	createDataTopic(t, adm, "acks0", 1, nil)
+	producer := newDataClient(t, b, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	records := makeTestRecords("acks0", 50)
+	produceSyncAll(t, producer, records)
+	got := consumeFromStart(t, b, "acks0", len(records))
 	for i, r := range got {
 		if r.Offset != int64(i) || !bytes.Equal(r.Value, records[i].Value) {
 			t.Fatalf("record %d: offset %d value %q, want %q", i, r.Offset, r.Value, records[i].Value)
@@ -171,7 +171,7 @@ func TestProduceAcksZero(t *testing.T) {
 }
 
 // produceRequest is a v11 Produce of one partition's records bytes.
-func produceRequest(topic string, acks int16, timeoutMillis int32, records []byte) *kmsg.ProduceRequest {
+func newProduceReq(topic string, acks int16, timeoutMillis int32, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks, req.TimeoutMillis = 11, acks, timeoutMillis
 	rt := kmsg.NewProduceRequestTopic()
@@ -188,7 +188,7 @@ func produceRequest(topic string, acks int16, timeoutMillis int32, records []byt
 func produceRaw(t *testing.T, b *Broker, topic string, acks int16, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
 	wc := dialWire(t, b)
-	wc.send(produceRequest(topic, acks, 10000, records), 1)
+	wc.send(newProduceReq(topic, acks, 10000, records), 1)
 	_, body, err := wc.recv(true)
 	if err != nil {
 		t.Fatalf("produce: %v", err)
@@ -203,8 +203,8 @@ func produceRaw(t *testing.T, b *Broker, topic string, acks int16, records []byt
 
 func TestProduceErrors(t *testing.T) {
 	b, adm, _ := dataPathBroker(t)
-	createTopic(t, adm, "errs", 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("500")})
-	createTopic(t, adm, "misr", 1, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")})
+	createDataTopic(t, adm, "errs", 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("500")})
+	createDataTopic(t, adm, "misr", 1, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")})
 	good := buildBatch(batchSpec{records: 2, valueSize: 10, timestamp: time.Now().UnixMilli()})
 	large := buildBatch(batchSpec{records: 1, valueSize: 600})
 	tests := []struct {
@@ -215,8 +215,8 @@ func TestProduceErrors(t *testing.T) {
 		want    int16
 	}{
 		{"good", "errs", -1, good, 0},
-		{"bad crc", "errs", -1, withByte(good, len(good)-1, ^good[len(good)-1]), kerr.CorruptMessage.Code},
-		{"magic 1", "errs", -1, withByte(good, 16, 1), kerr.UnsupportedForMessageFormat.Code},
+		{"bad crc", "errs", -1, withByteAt(good, len(good)-1, ^good[len(good)-1]), kerr.CorruptMessage.Code},
+		{"magic 1", "errs", -1, withByteAt(good, 16, 1), kerr.UnsupportedForMessageFormat.Code},
 		{"truncated", "errs", -1, good[:len(good)-4], kerr.CorruptMessage.Code},
 		{"too large", "errs", -1, large, kerr.MessageTooLarge.Code},
 		{"unknown topic", "no-such-topic", -1, good, kerr.UnknownTopicOrPartition.Code},
@@ -243,13 +243,13 @@ func TestProduceErrors(t *testing.T) {
 
 func TestProduceLogAppendTime(t *testing.T) {
 	b, adm, _ := dataPathBroker(t)
-	createTopic(t, adm, "lat", 1, map[string]*string{"message.timestamp.type": kmsg.StringPtr("LogAppendTime")})
+	createDataTopic(t, adm, "lat", 1, map[string]*string{"message.timestamp.type": kmsg.StringPtr("LogAppendTime")})
 	before := time.Now().UnixMilli()
 	sp := produceRaw(t, b, "lat", -1, buildBatch(batchSpec{records: 3, timestamp: 1000}))
 	if sp.ErrorCode != 0 || sp.LogAppendTime < before || sp.LogAppendTime > time.Now().UnixMilli() {
 		t.Fatalf("error %d, log append time %d (sent at %d)", sp.ErrorCode, sp.LogAppendTime, before)
 	}
-	for _, r := range consumeN(t, b, "lat", 3) {
+	for _, r := range consumeFromStart(t, b, "lat", 3) {
 		if r.Timestamp.UnixMilli() != sp.LogAppendTime || r.Attrs.TimestampType() != 1 {
 			t.Fatalf("record %d timestamp %d, want log append time %d", r.Offset, r.Timestamp.UnixMilli(), sp.LogAppendTime)
 		}
@@ -261,9 +261,9 @@ func TestProduceAcksAllZeroTimeout(t *testing.T) {
 	// not have finished (REQUEST_TIMED_OUT or success, both Kafka's answers),
 	// but the request must be answered and the data be there afterwards.
 	b, adm, _ := dataPathBroker(t)
-	createTopic(t, adm, "t0", 1, nil)
+	createDataTopic(t, adm, "t0", 1, nil)
 	wc := dialWire(t, b)
-	wc.send(produceRequest("t0", -1, 0, buildBatch(batchSpec{records: 1, timestamp: 1})), 1)
+	wc.send(newProduceReq("t0", -1, 0, buildBatch(batchSpec{records: 1, timestamp: 1})), 1)
 	_, body, err := wc.recv(true)
 	if err != nil {
 		t.Fatal(err)
@@ -276,23 +276,23 @@ func TestProduceAcksAllZeroTimeout(t *testing.T) {
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 && code != kerr.RequestTimedOut.Code {
 		t.Fatalf("error %d", code)
 	}
-	if got := consumeN(t, b, "t0", 1); got[0].Offset != 0 {
+	if got := consumeFromStart(t, b, "t0", 1); got[0].Offset != 0 {
 		t.Fatalf("offset %d", got[0].Offset)
 	}
 }
 
 func TestProduceAcksZeroErrorClosesConnection(t *testing.T) {
 	b, adm, _ := dataPathBroker(t)
-	createTopic(t, adm, "a0", 1, nil)
+	createDataTopic(t, adm, "a0", 1, nil)
 	good := buildBatch(batchSpec{records: 1, timestamp: 1})
 	wc := dialWire(t, b)
 	// A good acks=0 produce gets no answer: the next answer on the
 	// connection is the ApiVersions that follows it.
-	wc.send(produceRequest("a0", 0, 1000, bytes.Clone(good)), 1)
+	wc.send(newProduceReq("a0", 0, 1000, bytes.Clone(good)), 1)
 	wc.send(apiVersionsReq(3), 2)
 	if corr, _, err := wc.recv(false); err != nil || corr != 2 {
 		t.Fatalf("after acks=0 produce: correlation %d, %v; want the ApiVersions answer (2)", corr, err)
 	}
-	wc.send(produceRequest("a0", 0, 1000, withByte(good, 16, 1)), 3)
+	wc.send(newProduceReq("a0", 0, 1000, withByteAt(good, 16, 1)), 3)
 	wc.expectClosed()
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 
 // fetchReq builds a one-partition Fetch at the version the client
 // negotiates (v13+: by topic id).
-func fetchReq(topic string, id [16]byte, offset int64, minBytes, maxWaitMillis int32) *kmsg.FetchRequest {
+func newFetchReq(topic string, id [16]byte, offset int64, minBytes, maxWaitMillis int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.MinBytes, req.MaxWaitMillis, req.MaxBytes = minBytes, maxWaitMillis, 1<<20
 	rt := kmsg.NewFetchRequestTopic()
@@ -23,9 +24,9 @@ func fetchReq(topic string, id [16]byte, offset int64, minBytes, maxWaitMillis i
 	return req
 }
 
-func fetchOne(t *testing.T, cl *kgo.Client, req *kmsg.FetchRequest) kmsg.FetchResponseTopicPartition {
+func fetchOnePartition(t *testing.T, cl *kgo.Client, req *kmsg.FetchRequest) kmsg.FetchResponseTopicPartition {
 	t.Helper()
-	resp := direct(t, cl, req).(*kmsg.FetchResponse)
+	resp := requestDirect(t, cl, req).(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 || resp.SessionID != 0 {
 		t.Fatalf("fetch: top-level error %d, session %d", resp.ErrorCode, resp.SessionID)
 	}
@@ -49,20 +50,20 @@ func countRecords(t *testing.T, batches []byte) int {
 
 func TestFetchLongPollReturnsWhenDataArrives(t *testing.T) {
 	b, adm, cl := dataPathBroker(t)
-	id := createTopic(t, adm, "poll", 1, nil)
-	producer := newClient(t, b)
-	produceAll(t, producer, testRecords("poll", 3))
+	id := createDataTopic(t, adm, "poll", 1, nil)
+	producer := newDataClient(t, b)
+	produceSyncAll(t, producer, makeTestRecords("poll", 3))
 
 	// Nothing at offset 3 yet: a fetch that may wait a minute must answer
 	// as soon as a record arrives (the test's own deadline is shorter).
 	done := make(chan kmsg.FetchResponseTopicPartition, 1)
-	go func() { done <- fetchOne(t, cl, fetchReq("poll", id, 3, 1, 60_000)) }()
+	go func() { done <- fetchOnePartition(t, cl, newFetchReq("poll", id, 3, 1, 60_000)) }()
 	select {
 	case sp := <-done:
 		t.Fatalf("answered without data: %+v", sp)
 	case <-time.After(300 * time.Millisecond):
 	}
-	produceAll(t, producer, testRecords("poll", 1))
+	produceSyncAll(t, producer, makeTestRecords("poll", 1))
 	select {
 	case sp := <-done:
 		if sp.ErrorCode != 0 || sp.HighWatermark != 4 || countRecords(t, sp.RecordBatches) != 1 {
@@ -75,43 +76,43 @@ func TestFetchLongPollReturnsWhenDataArrives(t *testing.T) {
 
 func TestFetchAnswers(t *testing.T) {
 	b, adm, cl := dataPathBroker(t)
-	id := createTopic(t, adm, "f", 1, nil)
-	produceAll(t, newClient(t, b), testRecords("f", 10))
+	id := createDataTopic(t, adm, "f", 1, nil)
+	produceSyncAll(t, newDataClient(t, b), makeTestRecords("f", 10))
 	t.Run("from start", func(t *testing.T) {
-		sp := fetchOne(t, cl, fetchReq("f", id, 0, 1, 0))
+		sp := fetchOnePartition(t, cl, newFetchReq("f", id, 0, 1, 0))
 		if sp.ErrorCode != 0 || sp.HighWatermark != 10 || sp.LastStableOffset != 10 || sp.LogStartOffset != 0 ||
 			countRecords(t, sp.RecordBatches) != 10 {
 			t.Fatalf("%+v", sp)
 		}
 	})
 	t.Run("at HW times out empty", func(t *testing.T) {
-		sp := fetchOne(t, cl, fetchReq("f", id, 10, 1, 100))
+		sp := fetchOnePartition(t, cl, newFetchReq("f", id, 10, 1, 100))
 		if sp.ErrorCode != 0 || len(sp.RecordBatches) != 0 || sp.HighWatermark != 10 {
 			t.Fatalf("%+v", sp)
 		}
 	})
 	t.Run("past LEO", func(t *testing.T) {
-		if sp := fetchOne(t, cl, fetchReq("f", id, 11, 1, 0)); sp.ErrorCode != kerr.OffsetOutOfRange.Code {
+		if sp := fetchOnePartition(t, cl, newFetchReq("f", id, 11, 1, 0)); sp.ErrorCode != kerr.OffsetOutOfRange.Code {
 			t.Fatalf("error %d", sp.ErrorCode)
 		}
 	})
 	t.Run("unknown topic id", func(t *testing.T) {
-		if sp := fetchOne(t, cl, fetchReq("", [16]byte{1, 2, 3}, 0, 1, 5000)); sp.ErrorCode != kerr.UnknownTopicID.Code {
+		if sp := fetchOnePartition(t, cl, newFetchReq("", [16]byte{1, 2, 3}, 0, 1, 5000)); sp.ErrorCode != kerr.UnknownTopicID.Code {
 			t.Fatalf("error %d", sp.ErrorCode)
 		}
 	})
 	t.Run("current leader epoch", func(t *testing.T) {
 		for epoch, want := range map[int32]int16{-1: 0, 0: 0, 1: kerr.UnknownLeaderEpoch.Code} {
-			req := fetchReq("f", id, 0, 1, 0)
+			req := newFetchReq("f", id, 0, 1, 0)
 			req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
-			if sp := fetchOne(t, cl, req); sp.ErrorCode != want {
+			if sp := fetchOnePartition(t, cl, req); sp.ErrorCode != want {
 				t.Fatalf("epoch %d: error %d, want %d", epoch, sp.ErrorCode, want)
 			}
 		}
 	})
 	t.Run("by name below v13", func(t *testing.T) {
 		for _, version := range []int16{4, 12} {
-			req := fetchReq("f", [16]byte{}, 5, 1, 0)
+			req := newFetchReq("f", [16]byte{}, 5, 1, 0)
 			req.Version = version // a client would negotiate v13+
 			wc := dialWire(t, b)
 			wc.send(req, 1)
@@ -128,11 +129,52 @@ func TestFetchAnswers(t *testing.T) {
 		}
 	})
 	t.Run("session id never issued", func(t *testing.T) {
-		req := fetchReq("f", id, 0, 1, 0)
+		req := newFetchReq("f", id, 0, 1, 0)
 		req.SessionID, req.SessionEpoch = 77, 1
-		resp := direct(t, cl, req).(*kmsg.FetchResponse)
+		resp := requestDirect(t, cl, req).(*kmsg.FetchResponse)
 		if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
 			t.Fatalf("error %d", resp.ErrorCode)
 		}
 	})
+}
+
+func TestFetchLimitsOnRealLog(t *testing.T) {
+	b, adm, cl := dataPathBroker(t)
+	id := createDataTopic(t, adm, "big", 2, nil)
+	batch := buildBatch(batchSpec{records: 1, valueSize: 2000, timestamp: 1})
+	for p := range int32(2) {
+		for range 3 {
+			wc := dialWire(t, b)
+			req := newProduceReq("big", -1, 10000, bytes.Clone(batch))
+			req.Topics[0].Partitions[0].Partition = p
+			wc.send(req, 1)
+			if _, _, err := wc.recv(true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	req := newFetchReq("big", id, 0, 1, 0)
+	second := req.Topics[0].Partitions[0]
+	second.Partition = 1
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, second)
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 100
+	req.Topics[0].Partitions[1].PartitionMaxBytes = 100
+	req.MaxBytes = 5000
+	resp := requestDirect(t, cl, req).(*kmsg.FetchResponse)
+	parts := resp.Topics[0].Partitions
+	// KIP-74: the first partition returns its first batch although it is
+	// larger than both limits; the second may not exceed its own.
+	if len(parts[0].RecordBatches) != len(batch) || len(parts[1].RecordBatches) != 0 {
+		t.Fatalf("partition max bytes 100: got %d and %d bytes, want %d and 0",
+			len(parts[0].RecordBatches), len(parts[1].RecordBatches), len(batch))
+	}
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 20
+	req.Topics[0].Partitions[1].PartitionMaxBytes = 1 << 20
+	resp = requestDirect(t, cl, req).(*kmsg.FetchResponse)
+	parts = resp.Topics[0].Partitions
+	// max bytes 5000 holds two whole batches of the first partition.
+	if len(parts[0].RecordBatches) != 2*len(batch) || len(parts[1].RecordBatches) != 0 {
+		t.Fatalf("max bytes 5000: got %d and %d bytes, want %d and 0",
+			len(parts[0].RecordBatches), len(parts[1].RecordBatches), 2*len(batch))
+	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // listOffsets asks for one partition's offset at timestamp ts.
-func listOffsets(t *testing.T, cl *kgo.Client, topic string, ts int64, currentEpoch int32) kmsg.ListOffsetsResponseTopicPartition {
+func listOneOffset(t *testing.T, cl *kgo.Client, topic string, ts int64, currentEpoch int32) kmsg.ListOffsetsResponseTopicPartition {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -19,22 +19,22 @@ func listOffsets(t *testing.T, cl *kgo.Client, topic string, ts int64, currentEp
 	rp.Timestamp, rp.CurrentLeaderEpoch = ts, currentEpoch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	return direct(t, cl, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	return requestDirect(t, cl, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 }
 
 func TestListOffsets(t *testing.T) {
 	b, adm, cl := dataPathBroker(t)
-	createTopic(t, adm, "ts", 1, nil)
+	createDataTopic(t, adm, "ts", 1, nil)
 	// Two produce calls so that the records land in several batches;
 	// timestamps are not monotonic in offset order (offset 2 has the max).
 	base := time.UnixMilli(1_700_000_000_000)
-	producer := newClient(t, b)
+	producer := newDataClient(t, b)
 	var records []*kgo.Record
 	for i, delta := range []int{0, 10, 50, 20, 30} {
 		records = append(records, &kgo.Record{Topic: "ts", Value: []byte{byte(i)}, Timestamp: base.Add(time.Duration(delta) * time.Millisecond)})
 	}
-	produceAll(t, producer, records[:2])
-	produceAll(t, producer, records[2:])
+	produceSyncAll(t, producer, records[:2])
+	produceSyncAll(t, producer, records[2:])
 	ms := base.UnixMilli()
 	tests := []struct {
 		name          string
@@ -54,7 +54,7 @@ func TestListOffsets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sp := listOffsets(t, cl, "ts", tt.ts, -1)
+			sp := listOneOffset(t, cl, "ts", tt.ts, -1)
 			if sp.ErrorCode != 0 || sp.Offset != tt.wantOffset || sp.Timestamp != tt.wantTimestamp {
 				t.Fatalf("error %d offset %d timestamp %d, want offset %d timestamp %d",
 					sp.ErrorCode, sp.Offset, sp.Timestamp, tt.wantOffset, tt.wantTimestamp)
@@ -64,10 +64,10 @@ func TestListOffsets(t *testing.T) {
 			}
 		})
 	}
-	if sp := listOffsets(t, cl, "ts", -1, 5); sp.ErrorCode != kerr.UnknownLeaderEpoch.Code {
+	if sp := listOneOffset(t, cl, "ts", -1, 5); sp.ErrorCode != kerr.UnknownLeaderEpoch.Code {
 		t.Fatalf("newer current leader epoch: error %d", sp.ErrorCode)
 	}
-	if sp := listOffsets(t, cl, "nope", -1, -1); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+	if sp := listOneOffset(t, cl, "nope", -1, -1); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unknown topic: error %d", sp.ErrorCode)
 	}
 	// kadm's timestamp lookup goes through the same path.

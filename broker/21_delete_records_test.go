@@ -10,11 +10,11 @@ import (
 
 func TestDeleteRecords(t *testing.T) {
 	b, adm, cl := dataPathBroker(t)
-	id := createTopic(t, adm, "dr", 1, nil)
-	createTopic(t, adm, "compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")})
-	producer := newClient(t, b)
+	id := createDataTopic(t, adm, "dr", 1, nil)
+	createDataTopic(t, adm, "compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")})
+	producer := newDataClient(t, b)
 	for range 4 { // several batches
-		produceAll(t, producer, testRecords("dr", 5))
+		produceSyncAll(t, producer, makeTestRecords("dr", 5))
 	}
 	ctx := testCtx(t)
 	deleteTo := func(topic string, offset int64) kadm.DeleteRecordsResponse {
@@ -40,13 +40,13 @@ func TestDeleteRecords(t *testing.T) {
 	if r := deleteTo("compacted", 0); r.Err != kerr.PolicyViolation {
 		t.Fatalf("delete on a compacted topic: %v", r.Err)
 	}
-	if sp := listOffsets(t, cl, "dr", -2, -1); sp.Offset != 7 {
+	if sp := listOneOffset(t, cl, "dr", -2, -1); sp.Offset != 7 {
 		t.Fatalf("ListOffsets earliest %d, want 7", sp.Offset)
 	}
-	if sp := fetchOne(t, cl, fetchReq("dr", id, 2, 1, 0)); sp.ErrorCode != kerr.OffsetOutOfRange.Code {
+	if sp := fetchOnePartition(t, cl, newFetchReq("dr", id, 2, 1, 0)); sp.ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("fetch below log start: error %d", sp.ErrorCode)
 	}
-	sp := fetchOne(t, cl, fetchReq("dr", id, 7, 1, 0))
+	sp := fetchOnePartition(t, cl, newFetchReq("dr", id, 7, 1, 0))
 	if sp.ErrorCode != 0 || sp.LogStartOffset != 7 || len(sp.RecordBatches) == 0 {
 		t.Fatalf("fetch at log start: %+v", sp)
 	}
@@ -54,7 +54,7 @@ func TestDeleteRecords(t *testing.T) {
 		t.Fatalf("delete to HW (-1): %v low watermark %d", r.Err, r.LowWatermark)
 	}
 	// A consumer starting from the beginning now starts at the HW.
-	if sp := listOffsets(t, cl, "dr", -2, -1); sp.Offset != 20 {
+	if sp := listOneOffset(t, cl, "dr", -2, -1); sp.Offset != 20 {
 		t.Fatalf("ListOffsets earliest %d, want 20", sp.Offset)
 	}
 }

@@ -9,9 +9,9 @@ import (
 
 func TestOffsetForLeaderEpoch(t *testing.T) {
 	b, adm, cl := dataPathBroker(t)
-	createTopic(t, adm, "ep", 1, nil)
-	createTopic(t, adm, "empty", 1, nil)
-	produceAll(t, newClient(t, b), testRecords("ep", 6))
+	createDataTopic(t, adm, "ep", 1, nil)
+	createDataTopic(t, adm, "empty", 1, nil)
+	produceSyncAll(t, newDataClient(t, b), makeTestRecords("ep", 6))
 	ask := func(topic string, epoch, current int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 		t.Helper()
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
@@ -21,7 +21,7 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 		rp.LeaderEpoch, rp.CurrentLeaderEpoch = epoch, current
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		return direct(t, cl, req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+		return requestDirect(t, cl, req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
 	}
 	if sp := ask("ep", 0, -1); sp.ErrorCode != 0 || sp.LeaderEpoch != 0 || sp.EndOffset != 6 {
 		t.Fatalf("current epoch: %+v", sp)

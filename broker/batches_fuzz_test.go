@@ -15,7 +15,7 @@ import (
 func FuzzProduceRecords(f *testing.F) {
 	good := buildBatch(batchSpec{records: 2, valueSize: 8, timestamp: 1000})
 	f.Add(good, false, int32(1<<20))
-	f.Add(concat(good, good), true, int32(1<<20))
+	f.Add(concatBatches(good, good), true, int32(1<<20))
 	f.Add(good[:len(good)-1], false, int32(1<<20))
 	f.Add(good, false, int32(len(good)-1))
 	f.Fuzz(func(t *testing.T, records []byte, logAppendTime bool, maxMessageBytes int32) {

@@ -58,7 +58,7 @@ func buildBatch(spec batchSpec) []byte {
 	return b
 }
 
-func concat(parts ...[]byte) []byte {
+func concatBatches(parts ...[]byte) []byte {
 	var out []byte
 	for _, p := range parts {
 		out = append(out, p...)
@@ -67,7 +67,7 @@ func concat(parts ...[]byte) []byte {
 }
 
 // withByte returns a copy of b with b[i] = v (no CRC fix-up).
-func withByte(b []byte, i int, v byte) []byte {
+func withByteAt(b []byte, i int, v byte) []byte {
 	c := append([]byte(nil), b...)
 	c[i] = v
 	return c
@@ -104,18 +104,18 @@ func TestSplitProduceRecords(t *testing.T) {
 		wantCount int
 	}{
 		{"one batch", good, rules, 0, 1},
-		{"two batches", concat(good, second), rules, 0, 2},
+		{"two batches", concatBatches(good, second), rules, 0, 2},
 		{"empty", nil, rules, kerr.InvalidRecord.Code, 0},
-		{"bad crc", withByte(good, len(good)-1, good[len(good)-1]^0xff), rules, kerr.CorruptMessage.Code, 0},
-		{"bad crc in second batch", concat(good, withByte(second, 30, second[30]^1)), rules, kerr.CorruptMessage.Code, 0},
-		{"magic 1", withByte(good, 16, 1), rules, kerr.UnsupportedForMessageFormat.Code, 0},
-		{"magic 0", withByte(good, 16, 0), rules, kerr.UnsupportedForMessageFormat.Code, 0},
-		{"magic 3", withByte(good, 16, 3), rules, kerr.CorruptMessage.Code, 0},
+		{"bad crc", withByteAt(good, len(good)-1, good[len(good)-1]^0xff), rules, kerr.CorruptMessage.Code, 0},
+		{"bad crc in second batch", concatBatches(good, withByteAt(second, 30, second[30]^1)), rules, kerr.CorruptMessage.Code, 0},
+		{"magic 1", withByteAt(good, 16, 1), rules, kerr.UnsupportedForMessageFormat.Code, 0},
+		{"magic 0", withByteAt(good, 16, 0), rules, kerr.UnsupportedForMessageFormat.Code, 0},
+		{"magic 3", withByteAt(good, 16, 3), rules, kerr.CorruptMessage.Code, 0},
 		{"truncated", good[:len(good)-5], rules, kerr.CorruptMessage.Code, 0},
 		{"shorter than a header", good[:20], rules, kerr.CorruptMessage.Code, 0},
-		{"trailing bytes", concat(good, []byte{0, 0, 0}), rules, kerr.CorruptMessage.Code, 0},
-		{"negative length", withByte(good, 8, 0x80), rules, kerr.CorruptMessage.Code, 0},
-		{"huge length", withByte(good, 8, 0x7f), rules, kerr.CorruptMessage.Code, 0},
+		{"trailing bytes", concatBatches(good, []byte{0, 0, 0}), rules, kerr.CorruptMessage.Code, 0},
+		{"negative length", withByteAt(good, 8, 0x80), rules, kerr.CorruptMessage.Code, 0},
+		{"huge length", withByteAt(good, 8, 0x7f), rules, kerr.CorruptMessage.Code, 0},
 		{"record count mismatch", recordCountMismatch, rules, kerr.CorruptMessage.Code, 0},
 		{"too large", large, tooSmall, kerr.MessageTooLarge.Code, 0},
 		{"exactly max.message.bytes", large, exact, 0, 1},
@@ -146,7 +146,7 @@ func TestSplitProduceRecordsProducerID(t *testing.T) {
 }
 
 func TestSplitProduceRecordsLogAppendTime(t *testing.T) {
-	records := concat(buildBatch(batchSpec{records: 3, timestamp: 1000}), buildBatch(batchSpec{records: 1, timestamp: 2000}))
+	records := concatBatches(buildBatch(batchSpec{records: 3, timestamp: 1000}), buildBatch(batchSpec{records: 1, timestamp: 2000}))
 	const now = 1_700_000_000_000
 	got, err := splitProduceRecords(records, produceRules{maxMessageBytes: 1 << 20, logAppendTime: true, produceVersion: 11}, now)
 	if err != nil {

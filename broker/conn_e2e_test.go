@@ -8,17 +8,19 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata/metadatatest"
 )
 
 // TestKgoRoundTripThroughConnections drives the connection machinery with
 // a real client: pipelined produce requests (acks=all, idempotent) to an
 // auto-created topic, then a consumer reading everything back in order,
-// on a broker restarted in between.
+// on a broker restarted in between, with fsync durability.
 func TestKgoRoundTripThroughConnections(t *testing.T) {
 	endpoints := metadatatest.StartEmbedded(t)
 	dir := t.TempDir()
-	tb := startTestBroker(t, endpoints, dir, func(c *Config) { c.DefaultPartitions = 1 })
+	fsync := func(c *Config) { c.DefaultPartitions, c.Durability = 1, hotlog.DurabilityFsync }
+	tb := startTestBroker(t, endpoints, dir, fsync)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	producer, err := kgo.NewClient(kgo.SeedBrokers(tb.b.Addr().String()), kgo.DefaultProduceTopic("roundtrip"),
@@ -40,7 +42,7 @@ func TestKgoRoundTripThroughConnections(t *testing.T) {
 	producer.Close()
 	tb.stop(t)
 
-	again := startTestBroker(t, endpoints, dir, nil)
+	again := startTestBroker(t, endpoints, dir, fsync)
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(again.b.Addr().String()), kgo.ConsumeTopics("roundtrip"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {

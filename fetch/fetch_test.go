@@ -339,3 +339,28 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("negative MaxResponseBytes: %v", err)
 	}
 }
+
+func TestFetchLongPollAnswersWhenLogStartPassesOffset(t *testing.T) {
+	p := newFakePartition(100)
+	p.append(5, true)
+	done := make(chan []Result)
+	go func() {
+		done <- newFetcher(t).Fetch(context.Background(), Request{MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Minute,
+			Partitions: []PartitionRequest{{Partition: p, Offset: 5, MaxBytes: 1 << 20}}})
+	}()
+	time.Sleep(20 * time.Millisecond)
+	p.mu.Lock()
+	p.mu.logStart = 6 // e.g. DeleteRecords to the HW after an append
+	p.mu.batches = append(p.mu.batches, fakeBatch(5, 100))
+	p.mu.hw = 6
+	p.notifyLocked()
+	p.mu.Unlock()
+	select {
+	case res := <-done:
+		if !errors.Is(res[0].Err, ErrOffsetOutOfRange) || res[0].LogStartOffset != 6 {
+			t.Fatalf("got %v, log start %d; want out of range with log start 6", res[0].Err, res[0].LogStartOffset)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiting fetch not answered when its offset fell below the log start")
+	}
+}

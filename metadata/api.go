@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -83,6 +84,20 @@ type EmbeddedConfig struct {
 	Logger *slog.Logger
 	// StartTimeout bounds the wait for the server to become ready. Default 60s.
 	StartTimeout time.Duration
+}
+
+// Validate checks the embedded config: a data dir is required; URLs, when
+// given, must be http(s) URLs or host:port.
+func (c EmbeddedConfig) Validate() error {
+	if c.Dir == "" {
+		return errors.New("metadata: embedded etcd needs a data dir")
+	}
+	for _, u := range []string{c.ClientURL, c.PeerURL} {
+		if u != "" && strings.Contains(u, "://") && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return fmt.Errorf("metadata: embedded etcd URL %q: want http:// or host:port", u)
+		}
+	}
+	return nil
 }
 
 // TopicID is a Kafka topic id (a UUID, 16 bytes).

@@ -51,10 +51,10 @@ func (s *Store) RegisterBroker(ctx context.Context, b BrokerInfo, ttl int64) (lo
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
-		defer close(lostCh)
 		defer stopOnCtx()
-		defer stopKeep()
 		s.keepAlive(keepCtx, responses, time.Duration(ttl)*time.Second*2/3)
+		close(lostCh) // first: fencing must not wait for the revoke below
+		stopKeep()
 		s.revoke(leaseID)
 	}()
 	return lostCh, nil

@@ -95,6 +95,30 @@
 //     its CAS with ErrCASFailed.
 //   - Producer-id blocks never overlap: producer-ids/next only grows, by CAS.
 //
+// # Brokers and liveness
+//
+// A broker registers under a lease of TTL seconds that the store keeps alive
+// (RegisterBroker). Its lost channel closes when no renewal has been answered
+// for two thirds of the TTL, before the server can expire the lease, so a
+// leader cut off from etcd stops leading before the controller may elect
+// another (DESIGN.md §4). On a clean stop the lease is revoked and the
+// registration disappears at once; after a crash it disappears when the
+// lease expires.
+//
+// # Limits
+//
+// A topic has at most MaxPartitions partitions of at most
+// MaxReplicationFactor replicas; its record must also fit etcd's request
+// size limit (1.5 MiB by default), which holds for 100,000 partitions of
+// three small broker ids. Producer-id blocks are at most 2^24 ids.
+//
+// # Concurrency
+//
+// Store holds no locks: etcd orders all writes, and every read-modify-write
+// is a CAS. Each Watch has one goroutine that owns its state (the id → name
+// cache); each registration has one keepalive goroutine, which Close waits
+// for so that it can revoke its lease before the client closes.
+//
 // # Watching
 //
 // Watch streams events from one etcd watch on the whole prefix. A consumer

@@ -1,7 +1,6 @@
 package metadata
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -30,8 +29,8 @@ const startAttempts = 3
 // the same Dir keeps the data (the client and peer URLs may differ between
 // runs: a single member needs no peer).
 func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
-	if cfg.Dir == "" {
-		return nil, errors.New("metadata: embedded etcd needs a data dir")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -42,7 +43,11 @@ func openStore(t *testing.T, endpoints []string, cluster string) *metadata.Store
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := metadata.Open(ctx, metadata.Config{Endpoints: endpoints, Cluster: cluster, Logger: quietLogger()})
+	logger := quietLogger()
+	if os.Getenv("METADATA_TEST_LOG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	s, err := metadata.Open(ctx, metadata.Config{Endpoints: endpoints, Cluster: cluster, Logger: logger})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -579,5 +584,35 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 	if err := (metadata.Config{Endpoints: []string{"x"}, Cluster: "a/b"}).Validate(); err == nil {
 		t.Fatal("cluster name with a slash validated")
+	}
+}
+
+// TestBrokerFencesBeforeLeaseExpiry: when etcd stops answering, lost must
+// close before the lease could expire on the server (DESIGN.md §4: a leader
+// that cannot renew stops leading first).
+func TestBrokerFencesBeforeLeaseExpiry(t *testing.T) {
+	etcd := metadatatest.StartExternalProcess(t)
+	s := openStore(t, etcd.Endpoints, "fence")
+	const ttl = 6
+	lost, err := s.RegisterBroker(testCtx(t), metadata.BrokerInfo{NodeID: 1, Host: "h", Port: 1}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // let a renewal or two happen
+	if err := etcd.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	t.Logf("paused at %v", paused)
+	t.Cleanup(func() { etcd.Resume() })
+	select {
+	case <-lost:
+		// The last renewal was answered at or before the pause, so the
+		// server's lease lives at least until paused + ~ttl.
+		if elapsed := time.Since(paused); elapsed >= ttl*time.Second {
+			t.Fatalf("lost closed %v after etcd stopped answering: not before the %ds lease could expire", elapsed, ttl)
+		}
+	case <-time.After(2 * ttl * time.Second):
+		t.Fatal("lost not closed while etcd was unreachable")
 	}
 }

@@ -102,8 +102,7 @@ main() {
 		failed+=("e2e suite missing")
 	else
 		# Build the binary once for both e2e runs (the harness honours STRATA_BIN).
-		local bindir
-		bindir=$(mktemp -d)
+		bindir=$(mktemp -d) # global: the EXIT trap runs after main returned
 		trap 'rm -rf "$bindir"' EXIT
 		step "build strata" go build -o "$bindir/strata" ./cmd/strata
 		export STRATA_BIN="$bindir/strata"

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +43,25 @@ func StartEmbedded(t testing.TB) []string {
 // not silently skip the external-etcd half of the suite).
 func StartExternal(t testing.TB) []string {
 	t.Helper()
+	return StartExternalProcess(t).Endpoints
+}
+
+// External is a running etcd process.
+type External struct {
+	Endpoints []string
+	process   *os.Process
+}
+
+// Pause stops the process (SIGSTOP): it holds its sockets but answers
+// nothing, like a hung or partitioned server.
+func (e *External) Pause() error { return e.process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (e *External) Resume() error { return e.process.Signal(syscall.SIGCONT) }
+
+// StartExternalProcess is StartExternal returning the process handle.
+func StartExternalProcess(t testing.TB) *External {
+	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -51,9 +71,9 @@ func StartExternal(t testing.TB) []string {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a chosen port may be taken before etcd binds it
-		endpoints, err := startExternalOnce(t, bin)
+		e, err := startExternalOnce(t, bin)
 		if err == nil {
-			return endpoints
+			return e
 		}
 		lastErr = err
 	}
@@ -61,7 +81,7 @@ func StartExternal(t testing.TB) []string {
 	return nil
 }
 
-func startExternalOnce(t testing.TB, bin string) ([]string, error) {
+func startExternalOnce(t testing.TB, bin string) (*External, error) {
 	clientURL, err := freeURL()
 	if err != nil {
 		return nil, err
@@ -85,7 +105,7 @@ func startExternalOnce(t testing.TB, bin string) ([]string, error) {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	stop := func() {
-		cmd.Process.Kill()
+		cmd.Process.Kill() // SIGKILL also ends a paused process
 		<-exited
 	}
 	if err := waitHealthy(clientURL, exited, 30*time.Second); err != nil {
@@ -93,7 +113,7 @@ func startExternalOnce(t testing.TB, bin string) ([]string, error) {
 		return nil, fmt.Errorf("%w; etcd output:\n%s", err, output.String())
 	}
 	t.Cleanup(stop)
-	return []string{clientURL}, nil
+	return &External{Endpoints: []string{clientURL}, process: cmd.Process}, nil
 }
 
 // waitHealthy polls etcd's /health until it reports healthy, etcd exits, or

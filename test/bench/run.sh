@@ -12,15 +12,17 @@
 #
 # Prints one table: MB/s (10^6 B/s) and strata/dd ratios. A full run takes
 # about 1-3 minutes. Knobs (environment):
-#   BENCH_RECORDS_1K (200000)  BENCH_RECORDS_100 (500000)  BENCH_PARTITIONS (4)
+#   BENCH_RECORDS_1K (400000)  BENCH_RECORDS_100 (1000000)  BENCH_PARTITIONS (4)
+#   BENCH_PACED_RATE (20000 records/s for 5 s: latency at a fixed offered load)
 #   BENCH_DSYNC_WRITES (2000)  BENCH_DIR (/tmp: must be on the disk to measure)
 #   BENCH_KEEP=1 keeps the work directory (logs, data) for inspection.
 set -euo pipefail
 export LC_ALL=C
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-records_1k=${BENCH_RECORDS_1K:-200000}
-records_100=${BENCH_RECORDS_100:-500000}
+records_1k=${BENCH_RECORDS_1K:-400000}
+records_100=${BENCH_RECORDS_100:-1000000}
+paced_rate=${BENCH_PACED_RATE:-20000}
 partitions=${BENCH_PARTITIONS:-4}
 dsync_writes=${BENCH_DSYNC_WRITES:-2000}
 work=$(mktemp -d "${BENCH_DIR:-/tmp}/strata-bench.XXXXXX")
@@ -95,28 +97,39 @@ produce() { # NAME SIZE RECORDS
 	run_bench "$1" produce --topic "$1" --record-size "$2" --records "$3" --partitions "$partitions" --acks all
 }
 
-# dd_mbps ARGS...: runs dd and prints MB/s (10^6 B/s) from its byte count and time.
-dd_mbps() {
+# dd_once ARGS...: runs dd and prints MB/s (10^6 B/s) from its byte count and time.
+dd_once() {
 	local line
 	line=$(dd "$@" 2>&1 | grep ' copied, ')
-	awk '{ for (i = 1; i <= NF; i++) if ($i == "s,") secs = $(i-1); printf "%.2f", $1 / secs / 1e6 }' <<<"$line"
+	awk '{ for (i = 1; i <= NF; i++) if ($i == "s,") secs = $(i-1); printf "%.2f\n", $1 / secs / 1e6 }' <<<"$line"
+}
+
+# dd_mbps ARGS...: the median of three dd runs (a shared machine is noisy;
+# the first write to a fresh file also pays for page allocation). The output
+# file, if any (of=...), is removed after each run.
+dd_mbps() {
+	local i arg file=""
+	for arg in "$@"; do [[ $arg == of=/dev/null ]] || [[ $arg != of=* ]] || file=${arg#of=}; done
+	for i in 1 2 3; do
+		dd_once "$@"
+		if [[ -n "$file" ]]; then rm -f "$file"; fi
+	done | sort -n | sed -n 2p
 }
 
 # baselines NAME BYTES: dd write (buffered, fdatasync) and cached read of BYTES.
 baselines() {
 	local name=$1 count=$(($2 / 1048576)) file="$work/dd.bin"
 	mbps[dd-buffered-$name]=$(dd_mbps if=/dev/zero of="$file" bs=1M count="$count")
+	dd_once if=/dev/zero of="$file" bs=1M count="$count" >/dev/null
 	mbps[dd-read-cached-$name]=$(dd_mbps if="$file" of=/dev/null bs=1M)
 	rm -f "$file"
 	mbps[dd-fdatasync-$name]=$(dd_mbps if=/dev/zero of="$file" bs=1M count="$count" conv=fdatasync)
-	rm -f "$file"
 	say "  dd $name: buffered ${mbps[dd-buffered-$name]}, fdatasync ${mbps[dd-fdatasync-$name]}, cached read ${mbps[dd-read-cached-$name]} MB/s"
 }
 
 dsync_baseline() { # SIZE
 	local file="$work/dd-dsync.bin"
 	mbps[dd-dsync-$1]=$(dd_mbps if=/dev/zero of="$file" bs="$1" count="$dsync_writes" oflag=dsync)
-	rm -f "$file"
 	say "  dd oflag=dsync bs=$1: ${mbps[dd-dsync-$1]} MB/s"
 }
 
@@ -125,13 +138,17 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 print_table() {
 	printf '\n%-30s %10s %10s %9s %9s %9s   %-8s %-8s %-8s\n' case "records/s" "MB/s" "p50 ms" "p99 ms" "p99.9 ms" "/dd-buf" "/dd-fds" "/dd-dsync"
 	local row size vol
-	for row in produce-1k-fsync produce-100b-fsync produce-1k-replication produce-100b-replication; do
+	for row in produce-1k-fsync produce-100b-fsync produce-1k-fsync-paced \
+		produce-1k-replication produce-100b-replication produce-1k-replication-paced; do
 		if [[ $row == *1k* ]]; then size=1024 vol=1k; else size=100 vol=100b; fi
+		local ratios=(- - -) # a paced run's throughput is the offered rate: no ratio
+		if [[ $row != *paced ]]; then
+			ratios=("$(ratio "${mbps[$row]}" "${mbps[dd-buffered-$vol]}")"
+				"$(ratio "${mbps[$row]}" "${mbps[dd-fdatasync-$vol]}")"
+				"$(ratio "${mbps[$row]}" "${mbps[dd-dsync-$size]}")")
+		fi
 		printf '%-32s %10s %10s %9s %9s %9s   %-8s %-8s %-8s\n' "$row" "${recps[$row]}" "${mbps[$row]}" \
-			"${p50[$row]}" "${p99[$row]}" "${p999[$row]}" \
-			"$(ratio "${mbps[$row]}" "${mbps[dd-buffered-$vol]}")" \
-			"$(ratio "${mbps[$row]}" "${mbps[dd-fdatasync-$vol]}")" \
-			"$(ratio "${mbps[$row]}" "${mbps[dd-dsync-$size]}")"
+			"${p50[$row]}" "${p99[$row]}" "${p999[$row]}" "${ratios[@]}"
 	done
 	printf '%-32s %10s %10s %9s %9s %9s   %-8s (vs dd cached read)\n' consume-1k-hot "${recps[consume-1k-hot]}" \
 		"${mbps[consume-1k-hot]}" "-" "-" "-" "$(ratio "${mbps[consume-1k-hot]}" "${mbps[dd-read-cached-1k]}")"
@@ -142,7 +159,9 @@ print_table() {
 	printf '%-32s %10s %10s\n' "dd cached read (1k volume)" - "${mbps[dd-read-cached-1k]}"
 	printf '%-32s %10s %10s\n' "dd oflag=dsync bs=1024" - "${mbps[dd-dsync-1024]}"
 	printf '%-32s %10s %10s\n' "dd oflag=dsync bs=100" - "${mbps[dd-dsync-100]}"
-	printf '\nMB/s = 10^6 bytes of record values per second; latency = produce-to-ack (acks=all), %d partitions.\n' "$partitions"
+	printf '\nMB/s = 10^6 bytes of record values per second; latency = produce-to-ack (acks=all), %d partitions;\n' "$partitions"
+	printf 'flat-out latency includes time queued in the client; -paced rows offer %d records/s and count from each\n' "$paced_rate"
+	printf "record's intended send time. dd rows are the median of 3 runs.\n"
 	printf 'Ratios are strata MB/s over dd MB/s of the same byte volume (dsync: same write size), same disk, same run.\n'
 }
 
@@ -158,6 +177,10 @@ main() {
 		start_server "$mode"
 		produce "produce-1k-$mode" 1024 "$records_1k"
 		produce "produce-100b-$mode" 100 "$records_100"
+		# Latency at a fixed offered load, corrected for coordinated omission
+		# (flat-out runs measure mostly the client's queue).
+		run_bench "produce-1k-$mode-paced" produce --topic "produce-1k-$mode-paced" --record-size 1024 \
+			--records $((paced_rate * 5)) --rate "$paced_rate" --partitions "$partitions" --acks all
 		if [[ $mode == fsync ]]; then
 			run_bench consume-1k-hot consume --topic "produce-1k-$mode"
 		fi

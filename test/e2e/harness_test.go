@@ -56,11 +56,13 @@ func runMain(m *testing.M) int {
 	etcdMode = "embedded"
 	if os.Getenv("STRATA_TEST_ETCD") == "external" {
 		etcdMode = "external"
-		stop, err := startExternalEtcd(filepath.Join(tmp, "etcd"))
-		if err != nil {
-			etcdErr = err
-		} else {
-			defer stop()
+		// A port chosen free may be taken before etcd binds it: retry.
+		for attempt := 0; attempt < 3; attempt++ {
+			stop, err := startExternalEtcd(filepath.Join(tmp, fmt.Sprintf("etcd-%d", attempt)))
+			if etcdErr = err; err == nil {
+				defer stop()
+				break
+			}
 		}
 	}
 	return m.Run()

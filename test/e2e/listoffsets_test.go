@@ -76,12 +76,18 @@ func TestListOffsetsByTimestamp(t *testing.T) {
 			query{fmt.Sprintf("exact %d", i), tsOf(i), i, tsOf(i)},
 			query{fmt.Sprintf("between %d and %d", i-1, i), tsOf(i) - 5, i, tsOf(i)})
 	}
-	for _, q := range queries {
-		off, ts := listOffsetAt(t, cl, topic, q.target)
-		if off != q.want || ts != q.wantTime {
-			t.Errorf("%s: ListOffsets(%d) = offset %d ts %d, want offset %d ts %d", q.name, q.target, off, ts, q.want, q.wantTime)
+	check := func(when string, cl *kgo.Client) {
+		for _, q := range queries {
+			off, ts := listOffsetAt(t, cl, topic, q.target)
+			if off != q.want || ts != q.wantTime {
+				t.Errorf("%s, %s: ListOffsets(%d) = offset %d ts %d, want offset %d ts %d", when, q.name, q.target, off, ts, q.want, q.wantTime)
+			}
 		}
 	}
+	check("before restart", cl)
+	b.Restart() // time indexes reloaded or rebuilt
+	cl = b.Client()
+	check("after restart", cl)
 	if off, ts := listOffsetAt(t, cl, topic, tsOf(n-1)+1); off != -1 || ts != -1 {
 		t.Errorf("after all: ListOffsets = offset %d ts %d, want -1 -1 (Kafka's answer when no record is new enough)", off, ts)
 	}

@@ -111,7 +111,23 @@ func flipByteInBatch(t *testing.T, path string, victim diskBatch) {
 // a flipped byte, are repaired on start: every batch before the damage is
 // served, nothing from the damaged batch on, and new produces continue at
 // the damaged batch's offset.
+//
+// The damage is done after a clean stop (SIGTERM, the brief's case: the
+// broker must still check the active segment) and after kill -9.
 func TestRecoveryRepairsDamagedTail(t *testing.T) {
+	t.Run("after SIGTERM", func(t *testing.T) {
+		recoverDamaged(t, func(b *Broker) {
+			if err := b.Stop(); err != nil {
+				t.Fatalf("SIGTERM: want exit 0, got %v", err)
+			}
+		})
+	})
+	t.Run("after kill -9", func(t *testing.T) { recoverDamaged(t, (*Broker).Kill) })
+}
+
+// recoverDamaged runs the scenario with stop ending the broker (it may call
+// t.Fatal: it runs on t's goroutine).
+func recoverDamaged(t *testing.T, stop func(*Broker)) {
 	b := StartBroker(t)
 	cases := []struct {
 		topic string
@@ -127,9 +143,7 @@ func TestRecoveryRepairsDamagedTail(t *testing.T) {
 		produced[c.topic] = produceUntilSegments(t, b, cl, c.topic)
 	}
 	cl.Close()
-	if err := b.Stop(); err != nil {
-		t.Fatalf("SIGTERM: want exit 0, got %v", err)
-	}
+	stop(b)
 
 	cut := map[string]int64{} // first offset that must no longer be served
 	for _, c := range cases {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -213,4 +215,46 @@ func portOf(t testing.TB, addr string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestRestartKeepsDeletions: what was deleted stays deleted across a clean
+// restart: the low watermark set by DeleteRecords and a deleted topic.
+func TestRestartKeepsDeletions(t *testing.T) {
+	b := StartBroker(t)
+	adm := b.Admin()
+	const topic, gone = "keep-low-watermark", "deleted-before-restart"
+	createTopic(t, adm, topic, 1, nil)
+	createTopic(t, adm, gone, 2, nil)
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := 0; i < 100; i++ {
+		produceSync(t, cl, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "r%d", i)})
+	}
+	produceSync(t, cl, &kgo.Record{Topic: gone, Value: []byte("soon gone")})
+	ctx := testCtx(t, 60*time.Second)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 30})
+	if dr, err := adm.DeleteRecords(ctx, offs); err != nil || dr.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, dr.Error())
+	}
+	if resp, err := adm.DeleteTopics(ctx, gone); err != nil || resp.Error() != nil {
+		t.Fatalf("delete topic: %v %v", err, resp.Error())
+	}
+	cl.Close()
+
+	b.Restart()
+	adm = b.Admin()
+	if start, end := startOffsets(t, adm, topic)[0], endOffsets(t, adm, topic)[0]; start != 30 || end != 100 {
+		t.Fatalf("after restart: earliest %d latest %d, want 30 and 100 (DeleteRecords undone?)", start, end)
+	}
+	if p := fetchPartition(t, b, topic, 10); kerr.ErrorForCode(p.ErrorCode) != kerr.OffsetOutOfRange {
+		t.Fatalf("after restart: fetch at 10 below low watermark 30: %v, want OFFSET_OUT_OF_RANGE", kerr.ErrorForCode(p.ErrorCode))
+	}
+	if topicExists(t, adm, gone) {
+		t.Fatalf("topic %s deleted before the restart is back", gone)
+	}
+	for p := int32(0); p < 2; p++ {
+		if _, err := os.Stat(b.PartitionDir(gone, p)); err == nil {
+			t.Errorf("deleted topic's directory %s still on disk after restart", b.PartitionDir(gone, p))
+		}
+	}
 }

@@ -1,0 +1,187 @@
+package group
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrCorruptRecord is returned for a record of __consumer_offsets that does
+// not decode.
+var ErrCorruptRecord = errors.New("group: corrupt offsets record")
+
+// RecordKind says what a record of __consumer_offsets is.
+type RecordKind int8
+
+const (
+	KindOffset RecordKind = iota + 1
+	KindGroup
+)
+
+// Record is one record for __consumer_offsets, encoded with Kafka's
+// schemas (doc.go). Value nil is a tombstone.
+type Record struct {
+	Kind      RecordKind
+	Group     string
+	Topic     string // KindOffset
+	Partition int32  // KindOffset
+	Key       []byte
+	Value     []byte
+}
+
+func offsetRecord(group string, tp TopicPartition, o *Offset) Record {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, tp.Topic, tp.Partition
+	r := Record{Kind: KindOffset, Group: group, Topic: tp.Topic, Partition: tp.Partition, Key: k.AppendTo(nil)}
+	if o != nil {
+		v := kmsg.NewOffsetCommitValue()
+		v.Version, v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = 3, o.Offset, o.LeaderEpoch, o.Metadata, o.CommitTimestamp
+		r.Value = v.AppendTo(nil)
+	}
+	return r
+}
+
+func groupRecord(g *groupState) Record {
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, g.id
+	r := Record{Kind: KindGroup, Group: g.id, Key: k.AppendTo(nil)}
+	if g.state == StateDead {
+		return r
+	}
+	v := kmsg.NewGroupMetadataValue()
+	v.Version, v.ProtocolType, v.Generation, v.CurrentStateTimestamp = 3, g.protocolType, g.generation, g.stateSince
+	if g.protocol != "" {
+		v.Protocol = kmsg.StringPtr(g.protocol)
+	}
+	if g.leader != "" {
+		v.Leader = kmsg.StringPtr(g.leader)
+	}
+	for _, id := range g.order {
+		m := g.members[id]
+		vm := kmsg.NewGroupMetadataValueMember()
+		vm.MemberID, vm.ClientID, vm.ClientHost = m.id, m.clientID, m.clientHost
+		if m.instanceID != "" {
+			vm.InstanceID = kmsg.StringPtr(m.instanceID)
+		}
+		vm.RebalanceTimeoutMillis, vm.SessionTimeoutMillis = m.rebalanceTimeoutMs, m.sessionTimeoutMs
+		vm.Subscription, vm.Assignment = m.metadataFor(g.protocol), m.assignment
+		v.Members = append(v.Members, vm)
+	}
+	r.Value = v.AppendTo(nil)
+	return r
+}
+
+// DecodeRecord parses a key/value pair of __consumer_offsets. ok is false
+// for keys of other versions (skipped, as Kafka skips what it does not know).
+func DecodeRecord(key, value []byte) (r Record, ok bool, err error) {
+	if len(key) < 2 {
+		return r, false, fmt.Errorf("%w: key of %d bytes", ErrCorruptRecord, len(key))
+	}
+	r.Key, r.Value = key, value
+	switch binary.BigEndian.Uint16(key) {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(key); err != nil {
+			return r, false, fmt.Errorf("%w: offset key: %v", ErrCorruptRecord, err)
+		}
+		r.Kind, r.Group, r.Topic, r.Partition = KindOffset, k.Group, k.Topic, k.Partition
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(key); err != nil {
+			return r, false, fmt.Errorf("%w: group key: %v", ErrCorruptRecord, err)
+		}
+		r.Kind, r.Group = KindGroup, k.Group
+	default:
+		return r, false, nil
+	}
+	return r, true, nil
+}
+
+func decodeOffsetValue(value []byte) (Offset, error) {
+	var v kmsg.OffsetCommitValue
+	if err := v.ReadFrom(value); err != nil {
+		return Offset{}, fmt.Errorf("%w: offset value: %v", ErrCorruptRecord, err)
+	}
+	epoch := v.LeaderEpoch
+	if v.Version < 3 {
+		epoch = -1
+	}
+	return Offset{Offset: v.Offset, LeaderEpoch: epoch, Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp}, nil
+}
+
+func decodeGroupValue(value []byte) (kmsg.GroupMetadataValue, error) {
+	var v kmsg.GroupMetadataValue
+	if err := v.ReadFrom(value); err != nil {
+		return v, fmt.Errorf("%w: group value: %v", ErrCorruptRecord, err)
+	}
+	return v, nil
+}
+
+// EncodeBatch lays records out as one uncompressed RecordBatch v2 with
+// base offset 0 (the log assigns offsets), timestamps now (ms).
+func EncodeBatch(records []Record, now int64) []byte {
+	var body []byte
+	for i, r := range records {
+		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
+		inner := rec.AppendTo(nil)[1:] // drop the placeholder length (varint 0: one byte)
+		body = binary.AppendVarint(body, int64(len(inner)))
+		body = append(body, inner...)
+	}
+	b := kmsg.RecordBatch{
+		Magic: 2, LastOffsetDelta: int32(len(records) - 1), FirstTimestamp: now, MaxTimestamp: now,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(records)), Records: body,
+	}
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// maxBatchRecords bounds a batch's record count before allocating for it.
+const batchHeaderSize = 61
+
+// DecodeBatches walks RecordBatches read from the log and calls fn for each
+// record with its offset. Compressed and control batches are skipped
+// (Strata writes its records uncompressed and outside transactions).
+func DecodeBatches(data []byte, fn func(offset int64, key, value []byte) error) error {
+	for len(data) >= 12 {
+		size := int64(binary.BigEndian.Uint32(data[8:12])) + 12
+		if size < batchHeaderSize || size > int64(len(data)) {
+			return fmt.Errorf("%w: batch of %d bytes, %d left", ErrCorruptRecord, size, len(data))
+		}
+		var b kmsg.RecordBatch
+		if err := b.ReadFrom(data[:size]); err != nil {
+			return fmt.Errorf("%w: batch: %v", ErrCorruptRecord, err)
+		}
+		data = data[size:]
+		if b.Attributes&0x07 != 0 || b.Attributes&0x20 != 0 {
+			continue
+		}
+		if err := decodeRecords(b.FirstOffset, b.Records, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeRecords(base int64, body []byte, fn func(offset int64, key, value []byte) error) error {
+	for len(body) > 0 {
+		n, w := binary.Varint(body)
+		if w <= 0 || n < 0 || n > int64(len(body)-w) {
+			return fmt.Errorf("%w: record length", ErrCorruptRecord)
+		}
+		var rec kmsg.Record
+		whole := body[:w+int(n)]
+		body = body[w+int(n):]
+		if err := rec.ReadFrom(whole); err != nil {
+			return fmt.Errorf("%w: record: %v", ErrCorruptRecord, err)
+		}
+		if err := fn(base+int64(rec.OffsetDelta), rec.Key, rec.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
