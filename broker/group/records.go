@@ -140,31 +140,34 @@ func EncodeBatch(records []Record, now int64) []byte {
 	return out
 }
 
-// maxBatchRecords bounds a batch's record count before allocating for it.
+// batchHeaderSize is the RecordBatch v2 header size.
 const batchHeaderSize = 61
 
 // DecodeBatches walks RecordBatches read from the log and calls fn for each
 // record with its offset. Compressed and control batches are skipped
-// (Strata writes its records uncompressed and outside transactions).
-func DecodeBatches(data []byte, fn func(offset int64, key, value []byte) error) error {
+// (Strata writes its records uncompressed and outside transactions). It
+// returns the offset after the last whole batch (-1 if there was none).
+func DecodeBatches(data []byte, fn func(offset int64, key, value []byte) error) (int64, error) {
+	next := int64(-1)
 	for len(data) >= 12 {
 		size := int64(binary.BigEndian.Uint32(data[8:12])) + 12
 		if size < batchHeaderSize || size > int64(len(data)) {
-			return fmt.Errorf("%w: batch of %d bytes, %d left", ErrCorruptRecord, size, len(data))
+			return next, fmt.Errorf("%w: batch of %d bytes, %d left", ErrCorruptRecord, size, len(data))
 		}
 		var b kmsg.RecordBatch
 		if err := b.ReadFrom(data[:size]); err != nil {
-			return fmt.Errorf("%w: batch: %v", ErrCorruptRecord, err)
+			return next, fmt.Errorf("%w: batch: %v", ErrCorruptRecord, err)
 		}
 		data = data[size:]
+		next = b.FirstOffset + int64(b.LastOffsetDelta) + 1
 		if b.Attributes&0x07 != 0 || b.Attributes&0x20 != 0 {
 			continue
 		}
 		if err := decodeRecords(b.FirstOffset, b.Records, fn); err != nil {
-			return err
+			return next, err
 		}
 	}
-	return nil
+	return next, nil
 }
 
 func decodeRecords(base int64, body []byte, fn func(offset int64, key, value []byte) error) error {
