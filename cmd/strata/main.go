@@ -38,11 +38,16 @@ type command struct {
 	run     func(ctx context.Context, c *cli, args []string) error
 }
 
-// errUsage marks errors that exit with status 2; the message is printed.
+// errUsage marks errors that exit with status 2 (errors.Is); only their
+// message is printed.
 var errUsage = errors.New("usage")
 
+type usageError struct{ error }
+
+func (usageError) Is(target error) bool { return target == errUsage }
+
 func usageErrorf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+	return usageError{fmt.Errorf(format, args...)}
 }
 
 func commands() map[string]command {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	mathrand "math/rand/v2"
 	"net"
 	"strings"
 	"testing"
@@ -220,4 +221,106 @@ func checkApiVersionsFallback(t *testing.T, b *Broker) {
 		}
 	}
 	t.Fatalf("v0 fallback lists no ApiVersions >= v3: %+v", resp.ApiKeys)
+}
+
+// TestMalformedRequests sends frames with valid API keys and versions but
+// random bodies (a bounded, seeded batch): each gets an answer or a closed
+// connection, and the broker keeps running and serving.
+func TestMalformedRequests(t *testing.T) {
+	b := StartBroker(t)
+	createTopic(t, b.Admin(), "malformed", 1, nil)
+	rng := mathrand.New(mathrand.NewPCG(2, 11))
+	keys := []int16{0, 1, 2, 3, 18, 19, 20, 21, 23, 32, 33, 37, 44, 60}
+	for i := 0; i < 300; i++ {
+		key := keys[rng.IntN(len(keys))]
+		version := int16(rng.IntN(int(kmsg.RequestForKey(key).MaxVersion()) + 1))
+		var body []byte
+		if i%2 == 0 {
+			body = make([]byte, rng.IntN(200))
+			for j := range body {
+				body[j] = byte(rng.IntN(256))
+			}
+		} else {
+			body = validBody(key, version)
+			for flips := 1 + rng.IntN(3); flips > 0 && len(body) > 0; flips-- {
+				body[rng.IntN(len(body))] ^= byte(1 + rng.IntN(255))
+			}
+		}
+		sendRawFrame(t, b, key, version, body)
+		if b.hasExited() {
+			t.Fatalf("broker died on request %d (key %d v%d body %x): %v", i, key, version, body, b.exitErr)
+		}
+	}
+	ctx := testCtx(t, 30*time.Second)
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, b.Client()); err != nil {
+		t.Fatalf("broker not serving after malformed requests: %v", err)
+	}
+	produceSync(t, b.Client(), &kgo.Record{Topic: "malformed", Value: []byte("still fine")})
+}
+
+// validBody encodes a plausible request of key at version (a produce with a
+// real batch, a fetch and list-offsets of a real topic, ...), to be mutated.
+func validBody(key, version int16) []byte {
+	req := kmsg.RequestForKey(key)
+	req.SetVersion(version)
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		r.Acks, r.TimeoutMillis = -1, 1000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "malformed"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = rawBatch(false, "a", "bb", "ccc")
+		rt.Partitions = append(rt.Partitions, rp)
+		r.Topics = append(r.Topics, rt)
+	case *kmsg.FetchRequest:
+		r.ReplicaID, r.MaxBytes, r.MaxWaitMillis = -1, 1<<20, 10
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "malformed"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		r.Topics = append(r.Topics, rt)
+	case *kmsg.ListOffsetsRequest:
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "malformed"
+		rt.Partitions = append(rt.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
+		r.Topics = append(r.Topics, rt)
+	case *kmsg.CreateTopicsRequest:
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "fuzzed", 2, 1
+		r.Topics = append(r.Topics, rt)
+	case *kmsg.MetadataRequest:
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("malformed")
+		r.Topics = append(r.Topics, rt)
+	}
+	body := req.AppendTo(nil)
+	if req.IsFlexible() {
+		body = append([]byte{0}, body...) // the request header's empty tag buffer
+	}
+	return body
+}
+
+// sendRawFrame writes one request (header v1: key, version, correlation id,
+// client id "e2e", then body) and reads until an answer or close, bounded
+// by a deadline.
+func sendRawFrame(t *testing.T, b *Broker, key, version int16, body []byte) {
+	conn, err := net.DialTimeout("tcp", b.Addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	frame := binary.BigEndian.AppendUint32(nil, 0)
+	frame = binary.BigEndian.AppendUint16(frame, uint16(key))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
+	frame = binary.BigEndian.AppendUint32(frame, 1)
+	frame = binary.BigEndian.AppendUint16(frame, 3)
+	frame = append(frame, "e2e"...)
+	frame = append(frame, body...)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	if _, err := conn.Write(frame); err != nil {
+		return // already closed: an acceptable answer
+	}
+	_, _ = conn.Read(make([]byte, 4096))
 }

@@ -88,6 +88,7 @@ func TestProduceConsumeAllCodecs(t *testing.T) {
 		}
 	}
 	consumeAndCompare(t, b, topic, expect, perCodec)
+	t.Logf("%d records produced with %d codecs and read back; end offsets %v", perCodec*len(codecs), len(codecs), ends)
 	checkStoredAsSent(t, b, topic)
 }
 

@@ -1,0 +1,170 @@
+// Package tier is Strata's history tier (DESIGN.md §5): the object store that
+// holds sealed segments, and the self-describing segment-object format.
+//
+// This file fixes the in-bucket format. Everything marked "part of the
+// in-bucket format; never change" is read back by every later version of
+// Strata, by `strata restore` and by `strata replay`, from buckets written
+// years earlier.
+//
+// # Object store
+//
+// ObjectStore is a small interface (read a range, put, list a prefix, delete,
+// stat, is-not-found) with two real backends and test wrappers:
+//
+//	tier/file     a directory (default of `strata serve`; a NAS mount works)
+//	tier/s3       AWS S3 and S3-compatible stores (MinIO) through aws-sdk-go-v2
+//	tier (this)   NewMemStore, Counting, Latency, Faulty, Retrying wrappers
+//
+// OpenURL maps the --object-store flag to a store:
+//
+//	file:///var/lib/strata/objects
+//	s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=us-east-1
+//
+// Keys are slash-separated relative names (no leading '/', no "." or ".."
+// element, no empty element, no NUL byte, at most MaxKeyLen bytes); every
+// backend rejects other keys with ErrInvalidKey. A Put is atomic: a reader
+// sees the old object, the new object whole, or nothing, never a part
+// (S3 gives this; the file backend writes a temp file, fsyncs, renames).
+// Objects are immutable once written: Strata never overwrites a key with
+// different bytes (keys carry a random uuid).
+//
+// # Transient errors and retries
+//
+// Retrying wraps a store and retries, with capped exponential backoff and
+// full jitter, the errors IsTransient reports: S3 503 SlowDown / 500 / 502 /
+// 504 / RequestTimeout / throttling codes, network timeouts, connection
+// resets and refused connections (the store restarting), unexpected EOF of
+// a body, and anything wrapping ErrTransient (the fault-injecting wrapper's
+// errors). Not-found, invalid keys, access denied, cancelled contexts and
+// corrupt data are permanent. A Put is retried only when its body can be
+// replayed (it implements io.Seeker or io.ReaderAt); re-putting the same key
+// with the same bytes is harmless, so a retry never duplicates a segment.
+//
+// # Key layout (DESIGN.md §5)
+//
+//	<prefix>/<cluster>/topics/<topic>-<topicId>/<partition:05>/<baseOffset:020>-<epoch>-<uuid>.seg
+//	<prefix>/<cluster>/topics/<topic>-<topicId>/topic.json
+//
+// <prefix> is the URL's prefix (may be empty, then the key starts with
+// <cluster>); <topicId> is the 22-character Kafka string form of the topic
+// UUID; <epoch> is the decimal leader epoch of the uploader; <uuid> is a
+// random UUID in its 36-character text form, so that two uploads of the same
+// segment (a retry after a crash, two leaders in a race) never overwrite each
+// other: the manifest decides which one is live, the sweeper deletes the rest.
+// Zero padding makes listing order offset order. SegmentKey builds a key and
+// ParseSegmentKey reads one back (restore lists the bucket and parses keys).
+//
+// # Segment object
+//
+// One object per sealed hotlog segment. All integers are big-endian.
+//
+//	+------------------------------+ 0
+//	| batches                      |  the segment's .log bytes, unchanged
+//	+------------------------------+ Sections[SectionOffsetIndex].Offset
+//	| offset index                 |  8 bytes per entry
+//	+------------------------------+
+//	| time index                   |  12 bytes per entry
+//	+------------------------------+
+//	| leader-epoch ranges          |  12 bytes per entry
+//	+------------------------------+
+//	| producer snapshot            |  opaque bytes (issue 6); empty for now
+//	+------------------------------+
+//	| aborted-transaction index    |  32 bytes per entry; empty for now
+//	+------------------------------+ size - FooterSize
+//	| footer                       |  FooterSize (512) bytes
+//	+------------------------------+ size
+//
+// The sections are contiguous, in this order, and exactly fill the object
+// before the footer. Reading the last TailReadSize bytes of an object finds
+// the footer and, for segments up to about a hundred MiB, every index
+// section too; otherwise the footer tells which one more range to read.
+//
+// Offset index entry (one per IndexIntervalBytes of batches; the first batch
+// always has one, at position 0):
+//
+//	+-----------------------+-----------------------+
+//	| relativeOffset u32    | position u32          |
+//	+-----------------------+-----------------------+
+//
+// relativeOffset = batch baseOffset - footer baseOffset; position = byte
+// position of the batch in the object. Both increase strictly. The batch
+// holding offset o starts at or after the position of the last entry with
+// relativeOffset <= o and before the position of the entry after it.
+//
+// Time index entry (made at the same batches as offset-index entries, when
+// the running maximum timestamp has grown since the previous time entry; the
+// first batch always has one):
+//
+//	+-----------------------------------------------+-----------------------+
+//	| maxTimestampSoFar i64                         | relativeOffset u32    |
+//	+-----------------------------------------------+-----------------------+
+//
+// maxTimestampSoFar is the largest batch maxTimestamp of all batches up to
+// and including the batch at relativeOffset. Every relativeOffset of the
+// time index also appears in the offset index. Both columns increase
+// strictly. The first batch with maxTimestamp >= t lies after the entry's
+// batch of the last entry with maxTimestampSoFar < t (or from position 0)
+// and at or before the batch of the first entry with maxTimestampSoFar >= t.
+//
+// Leader-epoch range entry (one per leader epoch that appended batches of
+// this segment, taken from the batches' partitionLeaderEpoch):
+//
+//	+-----------------------+-----------------------------------------------+
+//	| epoch i32             | startOffset i64                               |
+//	+-----------------------+-----------------------------------------------+
+//
+// Both columns increase strictly; the first startOffset is the base offset;
+// epoch e covers [startOffset, next startOffset) (the last one up to and
+// including lastOffset).
+//
+// Aborted-transaction entry (Kafka's .txnindex without its version field):
+//
+//	+------------------+------------------+------------------+------------------+
+//	| producerId i64   | firstOffset i64  | lastOffset i64   | lastStableOffset |
+//	+------------------+------------------+------------------+------------------+
+//
+// # Footer (FooterSize = 512 bytes, the last bytes of the object)
+//
+//	offset size field
+//	     0    8 magic "STRATAsg"
+//	     8    2 version (1)
+//	    10    2 footer size (512)
+//	    12    4 flags (0; readers reject unknown bits)
+//	    16   16 topic id (UUID bytes)
+//	    32    4 partition i32
+//	    36    4 upload leader epoch i32 (the <epoch> of the key)
+//	    40    8 base offset
+//	    48    8 last offset (of the last record of the last batch)
+//	    56    8 first timestamp (firstTimestamp of the first batch)
+//	    64    8 max timestamp (largest batch maxTimestamp)
+//	    72    8 offset of max timestamp (last offset of the first batch that has it)
+//	    80    4 batch count u32
+//	    84    4 reserved (0)
+//	    88  120 6 sections x { offset u64, length u64, crc32c u32 }:
+//	            batches, offset index, time index, leader epochs,
+//	            producer snapshot, aborted transactions
+//	   208    2 topic name length (1..MaxTopicNameLen = 249)
+//	   210  249 topic name, zero-padded
+//	   459   49 reserved (0)
+//	   508    4 CRC-32C (Castagnoli) of footer bytes 0..507
+//
+// CRC-32C of an empty section is 0. The decoder (DecodeFooter,
+// DecodeIndexSections) checks the magic, version, size, flags, the footer
+// CRC, that the sections are contiguous from 0 and end at the footer, that
+// each index length is a multiple of its entry size and at most
+// MaxIndexSectionBytes, every section CRC, and the index invariants above.
+// Any violation is ErrCorruptObject: nothing from the bucket may panic or be
+// served unchecked. A reader of batches (ObjectReader) additionally checks
+// each batch's CRC-32C before returning it.
+//
+// # Writing an object (EncodeSegmentObject)
+//
+// The encoder reads the segment's .log once, validating every batch (framing,
+// magic 2, CRC, increasing offsets, non-decreasing leader epochs) and
+// building the indexes, the epoch ranges and the batches CRC; it then
+// returns an EncodedObject whose NewReader streams batches+sections+footer
+// from the .log file without copying it into memory. The uploader (issue 4
+// follow-up) Puts that reader under SegmentKey; a large object goes up as a
+// multipart upload with parallel parts (tier/s3), which needs the io.ReaderAt
+// the reader provides.
+package tier
