@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 )
@@ -46,7 +47,12 @@ type Config struct {
 	// RegistrationTTL is the lease TTL of the broker registration, in
 	// seconds. Default 10.
 	RegistrationTTL int64
-	Logger          *slog.Logger
+	// Group configures the consumer-group coordinator (broker/group):
+	// offsets.topic.num.partitions, group.initial.rebalance.delay.ms,
+	// session timeout bounds, offsets.retention.minutes. Zero values get
+	// Kafka's defaults; its Logger is set by the broker.
+	Group  group.Config
+	Logger *slog.Logger
 }
 
 const (
@@ -97,6 +103,9 @@ func (c Config) Validate() error {
 	case c.Durability != hotlog.DurabilityFsync && c.Durability != hotlog.DurabilityReplication:
 		return fmt.Errorf("%w: durability %d", ErrInvalidConfig, c.Durability)
 	}
+	if err := c.Group.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	if c.Advertise != "" {
 		if _, _, err := parseHostPort(c.Advertise); err != nil {
 			return fmt.Errorf("%w: advertise: %v", ErrInvalidConfig, err)
@@ -137,6 +146,9 @@ type Broker struct {
 	parts    partitionManager
 	liveBrks liveBrokers
 	pids     producerIDs
+	// groups coordinates the consumer groups of the __consumer_offsets
+	// partitions this node leads. Set by New.
+	groups *group.Coordinator
 
 	startOnce, shutdownOnce sync.Once
 }
@@ -151,6 +163,11 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 		return nil, fmt.Errorf("%w: nil metadata store", ErrInvalidConfig)
 	}
 	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
+	groups, err := b.newCoordinator()
+	if err != nil {
+		return nil, err
+	}
+	b.groups = groups
 	b.apis = newAPITable(b)
 	b.conns.set = map[*conn]struct{}{}
 	b.parts.init()
@@ -175,6 +192,7 @@ func (b *Broker) start(ctx context.Context) error {
 	b.ln = ln
 	if err := b.startBackground(ctx); err != nil {
 		_ = ln.Close()
+		b.groups.Close()
 		b.lifetimeCancel()
 		b.loops.Wait()
 		b.parts.closeAll(b.log)
@@ -201,6 +219,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	if err := b.startPartitions(ctx); err != nil {
 		return err
 	}
+	b.groups.Start()
 	lost, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
 	if err != nil {
 		return fmt.Errorf("broker: register: %w", err)
@@ -271,6 +290,7 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	drainErr := b.drainConns(ctx)
 	b.handlerCancel()
 	waitTimeout(&b.inflight, time.Second)
+	b.groups.Close()
 	b.lifetimeCancel()
 	b.loops.Wait()
 	closeErr := b.parts.closeAll(b.log)

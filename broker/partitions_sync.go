@@ -199,6 +199,7 @@ func (b *Broker) syncPartitionsLocked(e *topicEntry, reconfigure bool) error {
 			}
 		}
 	}
+	b.offsetsLeadershipLocked(e)
 	return nil
 }
 
@@ -238,6 +239,7 @@ func (b *Broker) applyPartitionState(id metadata.TopicID, index int32, st metada
 		p.state = st
 		p.mu.Unlock()
 	}
+	b.offsetsLeadershipLocked(e)
 }
 
 // removeTopicAt handles a deletion seen by the watch at revision rev: a
@@ -271,6 +273,7 @@ func (b *Broker) removeTopic(name string, id metadata.TopicID) {
 // removeEntryLocked drops a topic from the mirror and deletes its logs.
 // REQUIRES: b.parts.mu held for writing.
 func (b *Broker) removeEntryLocked(e *topicEntry) {
+	b.offsetsTopicRemovedLocked(e)
 	delete(b.parts.byName, e.topic.Name)
 	delete(b.parts.byID, e.topic.ID)
 	for _, p := range e.parts {

@@ -48,8 +48,11 @@ func newAPITable(b *Broker) apiTable {
 		33: b.handleAlterConfigs, 37: b.handleCreatePartitions,
 		44: b.handleIncrementalAlterConfigs, 60: b.handleDescribeCluster,
 	}
+	for key, h := range groupHandlers(b) {
+		handlers[key] = h
+	}
 	t := apiTable{}
-	for _, versions := range []map[int16][2]int16{dataPathVersions, adminVersions} {
+	for _, versions := range []map[int16][2]int16{dataPathVersions, adminVersions, groupVersions} {
 		for key, v := range versions {
 			h, ok := handlers[key]
 			if !ok {

@@ -45,8 +45,8 @@
 //	<prefix>/<cluster>/topics/<topic>-<topicId>/<partition:05>/<baseOffset:020>-<epoch>-<uuid>.seg
 //	<prefix>/<cluster>/topics/<topic>-<topicId>/topic.json
 //
-// <prefix> is the URL's prefix (may be empty, then the key starts with
-// <cluster>); <topicId> is the 22-character Kafka string form of the topic
+// <prefix> is the s3 URL's path (may be empty); the backend prepends it, so
+// keys given to an ObjectStore start at <cluster> (SegmentKey, TopicDir); <topicId> is the 22-character Kafka string form of the topic
 // UUID; <epoch> is the decimal leader epoch of the uploader; <uuid> is a
 // random UUID in its 36-character text form, so that two uploads of the same
 // segment (a retry after a crash, two leaders in a race) never overwrite each
@@ -70,14 +70,17 @@
 //	| producer snapshot            |  opaque bytes (issue 6); empty for now
 //	+------------------------------+
 //	| aborted-transaction index    |  32 bytes per entry; empty for now
+//	+------------------------------+
+//	| chunk CRCs                   |  4 bytes per ChunkSize (1 MiB) of batches
 //	+------------------------------+ size - FooterSize
 //	| footer                       |  FooterSize (512) bytes
 //	+------------------------------+ size
 //
 // The sections are contiguous, in this order, and exactly fill the object
-// before the footer. Reading the last TailReadSize bytes of an object finds
-// the footer and, for segments up to about a hundred MiB, every index
-// section too; otherwise the footer tells which one more range to read.
+// before the footer. Reading the last TailReadSize (256 KiB) bytes of an
+// object finds the footer and, for segments up to several hundred MiB at the
+// default index interval (64 KiB), every index section too; otherwise the
+// footer tells which one more range to read.
 //
 // Offset index entry (one per IndexIntervalBytes of batches; the first batch
 // always has one, at position 0):
@@ -117,6 +120,13 @@
 // epoch e covers [startOffset, next startOffset) (the last one up to and
 // including lastOffset).
 //
+// Chunk CRCs: CRC-32C (u32) of each footer-chunkSize piece of the batches
+// section, the last piece possibly shorter; ceil(batches length / chunk
+// size) entries. The batch CRC does not cover a batch's baseOffset, length
+// and leader epoch; the chunk CRCs do, so a reader that fetches aligned
+// chunks (the cold reader's 8 MiB GETs, ObjectReader) checks every byte it
+// serves without reading the whole object.
+//
 // Aborted-transaction entry (Kafka's .txnindex without its version field):
 //
 //	+------------------+------------------+------------------+------------------+
@@ -139,13 +149,13 @@
 //	    64    8 max timestamp (largest batch maxTimestamp)
 //	    72    8 offset of max timestamp (last offset of the first batch that has it)
 //	    80    4 batch count u32
-//	    84    4 reserved (0)
-//	    88  120 6 sections x { offset u64, length u64, crc32c u32 }:
+//	    84    4 chunk size u32 (a power of two in [64 KiB, 64 MiB]; 1 MiB written)
+//	    88  140 7 sections x { offset u64, length u64, crc32c u32 }:
 //	            batches, offset index, time index, leader epochs,
-//	            producer snapshot, aborted transactions
-//	   208    2 topic name length (1..MaxTopicNameLen = 249)
-//	   210  249 topic name, zero-padded
-//	   459   49 reserved (0)
+//	            producer snapshot, aborted transactions, chunk CRCs
+//	   228    2 topic name length (1..MaxTopicNameLen = 249)
+//	   230  249 topic name, zero-padded
+//	   479   29 reserved (0)
 //	   508    4 CRC-32C (Castagnoli) of footer bytes 0..507
 //
 // CRC-32C of an empty section is 0. The decoder (DecodeFooter,
@@ -155,7 +165,9 @@
 // MaxIndexSectionBytes, every section CRC, and the index invariants above.
 // Any violation is ErrCorruptObject: nothing from the bucket may panic or be
 // served unchecked. A reader of batches (ObjectReader) additionally checks
-// each batch's CRC-32C before returning it.
+// the CRC of every chunk it reads and each batch's own CRC-32C before
+// returning it. Decoders allocate at most MaxIndexSectionBytes per object
+// index, whatever the footer says.
 //
 // # Writing an object (EncodeSegmentObject)
 //

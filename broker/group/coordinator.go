@@ -46,7 +46,7 @@ type Coordinator struct {
 		sync.Mutex
 		machine    *Machine
 		partitions map[int32]*offsetsPartition // led partitions
-		waiters    map[uint64]chan Response     // request id -> its delayed answer
+		waiters    map[uint64]chan Response    // request id -> its delayed answer
 		nextReq    uint64
 	}
 
@@ -99,9 +99,42 @@ func (c *Coordinator) PartitionFor(group string) int32 {
 func (c *Coordinator) Start() {
 	c.loops.Add(2)
 	go c.loop(c.cfg.TickInterval, func(now int64) { c.mu.machine.Tick(now) })
-	go c.loop(c.cfg.OffsetsRetentionCheckInterval, func(now int64) {
-		c.mu.machine.ExpireOffsets(now, c.topicExists)
+	go c.expireLoop()
+}
+
+// expireLoop removes expired offsets and offsets of deleted topics.
+func (c *Coordinator) expireLoop() {
+	defer c.loops.Done()
+	t := time.NewTicker(c.cfg.OffsetsRetentionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.lifetime.Done():
+			return
+		case <-t.C:
+		}
+		c.expire("")
+	}
+}
+
+// expire runs ExpireOffsets, with deleted (if not empty) counted as gone.
+// Topic existence is asked before taking mu (lock order, see Coordinator).
+func (c *Coordinator) expire(deleted string) {
+	c.mu.Lock()
+	topics := c.mu.machine.Topics()
+	c.mu.Unlock()
+	exists := map[string]bool{}
+	for _, t := range topics {
+		exists[t] = t != deleted && c.topicExists(t)
+	}
+	c.mu.Lock()
+	c.mu.machine.ExpireOffsets(c.nowMs(), func(t string) bool {
+		e, known := exists[t]
+		return e || !known // committed meanwhile: judged next time
 	})
+	d := c.flushLocked()
+	c.mu.Unlock()
+	c.complete(d)
 }
 
 // Close stops the loops; requests waiting for a rebalance get

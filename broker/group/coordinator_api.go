@@ -159,11 +159,16 @@ func (c *Coordinator) DeleteOffsets(group string, tps []TopicPartition) (int16, 
 	return top, codes
 }
 
-// TopicDeleted removes the committed offsets of a deleted topic.
+// TopicDeleted removes the committed offsets of a deleted topic, in the
+// background (the caller may hold locks that come before the
+// coordinator's).
 func (c *Coordinator) TopicDeleted(topic string) {
-	c.mu.Lock()
-	c.mu.machine.ExpireOffsets(c.nowMs(), func(t string) bool { return t != topic })
-	d := c.flushLocked()
-	c.mu.Unlock()
-	c.complete(d)
+	if c.lifetime.Err() != nil {
+		return
+	}
+	c.loops.Add(1)
+	go func() {
+		defer c.loops.Done()
+		c.expire(topic)
+	}()
 }

@@ -277,6 +277,21 @@ func (m *Machine) ExpireOffsets(now int64, topicExists func(string) bool) {
 	}
 }
 
+// Topics lists the topics with committed offsets.
+func (m *Machine) Topics() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range m.groups {
+		for tp := range g.offsets {
+			if !seen[tp.Topic] {
+				seen[tp.Topic] = true
+				out = append(out, tp.Topic)
+			}
+		}
+	}
+	return out
+}
+
 // Describe returns a group's description; ok is false for unknown groups.
 func (m *Machine) Describe(group string) (Description, bool) {
 	g := m.groups[group]

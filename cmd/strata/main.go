@@ -58,7 +58,7 @@ func commands() map[string]command {
 		"consume": {"print record values", runConsume},
 		"bench":   {"produce|consume benchmarks", runBench},
 		"version": {"print the version", runVersion},
-		"group":   {"consumer groups (issue 3)", notYet(3)},
+		"group":   {"list|describe|reset consumer groups", runGroup},
 		"tier":    {"tiered storage status|verify (issue 4)", notYet(4)},
 		"replay":  {"replay a range from the bucket (issue 8)", notYet(8)},
 		"restore": {"restore topics from the bucket (issue 8)", notYet(8)},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 )
@@ -32,6 +33,10 @@ type serveFlags struct {
 	autoCreateTopics       bool
 	numPartitions          int
 	retentionCheckInterval time.Duration
+	// Consumer groups (broker/group).
+	groupInitialRebalanceDelay time.Duration
+	offsetsTopicPartitions     int
+	offsetsRetention           time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -50,6 +55,12 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.autoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata/Produce (auto.create.topics.enable)")
 	fs.IntVar(&f.numPartitions, "num-partitions", 1, "partitions of auto-created topics (num.partitions)")
 	fs.DurationVar(&f.retentionCheckInterval, "log-retention-check-interval", 30*time.Second, "how often retention runs (log.retention.check.interval.ms)")
+	fs.DurationVar(&f.groupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second,
+		"how long the first rebalance of an empty group waits for more members (group.initial.rebalance.delay.ms)")
+	fs.IntVar(&f.offsetsTopicPartitions, "offsets-topic-num-partitions", 50,
+		"partitions of __consumer_offsets when it is created (offsets.topic.num.partitions); never change it afterwards")
+	fs.DurationVar(&f.offsetsRetention, "offsets-retention", 7*24*time.Hour,
+		"how long committed offsets of an empty group are kept (offsets.retention.minutes)")
 }
 
 // envName is the environment variable that can set a flag:
@@ -141,6 +152,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	if f.retentionCheckInterval <= 0 {
 		return cfg, usageErrorf("--log-retention-check-interval %s: want > 0", f.retentionCheckInterval)
 	}
+	if err := f.checkGroupFlags(); err != nil {
+		return cfg, err
+	}
 	cfg.embedded = metadata.EmbeddedConfig{Dir: filepath.Join(cfg.dataDir, "etcd")}
 	cfg.metadata = metadata.Config{Endpoints: cfg.etcdEndpoints, Cluster: f.cluster}
 	// Check the cluster name now (a usage error) rather than at Open; the
@@ -158,8 +172,29 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		DisableAutoCreateTopics: !f.autoCreateTopics,
 		DefaultPartitions:       int32(f.numPartitions),
 		RetentionCheckInterval:  f.retentionCheckInterval,
+		Group: group.Config{
+			OffsetsTopicPartitions: int32(f.offsetsTopicPartitions),
+			InitialRebalanceDelay:  f.groupInitialRebalanceDelay,
+			OffsetsRetention:       f.offsetsRetention,
+		},
+	}
+	if f.groupInitialRebalanceDelay == 0 {
+		cfg.broker.Group.InitialRebalanceDelay = -1 // 0 means "default" in group.Config
 	}
 	return cfg, nil
+}
+
+// checkGroupFlags validates the consumer-group flags.
+func (f *serveFlags) checkGroupFlags() error {
+	switch {
+	case f.groupInitialRebalanceDelay < 0:
+		return usageErrorf("--group-initial-rebalance-delay %s: want ≥ 0", f.groupInitialRebalanceDelay)
+	case f.offsetsTopicPartitions < 1 || f.offsetsTopicPartitions > 10_000:
+		return usageErrorf("--offsets-topic-num-partitions %d: want 1..10000", f.offsetsTopicPartitions)
+	case f.offsetsRetention <= 0:
+		return usageErrorf("--offsets-retention %s: want > 0", f.offsetsRetention)
+	}
+	return nil
 }
 
 // checkAddresses validates --listen, --advertise, --http and --etcd.

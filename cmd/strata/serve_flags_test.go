@@ -164,7 +164,10 @@ func TestCommandsExitCodes(t *testing.T) {
 		out  string
 	}{
 		{[]string{"version"}, 0, "strata "},
-		{[]string{"group", "list"}, 2, "not yet available (issue 3)"},
+		{[]string{"group", "frobnicate"}, 2, "list|describe|reset"},
+		{[]string{"group", "reset", "g", "--to-earliest", "--to-latest"}, 2, "exactly one of"},
+		{[]string{"group", "reset", "g", "--to-datetime", "yesterday"}, 2, "RFC 3339"},
+		{[]string{"serve", "--offsets-topic-num-partitions", "0"}, 2, "--offsets-topic-num-partitions"},
 		{[]string{"tier", "status"}, 2, "not yet available (issue 4)"},
 		{[]string{"replay"}, 2, "not yet available (issue 8)"},
 		{[]string{"restore"}, 2, "not yet available (issue 8)"},

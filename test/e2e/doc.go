@@ -15,6 +15,11 @@
 // otherwise. Every wait is bounded; every broker is killed at cleanup and its
 // combined stdout/stderr is printed when the test failed.
 //
+// Topics that need tiny segments set internal.segment.bytes: segment.bytes
+// has Kafka 4's 1 MiB minimum (KIP-1030). -short shrinks the 1,000,000-record
+// test to 100,000 records. STRATA_E2E_KNOWN_BUGS=1 runs tests of known,
+// unfixed product bugs, skipped otherwise.
+//
 // Run: go test -timeout 600s ./test/e2e/
 // and: STRATA_TEST_ETCD=external go test -timeout 600s ./test/e2e/
 package e2e

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -83,5 +85,47 @@ func TestAutoCreateTopics(t *testing.T) {
 				t.Fatalf("first record of the auto-created topic at offset %d", r.Offset)
 			}
 		})
+	}
+}
+
+// TestManyPartitionsKeepServing: while a topic with many partitions is being
+// created, the broker keeps answering Metadata on other connections.
+//
+// Known bug (see the e2e report of issue 2): the broker opens every new
+// partition's log while holding its partition-map lock, so a 3,000-partition
+// CreateTopics stalls every other request for tens of seconds. Opt in with
+// STRATA_E2E_KNOWN_BUGS=1 until it is fixed.
+func TestManyPartitionsKeepServing(t *testing.T) {
+	if os.Getenv("STRATA_E2E_KNOWN_BUGS") != "1" {
+		t.Skip("known bug: set STRATA_E2E_KNOWN_BUGS=1 to run")
+	}
+	b := StartBroker(t)
+	adm := b.Admin()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		resp, err := adm.CreateTopic(ctx, 3000, 1, nil, "many-partitions")
+		if err == nil {
+			err = resp.Err
+		}
+		done <- err
+	}()
+	probe := b.Client()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, probe)
+		cancel()
+		if err != nil {
+			t.Fatalf("Metadata unanswered for 5s while a 3000-partition topic is created: %v", err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("create 3000 partitions: %v", err)
+			}
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }

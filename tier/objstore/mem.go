@@ -2,8 +2,8 @@ package objstore
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"

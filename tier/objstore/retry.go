@@ -165,6 +165,9 @@ func (r *Retrying) Put(ctx context.Context, key string, body io.Reader, size int
 
 // replayable returns a function giving a fresh copy of body for each attempt.
 func replayable(body io.Reader, size int64) (func() (io.Reader, error), bool) {
+	if sized, ok := body.(interface{ Size() int64 }); ok && sized.Size() != size {
+		return nil, false // let the backend report ErrShortBody
+	}
 	if ra, ok := body.(io.ReaderAt); ok {
 		return func() (io.Reader, error) { return io.NewSectionReader(ra, 0, size), nil }, true
 	}

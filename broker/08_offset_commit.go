@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/group"
+)
+
+// OffsetCommit: v0-9. Generation -1 with an empty member id is a simple
+// (standalone) commit, accepted while the group has no members (v0 is
+// always one). Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION
+// and metadata longer than offset.metadata.max.bytes
+// OFFSET_METADATA_TOO_LARGE; the rest are committed together and answered
+// once the commit is durable in __consumer_offsets.
+
+func (b *Broker) handleOffsetCommit(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.OffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	in := group.CommitInput{
+		Group: req.Group, Generation: req.Generation,
+		Member:  group.MemberRef{MemberID: req.MemberID, InstanceID: derefStr(req.InstanceID)},
+		Offsets: map[group.TopicPartition]group.Offset{},
+	}
+	if req.Version == 0 {
+		in.Generation = -1
+	}
+	now := time.Now().UnixMilli()
+	var pending []*kmsg.OffsetCommitResponseTopicPartition
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = b.offsetCommitCheck(rt.Topic, rp)
+			if sp.ErrorCode == 0 {
+				in.Offsets[group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = commitOffset(req.Version, rp, now)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			if resp.Topics[ti].Partitions[pi].ErrorCode == 0 {
+				pending = append(pending, &resp.Topics[ti].Partitions[pi])
+			}
+		}
+	}
+	if len(pending) == 0 {
+		return resp, nil
+	}
+	code := b.groups.Commit(in)
+	for _, sp := range pending {
+		sp.ErrorCode = code
+	}
+	return resp, nil
+}
+
+// offsetCommitCheck is a partition's own error code (0 if committable).
+func (b *Broker) offsetCommitCheck(topic string, rp kmsg.OffsetCommitRequestTopicPartition) int16 {
+	t, ok := b.parts.topic(topic)
+	switch {
+	case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.states):
+		return kerr.UnknownTopicOrPartition.Code
+	case rp.Metadata != nil && len(*rp.Metadata) > b.cfg.Group.WithDefaults().OffsetMetadataMaxBytes:
+		return kerr.OffsetMetadataTooLarge.Code
+	}
+	return 0
+}
+
+func commitOffset(version int16, rp kmsg.OffsetCommitRequestTopicPartition, now int64) group.Offset {
+	o := group.Offset{Offset: rp.Offset, LeaderEpoch: -1, Metadata: derefStr(rp.Metadata), CommitTimestamp: now}
+	if version >= 6 {
+		o.LeaderEpoch = rp.LeaderEpoch
+	}
+	return o
+}

@@ -1,0 +1,122 @@
+package broker
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/group"
+)
+
+// OffsetFetch: v0-9. v0-7 ask one group, v8+ several. Topics null (v2+)
+// asks for every committed offset of the group. A partition without a
+// commit answers offset -1. require_stable (v7+) needs nothing yet: there
+// are no pending transactional commits before issue 6.
+
+func (b *Broker) handleOffsetFetch(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			resp.Groups = append(resp.Groups, b.offsetFetchGroup(rg))
+		}
+		return resp, nil
+	}
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = req.Group
+	if req.Topics != nil {
+		rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+	}
+	for _, rt := range req.Topics {
+		rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: rt.Topic, Partitions: rt.Partitions})
+	}
+	g := b.offsetFetchGroup(rg)
+	resp.ErrorCode = g.ErrorCode
+	for _, gt := range g.Topics {
+		st := kmsg.NewOffsetFetchResponseTopic()
+		st.Topic = gt.Topic
+		for _, gp := range gt.Partitions {
+			sp := kmsg.NewOffsetFetchResponseTopicPartition()
+			sp.Partition, sp.Offset, sp.LeaderEpoch, sp.Metadata, sp.ErrorCode = gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Version < 2 && g.ErrorCode != 0 {
+		setOffsetFetchV0Error(resp, req, g.ErrorCode)
+	}
+	return resp, nil
+}
+
+// setOffsetFetchV0Error: v0-1 have no top-level code; it goes on every
+// requested partition.
+func setOffsetFetchV0Error(resp *kmsg.OffsetFetchResponse, req *kmsg.OffsetFetchRequest, code int16) {
+	resp.Topics = nil
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetFetchResponseTopic()
+		st.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewOffsetFetchResponseTopicPartition()
+			sp.Partition, sp.Offset, sp.ErrorCode = p, -1, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+}
+
+// offsetFetchGroup answers one group (v8+ form).
+func (b *Broker) offsetFetchGroup(rg kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+	g := kmsg.NewOffsetFetchResponseGroup()
+	g.Group = rg.Group
+	var tps []group.TopicPartition
+	if rg.Topics != nil {
+		tps = []group.TopicPartition{}
+		for _, rt := range rg.Topics {
+			for _, p := range rt.Partitions {
+				tps = append(tps, group.TopicPartition{Topic: rt.Topic, Partition: p})
+			}
+		}
+	}
+	offsets, code := b.groups.FetchOffsets(rg.Group, tps)
+	if code != 0 {
+		g.ErrorCode = code
+		return g
+	}
+	if tps == nil {
+		for tp := range offsets {
+			tps = append(tps, tp)
+		}
+		slices.SortFunc(tps, func(a, b group.TopicPartition) int {
+			if c := compareStrings(a.Topic, b.Topic); c != 0 {
+				return c
+			}
+			return int(a.Partition) - int(b.Partition)
+		})
+	}
+	g.Topics = offsetFetchTopics(tps, offsets)
+	return g
+}
+
+// offsetFetchTopics groups answers by topic, in request order.
+func offsetFetchTopics(tps []group.TopicPartition, offsets map[group.TopicPartition]group.Offset) []kmsg.OffsetFetchResponseGroupTopic {
+	var out []kmsg.OffsetFetchResponseGroupTopic
+	index := map[string]int{}
+	for _, tp := range tps {
+		i, ok := index[tp.Topic]
+		if !ok {
+			i = len(out)
+			index[tp.Topic] = i
+			t := kmsg.NewOffsetFetchResponseGroupTopic()
+			t.Topic = tp.Topic
+			out = append(out, t)
+		}
+		p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = tp.Partition, -1, -1, kmsg.StringPtr("")
+		if o, ok := offsets[tp]; ok {
+			p.Offset, p.LeaderEpoch, p.Metadata = o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
+		}
+		out[i].Partitions = append(out[i].Partitions, p)
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FindCoordinator: v0-6. v4+ batches keys. Group keys (type 0) map to the
+// leader of their __consumer_offsets partition, which is created on first
+// use. Transaction keys (type 1) get COORDINATOR_NOT_AVAILABLE until
+// transactions exist (issue 6).
+
+const (
+	coordinatorTypeGroup       = 0
+	coordinatorTypeTransaction = 1
+)
+
+func (b *Broker) handleFindCoordinator(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if req.Version < 4 {
+		c := b.findCoordinator(ctx, req.CoordinatorType, req.CoordinatorKey)
+		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+		return resp, nil
+	}
+	for _, key := range req.CoordinatorKeys {
+		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, req.CoordinatorType, key))
+	}
+	return resp, nil
+}
+
+func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(code int16, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = code, kmsg.StringPtr(msg)
+		return c
+	}
+	switch keyType {
+	case coordinatorTypeGroup:
+	case coordinatorTypeTransaction:
+		return fail(kerr.CoordinatorNotAvailable.Code, "transactions are not supported yet")
+	default:
+		return fail(kerr.InvalidRequest.Code, "unknown coordinator type")
+	}
+	if key == "" {
+		return fail(kerr.InvalidGroupID.Code, "empty group id")
+	}
+	info, code, msg := b.coordinatorOf(ctx, key)
+	if code != 0 {
+		return fail(code, msg)
+	}
+	c.NodeID, c.Host, c.Port = info.NodeID, info.Host, info.Port
+	return c
+}

@@ -1,0 +1,187 @@
+package broker
+
+// Wiring of the consumer-group coordinator (broker/group) into the broker:
+// the OffsetsLog adapter over local partitions of __consumer_offsets, the
+// creation of that topic on first use, and leadership hand-off.
+//
+// Lock order: Broker.parts.mu → group.Coordinator's lock → partitionState.mu
+// and the hotlog's lock. The coordinator never calls back into the broker
+// while holding its lock (topic existence is asked outside it).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/metadata"
+)
+
+// groupVersions are the versions of the group APIs: what kmsg knows and
+// classic-protocol clients (franz-go, librdkafka 2.x, Java 3.x/4.x) send.
+var groupVersions = map[int16][2]int16{
+	8:  {0, 9}, // OffsetCommit (v10 addresses topics by id: KIP-848)
+	9:  {0, 9}, // OffsetFetch
+	10: {0, 6}, // FindCoordinator
+	11: {0, 9}, // JoinGroup
+	12: {0, 4}, // Heartbeat
+	13: {0, 5}, // LeaveGroup
+	14: {0, 5}, // SyncGroup
+	15: {0, 5}, // DescribeGroups
+	16: {0, 5}, // ListGroups
+	42: {0, 2}, // DeleteGroups
+	47: {0, 0}, // OffsetDelete
+}
+
+// groupHandlers binds the group API handlers.
+func groupHandlers(b *Broker) map[int16]handlerFunc {
+	return map[int16]handlerFunc{
+		8: b.handleOffsetCommit, 9: b.handleOffsetFetch, 10: b.handleFindCoordinator,
+		11: b.handleJoinGroup, 12: b.handleHeartbeat, 13: b.handleLeaveGroup, 14: b.handleSyncGroup,
+		15: b.handleDescribeGroups, 16: b.handleListGroups, 42: b.handleDeleteGroups, 47: b.handleOffsetDelete,
+	}
+}
+
+// offsetsTopicSegmentBytes is Kafka's offsets.topic.segment.bytes.
+const offsetsTopicSegmentBytes = 100 << 20
+
+// offsetsTopicReplicationFactor is Kafka's offsets.topic.replication.factor,
+// capped by the live brokers.
+const offsetsTopicReplicationFactor = 3
+
+// newCoordinator builds the coordinator from the broker's config.
+func (b *Broker) newCoordinator() (*group.Coordinator, error) {
+	cfg := b.cfg.Group
+	cfg.Logger = b.log.With("component", "group")
+	c, err := group.New(cfg, b.topicExists)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	return c, nil
+}
+
+func (b *Broker) topicExists(name string) bool {
+	_, ok := b.parts.topic(name)
+	return ok
+}
+
+// offsetsLog is a local partition of __consumer_offsets as the coordinator
+// sees it.
+type offsetsLog struct {
+	p    *partition
+	node int32 // this broker
+}
+
+var _ group.OffsetsLog = offsetsLog{}
+
+func (l offsetsLog) Append(batch []byte) (int64, error) {
+	if l.p.leader() != l.node {
+		return 0, group.ErrNotLeader
+	}
+	res, err := l.p.log.Append(batch, l.p.leaderEpoch())
+	return res.BaseOffset, err
+}
+
+func (l offsetsLog) WaitDurable(ctx context.Context, offset int64) error {
+	return l.p.waitHighWatermark(ctx, offset)
+}
+
+func (l offsetsLog) Read(offset int64, maxBytes int) ([]byte, error) {
+	return l.p.log.Read(offset, maxBytes, l.p.highWatermark())
+}
+
+func (l offsetsLog) LogStartOffset() int64 { return l.p.log.LogStartOffset() }
+func (l offsetsLog) HighWatermark() int64  { return l.p.highWatermark() }
+
+// offsetsLeadershipLocked tells the coordinator which partitions of
+// __consumer_offsets this node leads. Idempotent.
+// REQUIRES: b.parts.mu held.
+func (b *Broker) offsetsLeadershipLocked(e *topicEntry) {
+	if b.groups == nil || e.topic.Name != group.OffsetsTopic {
+		return
+	}
+	for i, p := range e.parts {
+		idx := int32(i)
+		switch {
+		case p != nil && p.leader() == b.cfg.NodeID:
+			b.groups.BecomeLeader(idx, offsetsLog{p: p, node: b.cfg.NodeID})
+		case b.groups.Leads(idx):
+			b.groups.Resign(idx)
+		}
+	}
+}
+
+// offsetsTopicRemovedLocked: the coordinator stops using deleted logs.
+// REQUIRES: b.parts.mu held.
+func (b *Broker) offsetsTopicRemovedLocked(e *topicEntry) {
+	if b.groups == nil {
+		return
+	}
+	if e.topic.Name != group.OffsetsTopic {
+		b.groups.TopicDeleted(e.topic.Name)
+		return
+	}
+	for i := range e.parts {
+		if b.groups.Leads(int32(i)) {
+			b.groups.Resign(int32(i))
+		}
+	}
+}
+
+// ensureOffsetsTopic returns __consumer_offsets, creating it on first use
+// (compacted, internal, offsets.topic.num.partitions partitions).
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) (topicView, error) {
+	if t, ok := b.parts.topic(group.OffsetsTopic); ok {
+		return t, nil
+	}
+	rf := min(offsetsTopicReplicationFactor, len(b.brokers()))
+	replicas := roundRobin(b.brokers(), 0, int(b.groups.Partitions()), rf)
+	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{
+		Name: group.OffsetsTopic, Replicas: replicas, Internal: true,
+		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(offsetsTopicSegmentBytes)},
+	})
+	if err != nil && !errors.Is(err, metadata.ErrTopicExists) {
+		return topicView{}, err
+	}
+	if t, ok := b.parts.topic(group.OffsetsTopic); ok {
+		return t, nil
+	}
+	return b.loadTopicLocally(ctx, group.OffsetsTopic)
+}
+
+// coordinatorOf finds the coordinator of a group key: the leader of its
+// offsets partition.
+func (b *Broker) coordinatorOf(ctx context.Context, key string) (metadata.BrokerInfo, int16, string) {
+	t, err := b.ensureOffsetsTopic(ctx)
+	if err != nil {
+		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code, "creating " + group.OffsetsTopic + ": " + err.Error()
+	}
+	p := b.groups.PartitionFor(key)
+	if int(p) >= len(t.states) {
+		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code,
+			fmt.Sprintf("%s has %d partitions, offsets.topic.num.partitions is %d", group.OffsetsTopic, len(t.states), b.groups.Partitions())
+	}
+	leader := t.states[p].Leader
+	for _, info := range b.brokers() {
+		if info.NodeID == leader {
+			return info, 0, ""
+		}
+	}
+	return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code, fmt.Sprintf("partition %d of %s has no live leader", p, group.OffsetsTopic)
+}
+
+// clientHost is the client's address as Kafka reports it ("/ip").
+func clientHost(rc *requestContext) string {
+	if rc == nil || rc.conn == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(rc.conn.RemoteAddr().String())
+	if err != nil {
+		return ""
+	}
+	return "/" + host
+}
