@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/metadata/metadatatest"
@@ -92,7 +93,15 @@ func TestGroupConsumeCommitRestart(t *testing.T) {
 		t.Fatalf("read %d distinct records, want 200", len(seen))
 	}
 
-	described, err := adm.DescribeGroups(ctx, "g1")
+	// Cooperative rebalancing may still be finishing its second round.
+	var described kadm.DescribedGroups
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		described, err = adm.DescribeGroups(ctx, "g1")
+		if err == nil && described["g1"].State == "Stable" {
+			break
+		}
+	}
 	if err != nil || described["g1"].State != "Stable" || len(described["g1"].Members) != 2 {
 		t.Fatalf("describe: %v %+v", err, described["g1"])
 	}
@@ -286,5 +295,83 @@ func TestSimpleCommitFetchAndOffsetDelete(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("offsets of a deleted topic stay: %v %+v", err, offsets)
 		}
+	}
+}
+
+// TestGroupProtocolOldVersions drives the classic protocol by hand at old
+// versions: JoinGroup v3 (no MEMBER_ID_REQUIRED), v4 (KIP-394), SyncGroup,
+// Heartbeat, DescribeGroups, ListGroups with a state filter, LeaveGroup v1.
+func TestGroupProtocolOldVersions(t *testing.T) {
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), fastGroups)
+	_, modern := adminClient(t, tb.b)
+	// Kafka 2.0's versions: JoinGroup v3, SyncGroup v2, Heartbeat v2,
+	// LeaveGroup v2, DescribeGroups v2.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.b.Addr().String()), kgo.MaxVersions(kversion.V2_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx := testCtx(t)
+	// Wait for the coordinator (creates and loads __consumer_offsets).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := kadm.NewClient(cl).FetchOffsets(ctx, "old"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 3, "old", 6000, 6000
+	join.ProtocolType = "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{1, 2, 3}}}
+	jr, err := join.RequestWith(ctx, cl)
+	if err != nil || jr.Version != 3 || jr.ErrorCode != 0 || jr.Generation != 1 || jr.LeaderID != jr.MemberID || len(jr.Members) != 1 ||
+		string(jr.Members[0].ProtocolMetadata) != "\x01\x02\x03" || jr.Protocol == nil || *jr.Protocol != "range" {
+		t.Fatalf("join v3: %v %+v", err, jr)
+	}
+	member := jr.MemberID
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Version, sync.Group, sync.Generation, sync.MemberID = 2, "old", 1, member
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: member, MemberAssignment: []byte("mine")}}
+	sr, err := sync.RequestWith(ctx, cl)
+	if err != nil || sr.ErrorCode != 0 || string(sr.MemberAssignment) != "mine" {
+		t.Fatalf("sync v2: %v %+v", err, sr)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Version, hb.Group, hb.Generation, hb.MemberID = 1, "old", 1, member
+	if hr, err := hb.RequestWith(ctx, cl); err != nil || hr.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %v %+v", err, hr)
+	}
+	hb.Generation = 5
+	if hr, err := hb.RequestWith(ctx, cl); err != nil || hr.ErrorCode != kerr.IllegalGeneration.Code {
+		t.Fatalf("heartbeat with a stale generation: %v %+v", err, hr)
+	}
+	desc := kmsg.NewPtrDescribeGroupsRequest()
+	desc.Version, desc.Groups = 1, []string{"old", "never"}
+	dr, err := desc.RequestWith(ctx, cl)
+	if err != nil || len(dr.Groups) != 2 || dr.Groups[0].State != "Stable" || string(dr.Groups[0].Members[0].MemberAssignment) != "mine" ||
+		dr.Groups[1].State != "Dead" {
+		t.Fatalf("describe: %v %+v", err, dr)
+	}
+	list := kmsg.NewPtrListGroupsRequest()
+	list.Version, list.StatesFilter = 4, []string{"Stable"}
+	if lr, err := list.RequestWith(ctx, modern); err != nil || len(lr.Groups) != 1 || lr.Groups[0].GroupState != "Stable" {
+		t.Fatalf("list Stable: %v %+v", err, lr)
+	}
+	list.StatesFilter = []string{"Empty"}
+	if lr, err := list.RequestWith(ctx, modern); err != nil || len(lr.Groups) != 0 {
+		t.Fatalf("list Empty: %v %+v", err, lr)
+	}
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Version, leave.Group, leave.MemberID = 1, "old", member
+	if lr, err := leave.RequestWith(ctx, cl); err != nil || lr.ErrorCode != 0 {
+		t.Fatalf("leave v1: %v %+v", err, lr)
+	}
+	if lr, err := leave.RequestWith(ctx, cl); err != nil || lr.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("second leave: %v %+v", err, lr)
+	}
+	join.Version = 4
+	if jr, err := join.RequestWith(ctx, modern); err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code || jr.MemberID == "" {
+		t.Fatalf("join v4: %v %+v", err, jr)
 	}
 }

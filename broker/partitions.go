@@ -88,7 +88,13 @@ type topicEntry struct {
 
 // partitionManager is the broker's mirror of the topics in metadata and
 // owner of the open logs.
+//
+// Lock order: applyMu, then mu. applyMu serializes every change to the
+// mirror (metadata application, deletes) and is held while logs are opened,
+// which can take long (recovery, fsyncs); mu is held only briefly, so
+// lookups by request handlers never wait for a log to open.
 type partitionManager struct {
+	applyMu sync.Mutex
 	mu      sync.RWMutex
 	byName  map[string]*topicEntry
 	byID    map[metadata.TopicID]*topicEntry

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
@@ -129,18 +130,27 @@ func (b *Broker) applyTopic(t metadata.Topic, states []metadata.PartitionState) 
 		cfg, _ = metadata.ParseTopicConfig(nil)
 	}
 	m := &b.parts
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	b.dropReplacedTopic(t)
+	opened, err := b.openMissingPartitions(t, cfg, states)
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	installed := false
+	defer func() {
+		if !installed {
+			b.discardOpened(opened)
+		}
+	}()
 	if _, gone := m.deleted[t.ID]; gone {
 		return nil
 	}
 	e := m.byName[t.Name]
-	if e != nil && e.topic.ID != t.ID {
-		b.removeEntryLocked(e) // the name was deleted and created again
-		e = nil
-	}
-	if e != nil && t.Revision < e.topic.Revision {
-		return nil
+	if e != nil && (e.topic.ID != t.ID || t.Revision < e.topic.Revision) {
+		return nil // a newer topic of that name, or a stale event
 	}
 	if e == nil {
 		e = &topicEntry{}
@@ -150,7 +160,104 @@ func (b *Broker) applyTopic(t metadata.Topic, states []metadata.PartitionState) 
 	reconfigure := e.topic.Revision != 0 && e.cfg != cfg
 	e.topic, e.cfg = t, cfg
 	e.states = mergeStates(e.states, states, t.Replicas)
-	return b.syncPartitionsLocked(e, reconfigure)
+	installed = true
+	b.syncPartitionsLocked(e, opened, reconfigure)
+	return nil
+}
+
+// dropReplacedTopic removes the mirror (and logs) of an older topic with t's
+// name but another id, before t's logs are opened in the same directories.
+// REQUIRES: b.parts.applyMu held.
+func (b *Broker) dropReplacedTopic(t metadata.Topic) {
+	m := &b.parts
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, gone := m.deleted[t.ID]; gone {
+		return
+	}
+	e := m.byName[t.Name]
+	if e == nil || e.topic.ID == t.ID || e.topic.Revision > t.Revision {
+		return
+	}
+	m.deleted[e.topic.ID] = struct{}{}
+	b.removeEntryLocked(e) // the name was deleted and created again
+}
+
+// openMissingPartitions opens, without holding b.parts.mu, the logs of the
+// partitions of t this node hosts that are not open yet, a few at a time.
+// REQUIRES: b.parts.applyMu held (so nobody else opens or removes them).
+func (b *Broker) openMissingPartitions(t metadata.Topic, cfg metadata.TopicConfig, states []metadata.PartitionState) (map[int32]*partition, error) {
+	missing := b.missingPartitions(t)
+	opened := make(map[int32]*partition, len(missing))
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, openParallelism)
+	for _, index := range missing {
+		state := defaultState(t.Replicas[index])
+		if int(index) < len(states) && states[index].Replicas != nil {
+			state = states[index]
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			p, err := b.openPartition(t, cfg, state, index)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if err == nil {
+				opened[index] = p
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		b.discardOpened(opened)
+		return nil, firstErr
+	}
+	return opened, nil
+}
+
+// openParallelism bounds concurrent log opens (each fsyncs its directory).
+const openParallelism = 8
+
+// missingPartitions lists the hosted partitions of t without an open log.
+func (b *Broker) missingPartitions(t metadata.Topic) []int32 {
+	m := &b.parts
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if _, gone := m.deleted[t.ID]; gone {
+		return nil
+	}
+	e := m.byName[t.Name]
+	if e != nil && (e.topic.ID != t.ID || t.Revision < e.topic.Revision) {
+		return nil // a newer topic owns the name (dropReplacedTopic ran), or a stale event
+	}
+	var missing []int32
+	for i, replicas := range t.Replicas {
+		if !hostsReplica(replicas, b.cfg.NodeID) {
+			continue
+		}
+		if e != nil && i < len(e.parts) && e.parts[i] != nil {
+			continue
+		}
+		missing = append(missing, int32(i))
+	}
+	return missing
+}
+
+// discardOpened closes logs opened for a topic that turned out to be gone.
+func (b *Broker) discardOpened(opened map[int32]*partition) {
+	for _, p := range opened {
+		if err := p.log.Close(); err != nil {
+			b.log.Warn("closing unused log", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	}
 }
 
 // mergeStates returns one state per partition: the given ones first, then
@@ -170,24 +277,20 @@ func mergeStates(known, given []metadata.PartitionState, replicas [][]int32) []m
 	return out
 }
 
-// syncPartitionsLocked opens hosted partitions not yet open and pushes
-// configs and states to the open ones.
+// syncPartitionsLocked installs the logs opened by openMissingPartitions and
+// pushes configs and states to the open ones.
 // REQUIRES: b.parts.mu held for writing.
-func (b *Broker) syncPartitionsLocked(e *topicEntry, reconfigure bool) error {
+func (b *Broker) syncPartitionsLocked(e *topicEntry, opened map[int32]*partition, reconfigure bool) {
 	for len(e.parts) < len(e.topic.Replicas) {
 		e.parts = append(e.parts, nil)
 	}
 	for i, p := range e.parts {
 		idx := int32(i)
 		if p == nil {
-			if !hostsReplica(e.topic.Replicas[i], b.cfg.NodeID) {
-				continue
+			if o := opened[idx]; o != nil {
+				e.parts[i] = o
+				delete(opened, idx)
 			}
-			opened, err := b.openPartition(e, idx)
-			if err != nil {
-				return err
-			}
-			e.parts[i] = opened
 			continue
 		}
 		p.mu.Lock()
@@ -200,29 +303,30 @@ func (b *Broker) syncPartitionsLocked(e *topicEntry, reconfigure bool) error {
 		}
 	}
 	b.offsetsLeadershipLocked(e)
-	return nil
 }
 
 // openPartition opens (recovering) one partition's log.
-func (b *Broker) openPartition(e *topicEntry, index int32) (*partition, error) {
-	name := e.topic.Name
+func (b *Broker) openPartition(t metadata.Topic, cfg metadata.TopicConfig, state metadata.PartitionState, index int32) (*partition, error) {
+	name := t.Name
 	dir := b.partitionDir(name, index)
-	if err := claimPartitionDir(dir, e.topic.ID); err != nil {
+	if err := claimPartitionDir(dir, t.ID); err != nil {
 		return nil, err
 	}
-	l, err := hotlog.Open(b.hotlogConfig(name, index, e.cfg))
+	l, err := hotlog.Open(b.hotlogConfig(name, index, cfg))
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", name, index, err)
 	}
-	p := &partition{topic: name, topicID: e.topic.ID, index: index, log: l}
+	p := &partition{topic: name, topicID: t.ID, index: index, log: l}
 	p.durability = b.cfg.Durability
-	p.state, p.cfg = e.states[index], e.cfg
+	p.state, p.cfg = state, cfg
 	return p, nil
 }
 
 // applyPartitionState records a partition's replicated state.
 func (b *Broker) applyPartitionState(id metadata.TopicID, index int32, st metadata.PartitionState) {
 	m := &b.parts
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.byID[id]
@@ -247,6 +351,8 @@ func (b *Broker) applyPartitionState(id metadata.TopicID, index int32, st metada
 // newer topic and stays.
 func (b *Broker) removeTopicAt(name string, id metadata.TopicID, rev int64) {
 	m := &b.parts
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.deleted[id] = struct{}{}
@@ -262,6 +368,8 @@ func (b *Broker) removeTopicAt(name string, id metadata.TopicID, rev int64) {
 // DeleteTopics) and remembers the id so a late watch event cannot revive it.
 func (b *Broker) removeTopic(name string, id metadata.TopicID) {
 	m := &b.parts
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.deleted[id] = struct{}{}

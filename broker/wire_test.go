@@ -128,7 +128,7 @@ func TestApiVersionsListsEveryKey(t *testing.T) {
 	if corr != 7 || resp.ErrorCode != 0 {
 		t.Fatalf("corr %d error %d", corr, resp.ErrorCode)
 	}
-	want := map[int16][2]int16{0: {3, 11}, 3: {0, 13}, 18: {0, 4}, 19: {0, 7}, 60: {0, 1}}
+	want := map[int16][2]int16{0: {3, 11}, 3: {0, 13}, 18: {0, 4}, 19: {0, 7}, 60: {0, 1}, 10: {0, 6}, 11: {0, 9}, 47: {0, 0}}
 	got := map[int16][2]int16{}
 	for _, k := range resp.ApiKeys {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
@@ -141,8 +141,8 @@ func TestApiVersionsListsEveryKey(t *testing.T) {
 			t.Errorf("key %d: got %v want %v", key, got[key], v)
 		}
 	}
-	if len(got) != len(dataPathVersions)+len(adminVersions) {
-		t.Errorf("%d keys listed, want %d", len(got), len(dataPathVersions)+len(adminVersions))
+	if n := len(dataPathVersions) + len(adminVersions) + len(groupVersions); len(got) != n {
+		t.Errorf("%d keys listed, want %d", len(got), n)
 	}
 }
 

@@ -17,7 +17,7 @@ type LeaderState struct {
 	LEO           int64
 	DurableOffset int64
 	// HighWatermark is the replica's HW before the change (as follower, or
-	// from the checkpoint after a restart). Clamped to LEO.
+	// from the checkpoint after a restart). Clamped to the durable LEO.
 	HighWatermark int64
 }
 
@@ -77,9 +77,11 @@ func (r *Replica) BecomeLeader(s LeaderState) error {
 	if r.cfg.FsyncDurability {
 		durable = min(s.DurableOffset, leo)
 	}
-	hw := min(max(s.HighWatermark, 0), leo)
+	// The inherited HW is clamped to the durable LEO: a follower's HW never
+	// exceeds what it flushed, so this only bites on a corrupt checkpoint.
+	hw := min(max(s.HighWatermark, 0), durable)
 	if sameEpochResume {
-		hw = min(max(hw, r.highWatermark), leo)
+		hw = min(max(hw, r.highWatermark), durable)
 	}
 	l := &leaderState{
 		version: s.Version, replicas: slices.Clone(s.Replicas), isr: orderLike(s.Replicas, s.ISR),

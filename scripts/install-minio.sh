@@ -30,9 +30,10 @@ fi
 
 mkdir -p "$tools_bin"
 echo "install-minio: building github.com/minio/minio@$MINIO_VERSION into $tools_bin (takes a few minutes)"
-# GOFLAGS=-mod=mod: `go install pkg@version` ignores the surrounding module, so the
-# repo's go.mod is neither read nor modified. GOTOOLCHAIN=local: build with the
-# installed Go even though MinIO's go.mod names an older toolchain.
+# `go install pkg@version` ignores the surrounding module, so the repo's go.mod
+# is neither read nor modified. GOTOOLCHAIN=local: build with the installed Go
+# (1.26) even though MinIO's go.mod names an older toolchain. CGO is off so the
+# binary needs nothing from the host.
 (
 	cd "$repo_root"
 	GOBIN="$tools_bin" GOTOOLCHAIN=local CGO_ENABLED=0 \

@@ -17,8 +17,7 @@
 //
 // Topics that need tiny segments set internal.segment.bytes: segment.bytes
 // has Kafka 4's 1 MiB minimum (KIP-1030). -short shrinks the 1,000,000-record
-// test to 100,000 records. STRATA_E2E_KNOWN_BUGS=1 runs tests of known,
-// unfixed product bugs, skipped otherwise.
+// test to 100,000 records.
 //
 // Run: go test -timeout 600s ./test/e2e/
 // and: STRATA_TEST_ETCD=external go test -timeout 600s ./test/e2e/

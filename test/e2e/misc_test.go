@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -89,16 +88,9 @@ func TestAutoCreateTopics(t *testing.T) {
 }
 
 // TestManyPartitionsKeepServing: while a topic with many partitions is being
-// created, the broker keeps answering Metadata on other connections.
-//
-// Known bug (see the e2e report of issue 2): the broker opens every new
-// partition's log while holding its partition-map lock, so a 3,000-partition
-// CreateTopics stalls every other request for tens of seconds. Opt in with
-// STRATA_E2E_KNOWN_BUGS=1 until it is fixed.
+// created, the broker keeps answering Metadata on other connections (logs are
+// opened outside the partition-map lock).
 func TestManyPartitionsKeepServing(t *testing.T) {
-	if os.Getenv("STRATA_E2E_KNOWN_BUGS") != "1" {
-		t.Skip("known bug: set STRATA_E2E_KNOWN_BUGS=1 to run")
-	}
 	b := StartBroker(t)
 	adm := b.Admin()
 	done := make(chan error, 1)

@@ -141,9 +141,6 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		opts = append(opts, awsconfig.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, awsconfig.WithHTTPClient(cfg.HTTPClient))
-	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("s3: loading AWS config: %w", err)
@@ -156,6 +153,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
+		}
 		o.Retryer = aws.NopRetryer{}
 		// Our objects carry their own CRCs; WhenRequired avoids aws-chunked
 		// trailers that some S3-compatible stores reject.
