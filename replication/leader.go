@@ -66,16 +66,22 @@ func (r *Replica) BecomeLeader(s LeaderState) error {
 	if sameEpochResume && s.Version <= r.fencedVersion {
 		return nil // a state from before the failed CAS: still deposed
 	}
+	r.startLeading(s, sameEpochResume)
+	return nil
+}
+
+// startLeading begins a leadership term: followers' LEOs unknown, ISR
+// members counted as caught up now, the epoch starting at the LEO.
+func (r *Replica) startLeading(s LeaderState, sameEpochResume bool) {
 	var waiters []ackWaiter
 	if r.leader != nil {
 		waiters = r.leader.waiters // same log, still leader: keep waiting
 	}
 	r.follower = nil
 	r.clearFollowerOutputs()
-	leo := s.LEO
-	durable := leo
+	durable := s.LEO
 	if r.cfg.FsyncDurability {
-		durable = min(s.DurableOffset, leo)
+		durable = min(s.DurableOffset, s.LEO)
 	}
 	// The inherited HW is clamped to the durable LEO: a follower's HW never
 	// exceeds what it flushed, so this only bites on a corrupt checkpoint.
@@ -85,7 +91,7 @@ func (r *Replica) BecomeLeader(s LeaderState) error {
 	}
 	l := &leaderState{
 		version: s.Version, replicas: slices.Clone(s.Replicas), isr: orderLike(s.Replicas, s.ISR),
-		leo: leo, durable: durable, epochStartOffset: leo,
+		leo: s.LEO, durable: durable, epochStartOffset: s.LEO,
 		followers: map[int32]*progress{}, waiters: waiters,
 	}
 	for _, id := range s.Replicas {
@@ -95,7 +101,6 @@ func (r *Replica) BecomeLeader(s LeaderState) error {
 	}
 	r.role, r.epoch, r.leader, r.highWatermark = RoleLeader, s.Epoch, l, hw
 	r.maybeAdvanceHW()
-	return nil
 }
 
 // validateLeaderState rejects states the controller cannot have written.

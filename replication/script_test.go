@@ -61,6 +61,12 @@ func execScript(t *testing.T, env *scriptEnv, c scriptCmd) string {
 	case "epoch-answer":
 		return errString(env.r.HandleEpochEndOffset(EpochEndOffset{RequestedEpoch: c.int32Arg(t, "requested", 0),
 			LeaderEpoch: c.int32Arg(t, "epoch", -1), EndOffset: c.int64Arg(t, "end", -1)}))
+	case "leader-epoch-end":
+		epoch, end, err := env.r.LeaderEpochEndOffset(c.int32Arg(t, "epoch", 0))
+		if err != nil {
+			return errString(err)
+		}
+		return fmt.Sprintf("epoch=%d end=%d", epoch, end)
 	case "fetched":
 		return cmdFetched(t, env, c)
 	case "ready":
