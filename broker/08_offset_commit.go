@@ -29,36 +29,40 @@ func (b *Broker) handleOffsetCommit(_ context.Context, _ *requestContext, kreq k
 		in.Generation = -1
 	}
 	now := time.Now().UnixMilli()
-	var pending []*kmsg.OffsetCommitResponseTopicPartition
 	for _, rt := range req.Topics {
-		st := kmsg.NewOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewOffsetCommitResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.ErrorCode = b.offsetCommitCheck(rt.Topic, rp)
-			if sp.ErrorCode == 0 {
-				in.Offsets[group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = commitOffset(req.Version, rp, now)
-			}
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
+		resp.Topics = append(resp.Topics, b.offsetCommitTopic(req.Version, rt, in.Offsets, now))
 	}
-	for ti := range resp.Topics {
-		for pi := range resp.Topics[ti].Partitions {
-			if resp.Topics[ti].Partitions[pi].ErrorCode == 0 {
-				pending = append(pending, &resp.Topics[ti].Partitions[pi])
-			}
-		}
-	}
-	if len(pending) == 0 {
+	if len(in.Offsets) == 0 {
 		return resp, nil
 	}
 	code := b.groups.Commit(in)
-	for _, sp := range pending {
-		sp.ErrorCode = code
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			if sp := &resp.Topics[ti].Partitions[pi]; sp.ErrorCode == 0 {
+				sp.ErrorCode = code
+			}
+		}
 	}
 	return resp, nil
+}
+
+// offsetCommitTopic checks a topic's partitions, adding the committable
+// ones to offsets; the others get their error code.
+func (b *Broker) offsetCommitTopic(version int16, rt kmsg.OffsetCommitRequestTopic,
+	offsets map[group.TopicPartition]group.Offset, now int64,
+) kmsg.OffsetCommitResponseTopic {
+	st := kmsg.NewOffsetCommitResponseTopic()
+	st.Topic = rt.Topic
+	for _, rp := range rt.Partitions {
+		sp := kmsg.NewOffsetCommitResponseTopicPartition()
+		sp.Partition = rp.Partition
+		sp.ErrorCode = b.offsetCommitCheck(rt.Topic, rp)
+		if sp.ErrorCode == 0 {
+			offsets[group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = commitOffset(version, rp, now)
+		}
+		st.Partitions = append(st.Partitions, sp)
+	}
+	return st
 }
 
 // offsetCommitCheck is a partition's own error code (0 if committable).

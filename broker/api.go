@@ -287,10 +287,13 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	if b.ln != nil {
 		_ = b.ln.Close()
 	}
+	// Resigning the groups first answers joins and syncs that wait for a
+	// rebalance (NOT_COORDINATOR: clients find the coordinator again), so
+	// they do not hold up the drain.
+	b.groups.Close()
 	drainErr := b.drainConns(ctx)
 	b.handlerCancel()
 	waitTimeout(&b.inflight, time.Second)
-	b.groups.Close()
 	b.lifetimeCancel()
 	b.loops.Wait()
 	closeErr := b.parts.closeAll(b.log)

@@ -37,6 +37,7 @@ func seedRequests() [][]byte {
 	ia.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t",
 		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("compact")}}}}
 	reqs = append(reqs, av, md, ct, dc, pr, fe, ia, kmsg.NewPtrDescribeClusterRequest(), kmsg.NewPtrInitProducerIDRequest())
+	reqs = append(reqs, groupSeedRequests()...)
 	var out [][]byte
 	for i, r := range reqs {
 		out = append(out, kmsg.NewRequestFormatter(kmsg.FormatterClientID("seed")).AppendRequest(nil, r, int32(i)))
@@ -91,4 +92,26 @@ func TestWriteFuzzSeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// groupSeedRequests are the consumer-group requests franz-go sends.
+func groupSeedRequests() []kmsg.Request {
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version, fc.CoordinatorKeys = 4, []string{"g"}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Version, jg.Group, jg.SessionTimeoutMillis, jg.ProtocolType = 9, "g", 45000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "cooperative-sticky", Metadata: []byte{0, 3, 0, 0, 0, 1}}}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Version, sg.Group, sg.MemberID = 5, "g", "m"
+	sg.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: []byte{0, 3}}}
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version, oc.Group, oc.Generation = 9, "g", -1
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7}}}}
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version = 8
+	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}}
+	lg := kmsg.NewPtrLeaveGroupRequest()
+	lg.Version, lg.Group = 5, "g"
+	lg.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m", InstanceID: kmsg.StringPtr("i")}}
+	return []kmsg.Request{fc, jg, sg, oc, of, lg}
 }

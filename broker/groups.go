@@ -104,6 +104,7 @@ func (b *Broker) offsetsLeadershipLocked(e *topicEntry) {
 	if b.groups == nil || e.topic.Name != group.OffsetsTopic {
 		return
 	}
+	b.groups.UsePartitionCount(int32(len(e.topic.Replicas)))
 	for i, p := range e.parts {
 		idx := int32(i)
 		switch {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -41,6 +42,9 @@ type Coordinator struct {
 	cfg         Config
 	log         *slog.Logger
 	topicExists func(topic string) bool
+	// partitionCount maps groups to offsets partitions: the partition count
+	// of __consumer_offsets once it exists (as Kafka), else the config's.
+	partitionCount atomic.Int32
 
 	mu struct {
 		sync.Mutex
@@ -48,6 +52,7 @@ type Coordinator struct {
 		partitions map[int32]*offsetsPartition // led partitions
 		waiters    map[uint64]chan Response    // request id -> its delayed answer
 		nextReq    uint64
+		closed     bool // Close was called: lead nothing any more
 	}
 
 	lifetime context.Context
@@ -76,6 +81,7 @@ func New(cfg Config, topicExists func(string) bool) (*Coordinator, error) {
 	c.mu.partitions = map[int32]*offsetsPartition{}
 	c.mu.waiters = map[uint64]chan Response{}
 	c.lifetime, c.cancel = context.WithCancel(context.Background())
+	c.partitionCount.Store(cfg.OffsetsTopicPartitions)
 	return c, nil
 }
 
@@ -87,12 +93,30 @@ func newMemberID(prefix string) string {
 	return fmt.Sprintf("%s-%s-%s-%s-%s-%s", prefix, h[:8], h[8:12], h[12:16], h[16:20], h[20:])
 }
 
-// Partitions is offsets.topic.num.partitions.
-func (c *Coordinator) Partitions() int32 { return c.cfg.OffsetsTopicPartitions }
+// Partitions is the partition count groups are mapped over.
+func (c *Coordinator) Partitions() int32 { return c.partitionCount.Load() }
 
 // PartitionFor is the offsets partition of group.
 func (c *Coordinator) PartitionFor(group string) int32 {
-	return PartitionFor(group, c.cfg.OffsetsTopicPartitions)
+	return PartitionFor(group, c.partitionCount.Load())
+}
+
+// UsePartitionCount adopts the partition count of an existing
+// __consumer_offsets (which wins over offsets.topic.num.partitions, as in
+// Kafka). Ignored while partitions are led: the mapping of loaded groups
+// must not change under them.
+func (c *Coordinator) UsePartitionCount(n int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n < 1 || n == c.partitionCount.Load() {
+		return
+	}
+	if len(c.mu.partitions) > 0 {
+		c.log.Error("__consumer_offsets changed its partition count while led; keeping the old mapping",
+			"partitions", c.partitionCount.Load(), "topic_partitions", n)
+		return
+	}
+	c.partitionCount.Store(n)
 }
 
 // Start runs the clock and the offsets expiry.
@@ -137,17 +161,18 @@ func (c *Coordinator) expire(deleted string) {
 	c.complete(d)
 }
 
-// Close stops the loops; requests waiting for a rebalance get
-// NOT_COORDINATOR.
+// Close resigns every partition: requests waiting for a rebalance, and
+// later requests, get NOT_COORDINATOR. Safe to call more than once.
 func (c *Coordinator) Close() {
-	c.cancel()
-	c.loops.Wait()
 	c.mu.Lock()
+	c.mu.closed = true
 	c.mu.machine.DropGroups(func(string) bool { return true }, kerr.NotCoordinator.Code)
 	d := c.flushLocked()
 	c.mu.partitions = map[int32]*offsetsPartition{}
 	c.mu.Unlock()
+	c.cancel()
 	c.complete(d)
+	c.loops.Wait()
 }
 
 func (c *Coordinator) loop(every time.Duration, fn func(now int64)) {

@@ -163,10 +163,12 @@ func (c *Coordinator) DeleteOffsets(group string, tps []TopicPartition) (int16, 
 // background (the caller may hold locks that come before the
 // coordinator's).
 func (c *Coordinator) TopicDeleted(topic string) {
-	if c.lifetime.Err() != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
 		return
 	}
-	c.loops.Add(1)
+	c.loops.Add(1) // under mu: Close cannot be waiting yet
 	go func() {
 		defer c.loops.Done()
 		c.expire(topic)

@@ -142,7 +142,7 @@ func (c *Coordinator) deliver(responses []Response) {
 // partition already led does nothing.
 func (c *Coordinator) BecomeLeader(partition int32, log OffsetsLog) {
 	c.mu.Lock()
-	if _, ok := c.mu.partitions[partition]; ok {
+	if _, ok := c.mu.partitions[partition]; ok || c.mu.closed {
 		c.mu.Unlock()
 		return
 	}

@@ -432,6 +432,25 @@ func TestGroupAdmin(t *testing.T) {
 			read++
 		}
 	}
+	checkLagAndCommand(t, b, adm, topic, group)
+	if resp, err := adm.DeleteGroups(ctx, group); err != nil || !errors.Is(resp[group].Err, kerr.NonEmptyGroup) {
+		t.Fatalf("delete of a live group: %v %+v", err, resp)
+	}
+	if resp, err := adm.DeleteOffsets(ctx, group, kadm.TopicsSet{topic: {0: {}}}); err != nil || !errors.Is(resp.Error(), kerr.GroupSubscribedToTopic) {
+		t.Fatalf("offset delete of a subscribed topic: %v %v", err, resp)
+	}
+	consumer.Close() // leaves the group: Empty
+	waitFor(t, 20*time.Second, "the group to become Empty", func() bool {
+		l, err := adm.ListGroups(ctx, "Empty")
+		return err == nil && l[group].Group == group
+	})
+	checkResetAndDeletes(t, b, adm, topic, group)
+}
+
+// checkLagAndCommand: 10 records, 7 committed by a live member.
+func checkLagAndCommand(t *testing.T, b *Broker, adm *kadm.Client, topic, group string) {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
 	lags, err := adm.Lag(ctx, group)
 	lag := lags[group]
 	if err != nil || lag.Error() != nil || lag.State != "Stable" || len(lag.Members) != 1 {
@@ -449,17 +468,13 @@ func TestGroupAdmin(t *testing.T) {
 	if out := runStrata(t, "group", "list", "--brokers", b.Addr); !strings.Contains(out, group) {
 		t.Fatalf("strata group list:\n%s", out)
 	}
-	if resp, err := adm.DeleteGroups(ctx, group); err != nil || !errors.Is(resp[group].Err, kerr.NonEmptyGroup) {
-		t.Fatalf("delete of a live group: %v %+v", err, resp)
-	}
-	if resp, err := adm.DeleteOffsets(ctx, group, kadm.TopicsSet{topic: {0: {}}}); err != nil || !errors.Is(resp.Error(), kerr.GroupSubscribedToTopic) {
-		t.Fatalf("offset delete of a subscribed topic: %v %v", err, resp)
-	}
-	consumer.Close() // leaves the group: Empty
-	waitFor(t, 20*time.Second, "the group to become Empty", func() bool {
-		l, err := adm.ListGroups(ctx, "Empty")
-		return err == nil && l[group].Group == group
-	})
+}
+
+// checkResetAndDeletes: strata group reset, OffsetDelete and DeleteGroups
+// on the Empty group.
+func checkResetAndDeletes(t *testing.T, b *Broker, adm *kadm.Client, topic, group string) {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
 	runStrata(t, "group", "reset", "--brokers", b.Addr, group, "--to-earliest")
 	offsets, err := adm.FetchOffsets(ctx, group)
 	if o, _ := offsets.Lookup(topic, 1); err != nil || o.At != 0 {
