@@ -8,21 +8,22 @@
 //
 // # Object store
 //
-// ObjectStore is a small interface (read a range, put, list a prefix, delete,
-// stat, is-not-found) with two real backends and test wrappers:
+// tier/objstore defines ObjectStore, a small interface (read a range, put,
+// list a prefix, delete, stat, is-not-found), its key rules and error
+// classes, an in-memory store and the Counting, Latency, Faulty and Retrying
+// wrappers. Backends:
 //
 //	tier/file     a directory (default of `strata serve`; a NAS mount works)
 //	tier/s3       AWS S3 and S3-compatible stores (MinIO) through aws-sdk-go-v2
-//	tier (this)   NewMemStore, Counting, Latency, Faulty, Retrying wrappers
 //
-// OpenURL maps the --object-store flag to a store:
+// OpenURL maps the --object-store flag to Retrying(Counting(backend)):
 //
 //	file:///var/lib/strata/objects
 //	s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=us-east-1
 //
 // Keys are slash-separated relative names (no leading '/', no "." or ".."
-// element, no empty element, no NUL byte, at most MaxKeyLen bytes); every
-// backend rejects other keys with ErrInvalidKey. A Put is atomic: a reader
+// element, no empty element, no NUL byte or backslash, at most MaxKeyLen
+// bytes); every backend rejects other keys with ErrInvalidKey. A Put is atomic: a reader
 // sees the old object, the new object whole, or nothing, never a part
 // (S3 gives this; the file backend writes a temp file, fsyncs, renames).
 // Objects are immutable once written: Strata never overwrites a key with
@@ -30,8 +31,8 @@
 //
 // # Transient errors and retries
 //
-// Retrying wraps a store and retries, with capped exponential backoff and
-// full jitter, the errors IsTransient reports: S3 503 SlowDown / 500 / 502 /
+// objstore.Retrying wraps a store and retries, with capped exponential
+// backoff and full jitter, the errors IsTransient reports: S3 503 SlowDown / 500 / 502 /
 // 504 / RequestTimeout / throttling codes, network timeouts, connection
 // resets and refused connections (the store restarting), unexpected EOF of
 // a body, and anything wrapping ErrTransient (the fault-injecting wrapper's
@@ -46,13 +47,15 @@
 //	<prefix>/<cluster>/topics/<topic>-<topicId>/topic.json
 //
 // <prefix> is the s3 URL's path (may be empty); the backend prepends it, so
-// keys given to an ObjectStore start at <cluster> (SegmentKey, TopicDir); <topicId> is the 22-character Kafka string form of the topic
-// UUID; <epoch> is the decimal leader epoch of the uploader; <uuid> is a
+// keys given to an ObjectStore start at <cluster> (SegmentKey, TopicDir).
+// <topicId> is the 22-character Kafka string form of the topic UUID; <epoch> is the decimal leader epoch of the uploader; <uuid> is a
 // random UUID in its 36-character text form, so that two uploads of the same
 // segment (a retry after a crash, two leaders in a race) never overwrite each
 // other: the manifest decides which one is live, the sweeper deletes the rest.
 // Zero padding makes listing order offset order. SegmentKey builds a key and
 // ParseSegmentKey reads one back (restore lists the bucket and parses keys).
+// topic.json (TopicFile, at TopicConfigKey) is JSON with the topic's name,
+// id, partition count and config overrides; see TopicFile for the schema.
 //
 // # Segment object
 //
@@ -173,10 +176,30 @@
 //
 // The encoder reads the segment's .log once, validating every batch (framing,
 // magic 2, CRC, increasing offsets, non-decreasing leader epochs) and
-// building the indexes, the epoch ranges and the batches CRC; it then
+// building the indexes, epoch ranges, chunk CRCs and the batches CRC; it then
 // returns an EncodedObject whose NewReader streams batches+sections+footer
-// from the .log file without copying it into memory. The uploader (issue 4
-// follow-up) Puts that reader under SegmentKey; a large object goes up as a
-// multipart upload with parallel parts (tier/s3), which needs the io.ReaderAt
-// the reader provides.
+// from the .log file without copying it into memory. The tail it built is
+// decoded again before it is returned, so the encoder never emits an object
+// its own reader would reject.
+//
+// # Plugging in the uploader and the cold reader
+//
+// Uploader, per sealed segment wholly below the HW:
+//
+//	obj, err := tier.EncodeSegmentObject(logFile, logSize, tier.SegmentMeta{...})
+//	key, err := tier.SegmentKey(tier.SegmentKeyParts{Cluster, Topic, TopicID, Partition,
+//	        BaseOffset: obj.Footer().BaseOffset, Epoch: leaderEpoch})
+//	err = bucket.Put(ctx, key, obj.NewReader(), obj.Size())   // multipart + retries below
+//	err = tier.Verify(ctx, bucket, key, obj.Footer(), false)   // then the manifest CAS
+//
+// A manifest entry should carry key, size, base/last offset, max timestamp
+// and the upload epoch (all in the Footer), so that a reader opens an object
+// with OpenObject(ctx, store, key, size) without a Stat.
+//
+// Cold reader: OpenObject once per object (cache the ObjectIndex, about
+// 0.03% of the object); OffsetSpan / TimestampStart give a batch boundary;
+// fetch aligned chunks of k*Footer.ChunkSize bytes (8 MiB = 8 chunks) with
+// ReadRange, check each 1 MiB piece with ObjectIndex.VerifyChunk before
+// caching it, and cut batches with CheckStoredBatch. ObjectReader.ReadBatches
+// is the simple uncached version of the same (restore, replay, tests).
 package tier

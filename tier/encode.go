@@ -81,7 +81,8 @@ func (o *EncodedObject) ReadAt(p []byte, off int64) (int, error) {
 		k, err := o.batches.ReadAt(want, off)
 		n += k
 		if k < len(want) {
-			return n, fmt.Errorf("tier: reading segment batches at %d: %w", off+int64(k), noEOF(err))
+			// The segment file shrank or failed under us: not worth retrying.
+			return n, fmt.Errorf("%w: reading segment batches at %d: %v", ErrInvalidSegment, off+int64(k), noEOF(err))
 		}
 		p, off = p[k:], off+int64(k)
 	}

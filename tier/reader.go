@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/tier/objstore"
 )
 
 // TailReadSize is how much of an object's end OpenObject reads first: the
@@ -43,7 +44,7 @@ func OpenObject(ctx context.Context, store ObjectStore, key string, size int64) 
 		return nil, corruptf("%s: %d bytes, smaller than a footer", key, size)
 	}
 	tailLen := min(size, TailReadSize)
-	tail, err := readAllRange(ctx, store, key, size-tailLen, tailLen)
+	tail, err := objstore.ReadAll(ctx, store, key, size-tailLen, tailLen)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func OpenObject(ctx context.Context, store ObjectStore, key string, size int64) 
 	var meta []byte
 	if tailStart := size - tailLen; metaOff >= tailStart {
 		meta = tail[metaOff-tailStart : metaOff-tailStart+metaLen]
-	} else if meta, err = readAllRange(ctx, store, key, metaOff, metaLen); err != nil {
+	} else if meta, err = objstore.ReadAll(ctx, store, key, metaOff, metaLen); err != nil {
 		return nil, err
 	}
 	x, err := DecodeIndexSections(f, meta)
@@ -66,19 +67,6 @@ func OpenObject(ctx context.Context, store ObjectStore, key string, size int64) 
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	return &ObjectReader{store: store, key: key, Index: x}, nil
-}
-
-func readAllRange(ctx context.Context, store ObjectStore, key string, offset, length int64) ([]byte, error) {
-	rc, err := store.ReadRange(ctx, key, offset, length)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	buf := make([]byte, length)
-	if _, err := io.ReadFull(rc, buf); err != nil {
-		return nil, fmt.Errorf("tier: read %s [%d, +%d): %w", key, offset, length, noEOF(err))
-	}
-	return buf, nil
 }
 
 // Key is the object's key.

@@ -26,7 +26,7 @@ type Bucket struct {
 
 // OpenURL opens the object store an --object-store URL names (DESIGN.md §11):
 //
-//	file:///path/to/dir
+//	file:///path/to/dir      (file:relative/dir is relative to the working directory)
 //	s3://bucket[/prefix][?endpoint=http://host:port][&region=R][&path-style=true|false]
 //	   [&sse=AES256|aws:kms][&sse-kms-key-id=ID][&access-key=K&secret-key=S]
 //	   [&part-size=BYTES][&multipart-threshold=BYTES][&concurrency=N]
@@ -67,10 +67,14 @@ func openFileURL(u *url.URL) (objstore.ObjectStore, error) {
 	if u.Host != "" && u.Host != "localhost" {
 		return nil, fmt.Errorf("%w: file URL with host %q (want file:///path)", ErrBadURL, u.Host)
 	}
-	if u.Path == "" || len(u.Query()) > 0 {
+	path := u.Path
+	if u.Opaque != "" {
+		path = u.Opaque // file:relative/dir
+	}
+	if path == "" || len(u.Query()) > 0 {
 		return nil, fmt.Errorf("%w: file URL needs a path and takes no parameters", ErrBadURL)
 	}
-	store, err := file.Open(u.Path)
+	store, err := file.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
 	}

@@ -107,6 +107,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, body io.Reader, si
 	if err != nil {
 		return classify("create multipart", key, err)
 	}
+	s.stats.uploads.Add(1)
 	upload := &multipartUpload{store: s, key: key, id: aws.ToString(created.UploadId)}
 	parts, err := upload.uploadParts(ctx, body, size, s.partSize(size))
 	if err == nil {
@@ -219,7 +220,12 @@ func feedParts(ctx context.Context, jobs chan<- partJob, body io.Reader, size, p
 // uploadPart uploads one part, retrying transient errors with PartRetry.
 func (u *multipartUpload) uploadPart(ctx context.Context, job partJob) (types.CompletedPart, error) {
 	var etag *string
+	attempts := 0
 	err := u.store.cfg.PartRetry.Do(ctx, "upload part", func(ctx context.Context) error {
+		if attempts++; attempts > 1 {
+			u.store.stats.partRetries.Add(1)
+		}
+		u.store.stats.parts.Add(1)
 		if _, err := job.reader.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
@@ -247,11 +253,15 @@ func (u *multipartUpload) complete(ctx context.Context, parts []types.CompletedP
 		UploadId:        aws.String(u.id),
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	})
+	if err == nil {
+		u.store.stats.completed.Add(1)
+	}
 	return classify("complete multipart", u.key, err)
 }
 
 // abort releases the parts of a failed upload, best effort.
 func (u *multipartUpload) abort() {
+	u.store.stats.aborted.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
 	_, err := u.store.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{

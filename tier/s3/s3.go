@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -123,6 +124,29 @@ func (c Config) Validate() error {
 type Store struct {
 	cfg    Config
 	client *s3.Client
+	stats  multipartCounters
+}
+
+// MultipartStats counts the requests a multipart Put makes beyond the one
+// PUT that objstore.Counting sees (S3 bills each of them).
+type MultipartStats struct {
+	Uploads     int64 // CreateMultipartUpload requests that succeeded
+	Parts       int64 // UploadPart requests, including retries
+	PartRetries int64 // UploadPart attempts after the first, per part
+	Completed   int64 // CompleteMultipartUpload requests that succeeded
+	Aborted     int64 // AbortMultipartUpload requests made after a failure
+}
+
+// multipartCounters is updated by upload goroutines; atomics, no lock.
+type multipartCounters struct {
+	uploads, parts, partRetries, completed, aborted atomic.Int64
+}
+
+// MultipartStats returns a snapshot of the multipart counters.
+func (s *Store) MultipartStats() MultipartStats {
+	c := &s.stats
+	return MultipartStats{Uploads: c.uploads.Load(), Parts: c.parts.Load(), PartRetries: c.partRetries.Load(),
+		Completed: c.completed.Load(), Aborted: c.aborted.Load()}
 }
 
 var _ objstore.ObjectStore = (*Store)(nil)

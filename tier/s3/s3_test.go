@@ -125,8 +125,8 @@ func (f *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{
 		StatusCode: f.status, Status: fmt.Sprintf("%d %s", f.status, http.StatusText(f.status)),
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {"application/xml"}},
-		Body:    io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+		Header: http.Header{"Content-Type": {"application/xml"}},
+		Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
 	}, nil
 }
 
@@ -149,6 +149,9 @@ func TestMultipartFailedPartIsRetried(t *testing.T) {
 	if ft.injected != 2 {
 		t.Fatalf("injected %d faults, want 2", ft.injected)
 	}
+	if st := s.MultipartStats(); st != (s3.MultipartStats{Uploads: 1, Parts: 5, PartRetries: 2, Completed: 1}) {
+		t.Fatalf("multipart stats %+v, want 1 upload of 3 parts + 2 retries", st)
+	}
 	verifyWithMinioGo(m, "mp")(t, "seg", data)
 	assertNoIncompleteUploads(t, m)
 }
@@ -166,6 +169,9 @@ func TestMultipartPermanentFailureAborts(t *testing.T) {
 	}
 	verifyWithMinioGo(m, "mp")(t, "seg", nil)
 	assertNoIncompleteUploads(t, m)
+	if st := s.MultipartStats(); st.Aborted != 1 || st.Completed != 0 {
+		t.Fatalf("multipart stats %+v, want one abort", st)
+	}
 }
 
 func TestSlowDownIsTransient(t *testing.T) {
