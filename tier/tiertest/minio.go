@@ -50,15 +50,15 @@ type MinIO struct {
 
 // Binary returns the MinIO binary path, or "" if it is missing.
 func Binary() string {
-	if p := os.Getenv("STRATA_MINIO_BIN"); p != "" {
-		return p
+	p := os.Getenv("STRATA_MINIO_BIN")
+	if p == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return ""
+		}
+		p = filepath.Join(root, ".tools", "bin", "minio")
 	}
-	root, err := repoRoot()
-	if err != nil {
-		return ""
-	}
-	p := filepath.Join(root, ".tools", "bin", "minio")
-	if _, err := os.Stat(p); err != nil {
+	if info, err := os.Stat(p); err != nil || info.IsDir() {
 		return ""
 	}
 	return p
