@@ -91,6 +91,10 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, rt *kmsg.ProduceRequ
 		sp.ErrorCode = code
 		return sp, nil
 	}
+	if err := b.throttleUploadLag(p); err != nil {
+		b.setProduceError(&sp, err)
+		return sp, nil
+	}
 	res, logAppendTime, err := b.appendProduced(p, req, rp.Records, now)
 	if err != nil {
 		b.setProduceError(&sp, err)
@@ -98,7 +102,7 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, rt *kmsg.ProduceRequ
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = logAppendTime
-	sp.LogStartOffset = p.log.LogStartOffset()
+	sp.LogStartOffset = p.logStartOffset()
 	if req.Acks != -1 {
 		return sp, nil
 	}

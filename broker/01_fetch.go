@@ -28,6 +28,11 @@ import (
 //     replication (issue 5); see fetchReplicaID.
 //   - v14 and v15 change only follower fields; v16 adds leader endpoints
 //     for NOT_LEADER_OR_FOLLOWER (tagged, omitted on a single node).
+//   - Tiering (issue 4): the log start offset is the start across both
+//     tiers; offsets below the local log start are read from the bucket
+//     (coldpath.go) without holding up the request's hot partitions (see
+//     package fetch, "Cold reads"). A damaged or unreadable object is
+//     KAFKA_STORAGE_ERROR for that partition; its bytes are never served.
 
 // fetchSlot locates one requested partition in the response.
 type fetchSlot struct{ topic, partition int }
@@ -92,7 +97,7 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (fe
 			if p, code := b.fetchablePartition(req.Version, rt, rp); code != 0 {
 				sp.ErrorCode, sp.HighWatermark = code, -1
 			} else {
-				pr.Partition = fetchSource{p}
+				pr.Partition = b.fetchPartition(p)
 			}
 			freq.Partitions = append(freq.Partitions, pr)
 			slots = append(slots, fetchSlot{topic: ti, partition: pi})
@@ -144,7 +149,7 @@ func (s fetchSource) Changed() <-chan struct{} { return s.p.changed() }
 // Positions reads the log start first and the LEO last, so that, with
 // offsets only moving up, LogStart <= HW <= LogEnd holds in the snapshot.
 func (s fetchSource) Positions() fetch.Positions {
-	logStart := s.p.log.LogStartOffset()
+	logStart := s.p.logStartOffset() // across tiers: the bucket's part is readable
 	hw := s.p.highWatermark()
 	lso := min(s.p.lastStableOffset(), hw)
 	return fetch.Positions{

@@ -7,22 +7,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/fetch"
+	"github.com/strata-log/strata/hotlog"
 )
 
 // ListOffsets: v1-10.
 //
 // Behaviour per requested timestamp:
 //   - -1 latest: the HW (the LSO under read_committed);
-//   - -2 earliest: the log start offset;
+//   - -2 earliest: the log start offset across both tiers (the first
+//     offset in the bucket when history is tiered);
 //   - -3 max timestamp (KIP-734): the record with the largest timestamp
-//     below the HW;
-//   - -4 earliest local (KIP-405): the local log start, equal to the log
-//     start until tiering (issue 4);
-//   - -5 latest tiered (KIP-1005): offset -1, timestamp -1, as Kafka answers
-//     for a topic without remote storage, until tiering;
+//     below the HW, across both tiers (a tiered object's footer names its
+//     max-timestamp offset; the earlier record wins a tie);
+//   - -4 earliest local (KIP-405): the hot log's start offset;
+//   - -5 latest tiered (KIP-1005): the last offset in the bucket, with the
+//     leader epoch of its batch; offset -1, timestamp -1 when nothing is
+//     tiered (as Kafka answers for a topic without remote storage);
 //   - t >= 0 (or any other value): the first record whose timestamp is >= t
-//     below the HW (LSO under read_committed); none gives offset -1 and
-//     timestamp -1.
+//     below the HW (LSO under read_committed), at or after the log start;
+//     objects below the local log start are searched first (their time
+//     index, then their batches through the cold cache), then the hot log;
+//     none gives offset -1 and timestamp -1.
 //
 // Every answer carries the partition's current leader epoch: on a single
 // node it is >= the epoch of the returned offset's batch, so a client's
@@ -48,7 +53,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *requestContext, kreq
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		for pi := range rt.Partitions {
-			st.Partitions = append(st.Partitions, b.listPartitionOffset(rt.Topic, &rt.Partitions[pi], iso))
+			st.Partitions = append(st.Partitions, b.listPartitionOffset(ctx, rt.Topic, &rt.Partitions[pi], iso))
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -56,7 +61,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *requestContext, kreq
 }
 
 // listPartitionOffset answers one partition.
-func (b *Broker) listPartitionOffset(topic string, rp *kmsg.ListOffsetsRequestTopicPartition, iso fetch.IsolationLevel) kmsg.ListOffsetsResponseTopicPartition {
+func (b *Broker) listPartitionOffset(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, iso fetch.IsolationLevel) kmsg.ListOffsetsResponseTopicPartition {
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition = rp.Partition
 	p, code := b.lookupPartition(topic, rp.Partition)
@@ -67,7 +72,7 @@ func (b *Broker) listPartitionOffset(topic string, rp *kmsg.ListOffsetsRequestTo
 		sp.ErrorCode = code
 		return sp
 	}
-	offset, timestamp, err := listOffset(p, rp.Timestamp, iso)
+	offset, timestamp, epoch, err := b.listOffset(ctx, p, rp.Timestamp, iso)
 	if err != nil {
 		sp.ErrorCode = dataPathErrorCode(err)
 		if sp.ErrorCode == kerr.UnknownServerError.Code || sp.ErrorCode == kerr.KafkaStorageError.Code {
@@ -77,37 +82,70 @@ func (b *Broker) listPartitionOffset(topic string, rp *kmsg.ListOffsetsRequestTo
 	}
 	sp.Offset, sp.Timestamp = offset, timestamp
 	if offset >= 0 {
-		sp.LeaderEpoch = p.leaderEpoch()
+		sp.LeaderEpoch = epoch
 	}
 	return sp
 }
 
-// listOffset resolves one ListOffsets timestamp to (offset, timestamp);
-// (-1, -1) when there is no such offset.
-func listOffset(p *partition, ts int64, iso fetch.IsolationLevel) (int64, int64, error) {
+// listOffset resolves one ListOffsets timestamp to (offset, timestamp,
+// leader epoch); (-1, -1) when there is no such offset.
+func (b *Broker) listOffset(ctx context.Context, p *partition, ts int64, iso fetch.IsolationLevel) (int64, int64, int32, error) {
 	visible := p.highWatermark()
 	if iso == fetch.ReadCommitted {
 		visible = min(p.lastStableOffset(), visible)
 	}
+	epoch := p.leaderEpoch()
 	switch ts {
 	case listOffsetsLatest:
-		return visible, -1, nil
-	case listOffsetsEarliest, listOffsetsEarliestLocal:
-		// TODO(issue 4): -2 is the start of the whole log (tier included),
-		// -4 the start of the local part.
-		return p.log.LogStartOffset(), -1, nil
+		return visible, -1, epoch, nil
+	case listOffsetsEarliest:
+		return p.logStartOffset(), -1, epoch, nil
+	case listOffsetsEarliestLocal:
+		return p.localLogStartOffset(), -1, epoch, nil
 	case listOffsetsLatestTiered:
-		return -1, -1, nil
-	case listOffsetsMaxTimestamp:
-		res, ok, err := p.log.MaxTimestamp(visible)
-		if err != nil || !ok {
-			return -1, -1, err
+		entries := p.manifest.Segments(p.topicID, p.index)
+		if len(entries) == 0 {
+			return -1, -1, epoch, nil
 		}
-		return res.Offset, res.Timestamp, nil
+		last := entries[len(entries)-1]
+		return last.LastOffset, -1, last.LeaderEpoch, nil
+	case listOffsetsMaxTimestamp:
+		res, ok, err := b.maxTimestampAcrossTiers(ctx, p, visible)
+		if err != nil || !ok {
+			return -1, -1, epoch, err
+		}
+		return res.Offset, res.Timestamp, epoch, nil
 	}
-	res, ok, err := p.log.OffsetForTimestamp(ts, visible)
+	res, ok, err := b.offsetForTimestampAcrossTiers(ctx, p, ts, visible)
 	if err != nil || !ok || res.Offset >= visible {
-		return -1, -1, err
+		return -1, -1, epoch, err
 	}
-	return res.Offset, res.Timestamp, nil
+	return res.Offset, res.Timestamp, epoch, nil
+}
+
+// offsetForTimestampAcrossTiers searches the bucket's part first (it holds
+// the earlier offsets), then the hot log.
+func (b *Broker) offsetForTimestampAcrossTiers(ctx context.Context, p *partition, ts, visible int64) (hotlog.OffsetTime, bool, error) {
+	res, ok, err := b.coldOffsetForTimestamp(ctx, p, ts, p.logStartOffset())
+	if err != nil || ok {
+		return res, ok, err
+	}
+	return p.log.OffsetForTimestamp(ts, visible)
+}
+
+// maxTimestampAcrossTiers: the tiered maximum wins unless the hot log has a
+// strictly larger timestamp (on a tie the earlier offset is Kafka's answer).
+func (b *Broker) maxTimestampAcrossTiers(ctx context.Context, p *partition, visible int64) (hotlog.OffsetTime, bool, error) {
+	local, localOK, err := p.log.MaxTimestamp(visible)
+	if err != nil {
+		return local, false, err
+	}
+	cold, coldOK, err := b.coldMaxTimestamp(ctx, p)
+	if err != nil {
+		return cold, false, err
+	}
+	if coldOK && (!localOK || cold.Timestamp >= local.Timestamp) {
+		return cold, true, nil
+	}
+	return local, localOK, nil
 }

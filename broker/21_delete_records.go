@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,8 +16,10 @@ import (
 //   - any other offset below 0 or above the HW is OFFSET_OUT_OF_RANGE;
 //   - a topic whose cleanup.policy lacks "delete" is POLICY_VIOLATION, as
 //     in Kafka;
-//   - otherwise the log start moves up to offset (never down) and the answer
-//     is the new low watermark. With replicas (issue 5) Kafka waits, up to
+//   - otherwise the log start moves up to offset (never down) in both tiers
+//     (tiering_retention.go: etcd's tiered log start first, then the hot
+//     log), tiered segments wholly below it are removed (manifest entry,
+//     then object), and the answer is the new low watermark. With replicas (issue 5) Kafka waits, up to
 //     the request timeout, until every replica's log start got there; a
 //     single node is done once its own log moved.
 
@@ -33,7 +36,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, rc *requestContext, kr
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			sp.LowWatermark, sp.ErrorCode = b.deleteRecords(rt.Topic, rp.Partition, rp.Offset)
+			sp.LowWatermark, sp.ErrorCode = b.deleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -43,7 +46,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, rc *requestContext, kr
 
 // deleteRecords moves one partition's log start; it returns the new low
 // watermark (-1 on error) and a Kafka error code.
-func (b *Broker) deleteRecords(topic string, index int32, offset int64) (int64, int16) {
+func (b *Broker) deleteRecords(ctx context.Context, topic string, index int32, offset int64) (int64, int16) {
 	p, code := b.lookupPartition(topic, index)
 	if code != 0 {
 		return -1, code
@@ -58,11 +61,17 @@ func (b *Broker) deleteRecords(topic string, index int32, offset int64) (int64, 
 	if offset < 0 || offset > hw {
 		return -1, kerr.OffsetOutOfRange.Code
 	}
-	if err := p.log.DeleteRecordsBefore(offset); err != nil {
+	if err := b.raiseLogStart(ctx, p, offset); err != nil {
 		code := dataPathErrorCode(err)
 		b.log.Warn("delete records failed", "topic", topic, "partition", index, "offset", offset,
 			"err", fmt.Errorf("broker: delete records: %w", err))
 		return -1, code
 	}
-	return p.log.LogStartOffset(), 0
+	if b.objects != nil {
+		// Entries wholly below the new start go now (retention would later).
+		if err := b.applyRemoteRetention(ctx, p, time.Now()); err != nil {
+			b.log.Warn("delete records: removing tiered segments", "topic", topic, "partition", index, "err", err)
+		}
+	}
+	return p.logStartOffset(), 0
 }

@@ -17,6 +17,11 @@ import (
 // CurrentLeaderEpoch (v2+) is checked first as in every data-path API
 // (KIP-320). ReplicaID (v3+) will distinguish followers (issue 5); the
 // answer is the same for both.
+//
+// Across tiers (issue 4): an epoch that ended in the bucket is answered
+// from the tiered objects' leader-epoch ranges (coldpath.go,
+// coldEpochEndOffset): the hot log's checkpoint no longer knows epochs
+// whose segments were deleted locally. Later epochs come from the hot log.
 
 func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
@@ -26,7 +31,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *requestCont
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			st.Partitions = append(st.Partitions, b.epochEndOffset(rt.Topic, rp))
+			st.Partitions = append(st.Partitions, b.epochEndOffset(ctx, rt.Topic, rp))
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -34,7 +39,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *requestCont
 }
 
 // epochEndOffset answers one partition.
-func (b *Broker) epochEndOffset(topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 	sp.Partition = rp.Partition
 	p, code := b.lookupPartition(topic, rp.Partition)
@@ -50,6 +55,16 @@ func (b *Broker) epochEndOffset(topic string, rp kmsg.OffsetForLeaderEpochReques
 		// leader, so the current epoch always ends at the LEO, even before
 		// a batch of that epoch is appended.
 		sp.LeaderEpoch, sp.EndOffset = current, p.log.LogEndOffset()
+		return sp
+	}
+	epoch, end, inBucket, err := b.coldEpochEndOffset(ctx, p, rp.LeaderEpoch)
+	if err != nil {
+		sp.ErrorCode = dataPathErrorCode(err)
+		b.log.Warn("offset for leader epoch from the bucket failed", "topic", topic, "partition", rp.Partition, "err", err)
+		return sp
+	}
+	if inBucket {
+		sp.LeaderEpoch, sp.EndOffset = epoch, end
 		return sp
 	}
 	sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)

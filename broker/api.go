@@ -16,6 +16,7 @@ import (
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/tier"
 )
 
 // ErrInvalidConfig is returned by Config.Validate.
@@ -51,7 +52,18 @@ type Config struct {
 	// offsets.topic.num.partitions, group.initial.rebalance.delay.ms,
 	// session timeout bounds, offsets.retention.minutes. Zero values get
 	// Kafka's defaults; its Logger is set by the broker.
-	Group  group.Config
+	Group group.Config
+	// ObjectStore is the bucket sealed segments are tiered to (cmd wires
+	// --object-store through tier.OpenURL). nil: tiering is off, and the
+	// whole log stays local (retention.* applies locally).
+	ObjectStore tier.ObjectStore
+	// Tier configures the uploader, local/remote retention and upload-lag
+	// throttling (tiering.go). Zero values get defaults.
+	Tier TierConfig
+	// Cold configures the cold reader that serves offsets below the local
+	// log start from the bucket (coldpath.go; tier.ColdConfig documents
+	// fields and defaults). Unused when ObjectStore is nil.
+	Cold   tier.ColdConfig
 	Logger *slog.Logger
 }
 
@@ -84,6 +96,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Tier = c.Tier.withDefaults()
 	return c
 }
 
@@ -102,6 +115,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative interval, in-flight bound or ttl", ErrInvalidConfig)
 	case c.Durability != hotlog.DurabilityFsync && c.Durability != hotlog.DurabilityReplication:
 		return fmt.Errorf("%w: durability %d", ErrInvalidConfig, c.Durability)
+	}
+	if err := c.Tier.withDefaults().validate(); err != nil {
+		return err
 	}
 	if err := c.Group.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -150,6 +166,17 @@ type Broker struct {
 	// partitions this node leads. Set by New.
 	groups *group.Coordinator
 
+	// manifest is the in-memory tier manifest (fed by the watch loop and
+	// the uploader); objects is cfg.ObjectStore (nil: tiering off). Set by
+	// New, read-only pointers afterwards.
+	manifest *tier.Manifest
+	objects  tier.ObjectStore
+	// cold serves reads below the local log start from objects (nil when
+	// tiering is off). Set by New, closed by shutdown (coldpath.go).
+	cold *tier.ColdReader
+	// tiering is the uploader's and tier retention's state (tiering.go).
+	tiering tieringState
+
 	startOnce, shutdownOnce sync.Once
 }
 
@@ -163,6 +190,11 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 		return nil, fmt.Errorf("%w: nil metadata store", ErrInvalidConfig)
 	}
 	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
+	b.manifest, b.objects = tier.NewManifest(), cfg.ObjectStore
+	if err := b.initColdReader(); err != nil {
+		return nil, err
+	}
+	b.tiering.init()
 	groups, err := b.newCoordinator()
 	if err != nil {
 		return nil, err
@@ -227,6 +259,10 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	b.refreshBrokers(ctx)
 	b.loops.Add(2)
 	go b.retentionLoop()
+	if b.objects != nil {
+		b.loops.Add(1)
+		go b.tierLoop()
+	}
 	go b.watchLost(lost)
 	return nil
 }
@@ -296,6 +332,7 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	waitTimeout(&b.inflight, time.Second)
 	b.lifetimeCancel()
 	b.loops.Wait()
+	b.closeColdReader()
 	closeErr := b.parts.closeAll(b.log)
 	b.log.Info("broker stopped")
 	return errors.Join(drainErr, closeErr)

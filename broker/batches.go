@@ -134,6 +134,8 @@ func produceErrorCode(err error) int16 {
 		return kerr.InvalidRequiredAcks.Code
 	case errors.Is(err, errNotEnoughISR):
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, errUploadLag):
+		return kerr.ThrottlingQuotaExceeded.Code
 	}
 	return dataPathErrorCode(err)
 }

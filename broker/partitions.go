@@ -264,23 +264,14 @@ func (b *Broker) retentionLoop() {
 	}
 }
 
-func (b *Broker) applyRetention(now time.Time) {
-	for _, p := range b.parts.localPartitions() {
-		n, err := p.log.ApplyRetention(now)
-		switch {
-		case err != nil && !errors.Is(err, hotlog.ErrClosed):
-			b.log.Warn("retention failed", "topic", p.topic, "partition", p.index, "err", err)
-		case n > 0:
-			b.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
-		}
-	}
-}
-
 // hotlogConfig maps a topic's effective configs to a log's.
 func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfig) hotlog.Config {
 	retentionMs, retentionBytes := cfg.RetentionMs, cfg.RetentionBytes
-	// The whole log's retention until tiering (issue 4) moves the hot tail
-	// to local.retention.*: nothing is uploaded yet, so nothing may go early.
+	// A tiered partition keeps only its hot tail (local.retention.*) on
+	// disk; applyRetention also never deletes what the manifest lacks.
+	if b.tieringEnabled(cfg) {
+		retentionMs, retentionBytes = cfg.EffectiveLocalRetentionMs(), cfg.EffectiveLocalRetentionBytes()
+	}
 	if !cfg.HasDelete() {
 		retentionMs, retentionBytes = -1, -1
 	}

@@ -34,6 +34,7 @@ func (b *Broker) startPartitions(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: metadata snapshot: %w", err)
 	}
+	b.manifest.LoadSnapshot(snap)
 	topics := snapshotViews(snap)
 	b.removeStrayDirs(topics)
 	for _, t := range topics {
@@ -76,6 +77,7 @@ func (b *Broker) resync() {
 		b.log.Error("metadata resync failed; the view may be stale", "err", err)
 		return
 	}
+	b.manifest.LoadSnapshot(snap)
 	seen := map[metadata.TopicID]bool{}
 	for _, t := range snapshotViews(snap) {
 		seen[t.topic.ID] = true
@@ -92,6 +94,7 @@ func (b *Broker) resync() {
 }
 
 func (b *Broker) applyEvent(ev metadata.Event) {
+	b.manifest.Apply(ev)
 	switch ev.Kind {
 	case metadata.TopicPut:
 		if ev.Topic == nil {
@@ -316,7 +319,7 @@ func (b *Broker) openPartition(t metadata.Topic, cfg metadata.TopicConfig, state
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", name, index, err)
 	}
-	p := &partition{topic: name, topicID: t.ID, index: index, log: l}
+	p := &partition{topic: name, topicID: t.ID, index: index, log: l, manifest: b.manifest}
 	p.durability = b.cfg.Durability
 	p.state, p.cfg = state, cfg
 	return p, nil

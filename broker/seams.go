@@ -7,11 +7,13 @@ package broker
 import (
 	"context"
 	"net"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/tier"
 )
 
 // requestContext is what a handler knows about the request beyond its body.
@@ -40,6 +42,12 @@ type partition struct {
 	topicID metadata.TopicID
 	index   int32
 	log     *hotlog.Log
+	// manifest is the broker's tier manifest (never nil); tiering.go
+	// derives the partition's global log start from it.
+	manifest *tier.Manifest
+	// uploadLag is the bytes of sealed segments not yet tiered, as of the
+	// uploader's last look (written by the uploader, read by Produce).
+	uploadLag atomic.Int64
 	// state (config, leader epoch, ...) lives in partitions.go.
 	partitionState
 }
@@ -52,6 +60,8 @@ type partition struct {
 //	func (p *partition) config() metadata.TopicConfig     // effective configs, updated on alter
 //	func (p *partition) changed() <-chan struct{}          // closed when HW/LEO/log start move
 //	func (p *partition) waitHighWatermark(ctx context.Context, offset int64) error // until HW > offset
+//	func (p *partition) logStartOffset() int64      // Kafka's log start across both tiers (tiering.go)
+//	func (p *partition) localLogStartOffset() int64 // the hot log's start (tiering.go)
 //
 // Lookups on the broker (implemented in partitions.go), returning a Kafka
 // error code (0 when found): UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,

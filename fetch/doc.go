@@ -52,10 +52,38 @@
 // with whatever is there. Changed channels are taken before positions are
 // read, so a move between the read and the wait is never missed.
 //
+// # Cold reads (issue 4)
+//
+// A partition whose history is tiered implements [ColdPartition]: IsCold
+// says an offset lies below the local log start, ReadCold reads it from
+// the bucket (the broker backs it with tier.ColdReader). Fetch treats such
+// reads as slow I/O that must not hold anything else up:
+//
+//   - when the fetch starts, every readable cold partition gets one
+//     background read (budget: its partition max bytes, capped by the
+//     response's), under a context that ends when Fetch answers;
+//   - each pass reads hot partitions as before and takes a cold
+//     partition's result only if its read has finished; a pending one
+//     contributes no bytes and no error to that pass;
+//   - the long poll also wakes when a cold read finishes. So a fetch whose
+//     hot partitions already reach MinBytes answers at once (cold data
+//     rides along only if ready); a fetch of cold partitions only waits
+//     for the bucket up to MaxWait, then answers without them;
+//   - a finished cold result goes through the same trimming as hot data
+//     (whole batches, partition and response budgets, KIP-74 first batch),
+//     so the offset semantics are identical; a failed cold read (corrupt
+//     object, bucket down after retries) is that partition's error and
+//     answers the fetch at once, as any partition error does.
+//
+// A cold read abandoned by an answered fetch is cancelled, but the object
+// GETs it started keep running under the cold reader and land in its
+// cache, so the consumer's next fetch finds the data. The number of cold
+// goroutines is bounded by the partitions of one request; the object-store
+// concurrency by the cold reader's own worker pool.
+//
 // # Later work that plugs in here
 //
-// Cold reads (issue 4) implement [Partition] over the tier for offsets below
-// the local log start; follower fetches (issue 5) read up to the LEO instead
-// of the HW and report their position; read_committed (issue 6) adds aborted
+// Follower fetches (issue 5) read up to the LEO instead of the HW and
+// report their position; read_committed (issue 6) adds aborted
 // transactions to [Result].
 package fetch

@@ -143,18 +143,22 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) []Result {
 		defer timer.Stop()
 		expired = timer.C
 	}
+	coldCtx, cancelCold := context.WithCancel(ctx)
+	defer cancelCold()
+	cold := f.startCold(coldCtx, req)
 	for {
 		// Changed channels first: a move after this point closes one of
-		// them, so the wait below cannot sleep through it.
-		wake := f.changedChannels(req)
-		results, pass := f.readAll(req)
+		// them, so the wait below cannot sleep through it. A cold read
+		// finishing wakes the wait too.
+		wake := append(f.changedChannels(req), pendingChannels(cold)...)
+		results, pass := f.readAll(req, cold)
 		if pass.complete(req) || expired == nil {
 			return results
 		}
 		if !waitAny(ctx, wake, expired) {
 			// Timed out or ctx ended: answer with a fresh read, as Kafka
 			// answers with whatever is there when max.wait passes.
-			results, _ = f.readAll(req)
+			results, _ = f.readAll(req, cold)
 			return results
 		}
 	}

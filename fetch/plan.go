@@ -26,8 +26,10 @@ func (p pass) complete(req Request) bool {
 
 // readAll reads every partition once, in request order, under the response
 // budget req.MaxBytes. The first partition that returns data may exceed its
-// limits by one batch (KIP-74); later ones may not.
-func (f *Fetcher) readAll(req Request) ([]Result, pass) {
+// limits by one batch (KIP-74); later ones may not. cold holds the cold
+// reads started for this fetch (nil where the partition is read here); a
+// cold read not finished yet contributes nothing to this pass.
+func (f *Fetcher) readAll(req Request, cold []*coldRead) ([]Result, pass) {
 	results := make([]Result, len(req.Partitions))
 	var p pass
 	for i, pr := range req.Partitions {
@@ -37,7 +39,11 @@ func (f *Fetcher) readAll(req Request) ([]Result, pass) {
 			continue
 		}
 		limit := min(max(pr.MaxBytes, 0), req.MaxBytes-p.bytes)
-		results[i] = f.readPartition(pr, req.Isolation, limit, p.bytes == 0)
+		read := pr.Partition.Read
+		if cold != nil && cold[i] != nil {
+			read = cold[i].result
+		}
+		results[i] = f.readPartition(pr, req.Isolation, limit, p.bytes == 0, read)
 		if results[i].Err != nil {
 			p.hasError = true
 		}
@@ -46,9 +52,17 @@ func (f *Fetcher) readAll(req Request) ([]Result, pass) {
 	return results, p
 }
 
-// readPartition reads one partition. limit is its byte budget; minOne allows
-// one batch over the budget (KIP-74).
-func (f *Fetcher) readPartition(pr PartitionRequest, iso IsolationLevel, limit int, minOne bool) Result {
+// visibleEnd is the exclusive bound of what iso may read.
+func visibleEnd(pos Positions, iso IsolationLevel) int64 {
+	if iso == ReadCommitted {
+		return pos.LastStable
+	}
+	return pos.HighWatermark
+}
+
+// readPartition reads one partition through read. limit is its byte
+// budget; minOne allows one batch over the budget (KIP-74).
+func (f *Fetcher) readPartition(pr PartitionRequest, iso IsolationLevel, limit int, minOne bool, read readFunc) Result {
 	pos := pr.Partition.Positions()
 	res := Result{
 		HighWatermark:    pos.HighWatermark,
@@ -56,10 +70,7 @@ func (f *Fetcher) readPartition(pr PartitionRequest, iso IsolationLevel, limit i
 		LogStartOffset:   pos.LogStart,
 		Records:          []byte{},
 	}
-	upTo := pos.HighWatermark
-	if iso == ReadCommitted {
-		upTo = pos.LastStable
-	}
+	upTo := visibleEnd(pos, iso)
 	switch {
 	case pr.Offset < pos.LogStart || pr.Offset > pos.LogEnd:
 		res.Err = fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, pr.Offset, pos.LogStart, pos.LogEnd)
@@ -69,7 +80,10 @@ func (f *Fetcher) readPartition(pr PartitionRequest, iso IsolationLevel, limit i
 	case limit <= 0 && !minOne:
 		return res
 	}
-	records, err := pr.Partition.Read(pr.Offset, max(limit, 1), upTo)
+	records, err := read(pr.Offset, max(limit, 1), upTo)
+	if errors.Is(err, errColdPending) {
+		return res // the bucket has not answered yet: nothing this pass
+	}
 	if err != nil {
 		res.Err = f.readError(err, pr.Offset)
 		return res

@@ -2,6 +2,7 @@ package hotlog
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -13,6 +14,12 @@ import (
 // largest timestamp is older than now-RetentionMs, and segments while
 // size-segmentSize >= RetentionBytes. The active segment is never deleted.
 func (l *Log) ApplyRetention(now time.Time) (int, error) {
+	return l.applyRetention(now, math.MaxInt64)
+}
+
+// applyRetention is ApplyRetention with the time and size rules limited to
+// segments ending at or below limit (see ApplyRetentionBelow).
+func (l *Log) applyRetention(now time.Time, limit int64) (int, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.RLock()
@@ -28,18 +35,20 @@ func (l *Log) ApplyRetention(now time.Time) (int, error) {
 		}
 	}
 	l.mu.RLock()
-	n := l.countDeletableLocked(now.UnixMilli())
+	n := l.countDeletableLocked(now.UnixMilli(), limit)
 	l.mu.RUnlock()
 	return n, l.deleteOldestSegments(n)
 }
 
-// countDeletableLocked applies the three retention passes. REQUIRES: mu held.
-func (l *Log) countDeletableLocked(nowMs int64) int {
+// countDeletableLocked applies the three retention passes; the time and
+// size passes stop at segments ending above limit. REQUIRES: mu held.
+func (l *Log) countDeletableLocked(nowMs int64, limit int64) int {
 	segs, cfg := l.mu.segments[:len(l.mu.segments)-1], l.mu.cfg
 	n := 0
 	for n < len(segs) && segs[n].next <= l.mu.logStartOffset {
 		n++
 	}
+	belowStart := n
 	if cfg.RetentionMs >= 0 {
 		limit := nowMs - cfg.RetentionMs.Milliseconds()
 		for n < len(segs) && segs[n].maxTimestamp < limit {
@@ -56,7 +65,7 @@ func (l *Log) countDeletableLocked(nowMs int64) int {
 			n++
 		}
 	}
-	return n
+	return l.capAtLimitLocked(n, belowStart, limit)
 }
 
 // deleteOldestSegments deletes the n oldest segments (never the active one),

@@ -143,7 +143,13 @@ type Event struct {
 	Topic     *Topic          // for TopicPut; for TopicDeleted the last value
 	Partition int32           // for PartitionPut
 	State     *PartitionState // for PartitionPut
-	Revision  int64
+	// Tier is the entry of TierPut (new value) and TierDeleted (the last
+	// value when etcd still had it, else only TopicID, Partition and
+	// BaseOffset are set). Partition and TopicID are set too.
+	Tier *TierEntry
+	// TierLogStart is the new tiered log start of TierLogStartPut.
+	TierLogStart int64
+	Revision     int64
 }
 
 type EventKind int
@@ -157,6 +163,13 @@ const (
 	// watch broke). Discard the view and call Snapshot again; events after
 	// this one continue from Revision.
 	Resync
+	// TierPut: a tier manifest entry was committed (Event.Tier).
+	TierPut
+	// TierDeleted: a tier manifest entry was deleted (Event.Tier).
+	TierDeleted
+	// TierLogStartPut: a partition's tiered log start moved up
+	// (Event.TierLogStart).
+	TierLogStartPut
 )
 
 func (k EventKind) String() string {
@@ -171,6 +184,12 @@ func (k EventKind) String() string {
 		return "BrokersChanged"
 	case Resync:
 		return "Resync"
+	case TierPut:
+		return "TierPut"
+	case TierDeleted:
+		return "TierDeleted"
+	case TierLogStartPut:
+		return "TierLogStartPut"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -183,6 +202,11 @@ type Snapshot struct {
 	// Partitions[id][p] is partition p's state (stored or initial).
 	Partitions map[TopicID][]PartitionState
 	Brokers    []BrokerInfo
+	// Tier lists every tier manifest entry, grouped by partition and sorted
+	// by base offset within one; TierLogStarts the partitions' tiered log
+	// starts that were ever raised.
+	Tier          []TierEntry
+	TierLogStarts map[TierPartition]int64
 }
 
 // CreateTopicRequest is what CreateTopic writes.

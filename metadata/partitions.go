@@ -122,13 +122,15 @@ func (s *Store) checkPartitionExists(ctx context.Context, id TopicID, partition 
 	return nil
 }
 
-// Snapshot reads topics, partition states and brokers at one revision. To
+// Snapshot reads topics, partition states, brokers and the tier manifest at
+// one revision. To
 // follow changes, Watch from Revision+1.
 func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 	tr, err := s.txn(ctx, nil, []clientv3.Op{
 		clientv3.OpGet(s.keys.topics(), clientv3.WithPrefix()),
 		clientv3.OpGet(s.keys.partitions(), clientv3.WithPrefix()),
 		clientv3.OpGet(s.keys.brokers(), clientv3.WithPrefix()),
+		clientv3.OpGet(s.keys.tierRoot(), clientv3.WithPrefix()),
 	})
 	if err != nil {
 		return Snapshot{}, err
@@ -140,6 +142,7 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 		snap.Partitions[t.ID] = s.statesOf(t, byTopic[t.ID])
 	}
 	snap.Brokers = s.decodeBrokers(tr.Responses[2].GetResponseRange().Kvs)
+	snap.Tier, snap.TierLogStarts = s.decodeTierKVs(tr.Responses[3].GetResponseRange().Kvs)
 	return snap, nil
 }
 

@@ -2,9 +2,10 @@ package metadata
 
 // Topic configs use Kafka's names, types, defaults and valid ranges (Kafka 4.x
 // topic-level configs, LogConfig), so that kcat, kadm and the Kafka CLI see
-// what they expect from DescribeConfigs. Strata differs from Kafka in one
-// default: remote.storage.enable is true (the bucket is the system of record,
-// issue 4).
+// what they expect from DescribeConfigs. Strata differs from Kafka in three
+// defaults: remote.storage.enable is true (the bucket is the system of record,
+// issue 4), and local.retention.ms/bytes keep a small hot tail (1 hour,
+// 1 GiB) instead of -2.
 //
 // segment.bytes follows Kafka 4.0 (KIP-1030): minimum 1 MiB. Tests that need
 // tiny segments set internal.segment.bytes (minimum 14 bytes, Kafka's old
@@ -97,21 +98,38 @@ func (c TopicConfig) HasCompact() bool { return strings.Contains(c.CleanupPolicy
 func (c TopicConfig) HasDelete() bool { return strings.Contains(c.CleanupPolicy, "delete") }
 
 // EffectiveLocalRetentionMs resolves local.retention.ms's -2 ("same as
-// retention.ms").
+// retention.ms") and bounds it by retention.ms: the hot tail never keeps
+// longer than the whole log (the default of 1 hour applies only where
+// retention.ms allows it).
 func (c TopicConfig) EffectiveLocalRetentionMs() int64 {
-	if c.LocalRetentionMs == -2 {
-		return c.RetentionMs
-	}
-	return c.LocalRetentionMs
+	return effectiveLocal(c.LocalRetentionMs, c.RetentionMs)
 }
 
-// EffectiveLocalRetentionBytes resolves local.retention.bytes's -2.
+// EffectiveLocalRetentionBytes resolves local.retention.bytes's -2 and
+// bounds it by retention.bytes.
 func (c TopicConfig) EffectiveLocalRetentionBytes() int64 {
-	if c.LocalRetentionBytes == -2 {
-		return c.RetentionBytes
-	}
-	return c.LocalRetentionBytes
+	return effectiveLocal(c.LocalRetentionBytes, c.RetentionBytes)
 }
+
+// effectiveLocal: -2 means total; -1 (unlimited) on either side yields
+// the other; otherwise the smaller.
+func effectiveLocal(local, total int64) int64 {
+	switch {
+	case local == -2, local == -1:
+		return total
+	case total == -1:
+		return local
+	}
+	return min(local, total)
+}
+
+// Strata's local-retention defaults (README "Local retention"): the bucket
+// is the system of record, so the hot tail is kept small. Kafka's default
+// is -2 (keep everything locally for retention.ms/bytes).
+const (
+	DefaultLocalRetentionMs    = "3600000"    // 1 hour
+	DefaultLocalRetentionBytes = "1073741824" // 1 GiB per partition, plus the active segment
+)
 
 const maxLong = "9223372036854775807"
 
@@ -234,10 +252,10 @@ var topicConfigDefs = []ConfigDef{
 	{Name: "leader.replication.throttled.replicas", Type: ConfigList, Default: "",
 		ServerDefault: "leader.replication.throttled.replicas",
 		Doc:           "replicas throttled on the leader side", Validate: validateThrottledReplicas},
-	{Name: "local.retention.bytes", Type: ConfigLong, Default: "-2", ServerDefault: "log.local.retention.bytes",
-		Doc: "bytes kept on local disk when tiered; -2: retention.bytes", Validate: atLeast(-2)},
-	{Name: "local.retention.ms", Type: ConfigLong, Default: "-2", ServerDefault: "log.local.retention.ms",
-		Doc: "time kept on local disk when tiered; -2: retention.ms", Validate: atLeast(-2)},
+	{Name: "local.retention.bytes", Type: ConfigLong, Default: DefaultLocalRetentionBytes, ServerDefault: "log.local.retention.bytes",
+		Doc: "bytes kept on local disk when tiered (capped by retention.bytes); -2: retention.bytes", Validate: atLeast(-2)},
+	{Name: "local.retention.ms", Type: ConfigLong, Default: DefaultLocalRetentionMs, ServerDefault: "log.local.retention.ms",
+		Doc: "time kept on local disk when tiered (capped by retention.ms); -2: retention.ms", Validate: atLeast(-2)},
 	{Name: "max.compaction.lag.ms", Type: ConfigLong, Default: maxLong, ServerDefault: "log.cleaner.max.compaction.lag.ms",
 		Doc: "longest time a record stays uncompacted", Validate: atLeast(1)},
 	{Name: "max.message.bytes", Type: ConfigInt, Default: "1048588", ServerDefault: "message.max.bytes",
@@ -364,15 +382,23 @@ func ParseTopicConfig(overrides map[string]string) (TopicConfig, error) {
 	}
 	p := configParser{overrides: overrides}
 	c := p.build()
-	if err := checkCrossRules(c); err != nil {
+	if err := checkCrossRules(c, overrides); err != nil {
 		return TopicConfig{}, err
 	}
 	return c, nil
 }
 
 // checkCrossRules enforces the rules that span configs (Kafka's
-// LogConfig.validateValues for tiered topics).
-func checkCrossRules(c TopicConfig) error {
+// LogConfig.validateValues for tiered topics) on explicitly set local
+// retentions; Strata's defaults are capped by the total retention instead
+// (EffectiveLocalRetentionMs), so a small retention.ms alone stays valid.
+func checkCrossRules(c TopicConfig, overrides map[string]string) error {
+	if _, set := overrides["local.retention.ms"]; !set {
+		c.LocalRetentionMs = -2
+	}
+	if _, set := overrides["local.retention.bytes"]; !set {
+		c.LocalRetentionBytes = -2
+	}
 	if c.LocalRetentionMs != -2 && c.RetentionMs != -1 &&
 		(c.LocalRetentionMs == -1 || c.LocalRetentionMs > c.RetentionMs) {
 		return fmt.Errorf("%w: local.retention.ms %d must not exceed retention.ms %d",

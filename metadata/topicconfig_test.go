@@ -14,7 +14,7 @@ func TestTopicConfigDefaults(t *testing.T) {
 	}
 	want := TopicConfig{
 		CleanupPolicy: "delete", RetentionMs: 604800000, RetentionBytes: -1,
-		LocalRetentionMs: -2, LocalRetentionBytes: -2, RemoteStorageEnable: true,
+		LocalRetentionMs: 3600000, LocalRetentionBytes: 1073741824, RemoteStorageEnable: true,
 		SegmentBytes: 1073741824, SegmentMs: 604800000, IndexIntervalBytes: 4096,
 		MaxMessageBytes: 1048588, MessageTimestampType: "CreateTime", MinInsyncReplicas: 1,
 		UncleanLeaderElection: false, DeleteRetentionMs: 86400000, MinCleanableDirtyRatio: 0.5,
@@ -27,8 +27,21 @@ func TestTopicConfigDefaults(t *testing.T) {
 	if c != want {
 		t.Fatalf("defaults\n got %+v\nwant %+v", c, want)
 	}
-	if c.EffectiveLocalRetentionMs() != 604800000 || c.EffectiveLocalRetentionBytes() != -1 {
+	if c.EffectiveLocalRetentionMs() != 3600000 || c.EffectiveLocalRetentionBytes() != 1073741824 {
 		t.Fatalf("effective local retention %d %d", c.EffectiveLocalRetentionMs(), c.EffectiveLocalRetentionBytes())
+	}
+	// The lean defaults are capped by a smaller total retention, and a
+	// small retention.ms alone is valid.
+	small, err := ParseTopicConfig(map[string]string{"retention.ms": "1000", "retention.bytes": "5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.EffectiveLocalRetentionMs() != 1000 || small.EffectiveLocalRetentionBytes() != 5000 {
+		t.Fatalf("capped local retention %d %d", small.EffectiveLocalRetentionMs(), small.EffectiveLocalRetentionBytes())
+	}
+	minus2, _ := ParseTopicConfig(map[string]string{"local.retention.ms": "-2", "local.retention.bytes": "-2"})
+	if minus2.EffectiveLocalRetentionMs() != 604800000 || minus2.EffectiveLocalRetentionBytes() != -1 {
+		t.Fatalf("-2 local retention %d %d", minus2.EffectiveLocalRetentionMs(), minus2.EffectiveLocalRetentionBytes())
 	}
 }
 

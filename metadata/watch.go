@@ -15,7 +15,8 @@ import (
 // (a topic's partition states) without stalling etcd's stream.
 const watchBuffer = 256
 
-// Watch streams changes to topics, partition states and brokers after
+// Watch streams changes to topics, partition states, brokers and the tier
+// manifest after
 // revision rev (0: from now). See doc.go for how a consumer keeps a view and
 // handles Resync. The channel is closed when ctx ends or the store closes.
 func (s *Store) Watch(ctx context.Context, rev int64) <-chan Event {
@@ -114,7 +115,7 @@ func (w *watcher) currentRevision(ctx context.Context) (int64, error) {
 }
 
 // translate turns one etcd event into a Strata event; false for keys that
-// are not reported (id index, tier, counters) and for values that do not
+// are not reported (id index, counters) and for values that do not
 // decode (logged).
 func (w *watcher) translate(ctx context.Context, ev *clientv3.Event) (Event, bool) {
 	k := w.s.keys
@@ -127,6 +128,8 @@ func (w *watcher) translate(ctx context.Context, ev *clientv3.Event) (Event, boo
 		return w.partitionEvent(ctx, strings.TrimPrefix(key, k.partitions()), ev.Kv)
 	case strings.HasPrefix(key, k.brokers()):
 		return Event{Kind: BrokersChanged, Revision: rev}, true
+	case strings.HasPrefix(key, k.tierRoot()):
+		return w.tierEvent(strings.TrimPrefix(key, k.tierRoot()), ev)
 	}
 	return Event{}, false
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one test command of Strata (README, .ci/run): on a fresh Debian machine
-# it installs what the tests need, then runs
+# it installs what the tests need (etcd, kcat, and MinIO through
+# scripts/install-minio.sh), then runs
 #   1. go vet ./...
 #   2. go test for every package except the end-to-end suite
 #   3. the end-to-end suite (test/e2e) with embedded etcd
@@ -51,6 +52,17 @@ ensure_test_deps() {
 	if $ci; then die "etcd or kcat still missing after installing ${missing[*]}"; fi
 }
 
+# ensure_minio builds the pinned MinIO server into .tools/bin (idempotent;
+# minutes on first run) for the tier tests and the tiering e2e tests, which
+# fail without it under CI=true.
+ensure_minio() {
+	log "installing MinIO for the tier tests: scripts/install-minio.sh"
+	if ! scripts/install-minio.sh; then
+		if $ci; then die "could not install MinIO (required under CI=true)"; fi
+		echo "test.sh: warning: MinIO not installed; tests needing it will skip" >&2
+	fi
+}
+
 install_packages() {
 	if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "test.sh: need root and apt-get to install $*" >&2
@@ -84,6 +96,7 @@ e2e_present() {
 main() {
 	ensure_go
 	ensure_test_deps
+	ensure_minio
 	go version
 
 	local race=()

@@ -29,6 +29,9 @@ type httpServer struct {
 	probe    func(context.Context) error
 	log      *slog.Logger
 	serveErr chan error
+	reg      *prometheus.Registry
+	// tier answers /v1/tier/status once the broker runs (nil before).
+	tier atomic.Pointer[tierSource]
 }
 
 // startHTTP binds addr and serves in the background. probe checks etcd for
@@ -40,6 +43,7 @@ func startHTTP(addr string, log *slog.Logger, probe func(context.Context) error)
 	}
 	h := &httpServer{addr: ln.Addr(), probe: probe, log: log, serveErr: make(chan error, 1)}
 	reg := prometheus.NewRegistry()
+	h.reg = reg
 	h.up = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "strata_up", Help: "1 while the broker is started and serving, 0 otherwise.",
 	})
@@ -51,9 +55,10 @@ func startHTTP(addr string, log *slog.Logger, probe func(context.Context) error)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v1/tier/status", h.tierStatus)
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { h.serveErr <- h.srv.Serve(ln) }()
-	log.Info("http listening", "addr", h.addr.String(), "paths", "/healthz /readyz /metrics")
+	log.Info("http listening", "addr", h.addr.String(), "paths", "/healthz /readyz /metrics /v1/tier/status")
 	return h, nil
 }
 

@@ -73,3 +73,20 @@ func TestLineRecord(t *testing.T) {
 		t.Errorf("no --key-separator: key %q value %q", r.Key, r.Value)
 	}
 }
+
+func TestTierStatusBeforeBrokerStarts(t *testing.T) {
+	h, err := startHTTP("127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	if code, _ := get(t, "http://"+h.addr.String()+"/v1/tier/status"); code != http.StatusServiceUnavailable {
+		t.Fatalf("tier status before start: %d", code)
+	}
+	var out strings.Builder
+	c := &cli{stdout: &out, stderr: &out, getenv: func(string) string { return "" }}
+	if code := run(context.Background(), c, []string{"tier", "status", "--http", h.addr.String()}); code != 1 ||
+		!strings.Contains(out.String(), "503") {
+		t.Fatalf("exit %d output %q", code, out.String())
+	}
+}

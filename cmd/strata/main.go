@@ -59,7 +59,7 @@ func commands() map[string]command {
 		"bench":   {"produce|consume benchmarks", runBench},
 		"version": {"print the version", runVersion},
 		"group":   {"list|describe|reset consumer groups", runGroup},
-		"tier":    {"tiered storage status|verify (issue 4)", notYet(4)},
+		"tier":    {"tiered storage status", runTier},
 		"replay":  {"replay a range from the bucket (issue 8)", notYet(8)},
 		"restore": {"restore topics from the bucket (issue 8)", notYet(8)},
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/tier"
 )
 
 // shutdownTimeout bounds the broker's drain on SIGTERM/SIGINT; requests
@@ -46,6 +47,7 @@ type server struct {
 	http     *httpServer
 	embedded *metadata.Embedded
 	store    *metadata.Store
+	bucket   *tier.Bucket
 	broker   *broker.Broker
 }
 
@@ -77,11 +79,14 @@ func (s *server) start(ctx context.Context) error {
 	}
 	s.log.Info("starting", "version", version, "node_id", s.cfg.broker.NodeID, "data_dir", s.cfg.dataDir,
 		"durability", s.cfg.durabilityName, "object_store", s.cfg.objectStore.String())
-	s.log.Info("tiered storage arrives with issue 4: the object store is validated but not used yet")
 	var err error
 	if s.http, err = startHTTP(s.cfg.http, s.log, s.probeMetadata); err != nil {
 		return err
 	}
+	if s.bucket, err = tier.OpenURL(ctx, s.cfg.objectStoreRaw, s.log.With("component", "objstore")); err != nil {
+		return fmt.Errorf("object store: %w", err)
+	}
+	s.cfg.broker.ObjectStore = s.bucket
 	endpoints := s.cfg.etcdEndpoints
 	if len(endpoints) == 0 {
 		if s.embedded, err = metadata.StartEmbedded(s.cfg.embedded); err != nil {
@@ -102,6 +107,7 @@ func (s *server) start(ctx context.Context) error {
 		return err
 	}
 	s.broker = b
+	s.http.serveTier(b, s.bucket)
 	return nil
 }
 

@@ -37,6 +37,10 @@ type serveFlags struct {
 	groupInitialRebalanceDelay time.Duration
 	offsetsTopicPartitions     int
 	offsetsRetention           time.Duration
+	// Tiered storage (broker/tiering.go).
+	tierUploadMaxLagBytes int64
+	tierOrphanGrace       time.Duration
+	tierUploadInterval    time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -47,7 +51,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.etcd, "etcd", "", "comma-separated etcd `endpoints` of an external cluster (empty: run etcd embedded)")
 	fs.StringVar(&f.cluster, "cluster", metadata.DefaultCluster, "cluster name: the etcd key prefix and the bucket prefix")
 	fs.StringVar(&f.objectStore, "object-store", "", "`URL` of the bucket: file:///path or s3://bucket/prefix?endpoint=http://host:port&region=R\n"+
-		"(default file://<data-dir>/objects; validated now, used once tiered storage lands in issue 4)")
+		"(default file://<data-dir>/objects). s3 URLs also take path-style, sse, sse-kms-key-id, part-size,\n"+
+		"multipart-threshold, concurrency, and access-key/secret-key (else the standard AWS chain)")
 	fs.StringVar(&f.durability, "durability", "fsync", "fsync (acknowledge acks=all writes after fdatasync, group-committed) or replication (page cache only, as Kafka)")
 	fs.StringVar(&f.http, "http", "127.0.0.1:9644", "`host:port` serving /metrics, /healthz and /readyz")
 	fs.StringVar(&f.rack, "rack", "", "rack id for replica placement")
@@ -61,6 +66,12 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"partitions of __consumer_offsets when it is created (offsets.topic.num.partitions); never change it afterwards")
 	fs.DurationVar(&f.offsetsRetention, "offsets-retention", 7*24*time.Hour,
 		"how long committed offsets of an empty group are kept (offsets.retention.minutes)")
+	fs.Int64Var(&f.tierUploadMaxLagBytes, "tier-upload-max-lag-bytes", 4<<30,
+		"sealed bytes per partition not yet in the bucket past which producers are throttled (tier.upload.max.lag.bytes; -1: never)")
+	fs.DurationVar(&f.tierOrphanGrace, "tier-orphan-grace", time.Hour,
+		"age after which a bucket object absent from the manifest is deleted by the orphan sweeper")
+	fs.DurationVar(&f.tierUploadInterval, "tier-upload-interval", time.Second,
+		"how often partitions are checked for sealed segments to upload")
 }
 
 // envName is the environment variable that can set a flag:
@@ -94,6 +105,9 @@ type serveConfig struct {
 	metadata       metadata.Config
 	broker         broker.Config
 	objectStore    objectStoreURL
+	// objectStoreRaw is the --object-store URL as given (or the default),
+	// opened with tier.OpenURL; it may hold a secret, never log it.
+	objectStoreRaw string
 	durabilityName string // as given: "fsync" or "replication"
 	http           string
 	logLevel       slog.Level
@@ -143,6 +157,10 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	if cfg.objectStore, err = parseObjectStore(rawStore); err != nil {
 		return cfg, err
 	}
+	cfg.objectStoreRaw = rawStore
+	if f.tierUploadMaxLagBytes < -1 || f.tierUploadMaxLagBytes == 0 || f.tierOrphanGrace <= 0 || f.tierUploadInterval <= 0 {
+		return cfg, usageErrorf("--tier-upload-max-lag-bytes must be > 0 or -1; --tier-orphan-grace and --tier-upload-interval > 0")
+	}
 	if f.nodeID < 0 || f.nodeID > 1<<31-1 {
 		return cfg, usageErrorf("--node-id %d: want 0..2147483647", f.nodeID)
 	}
@@ -176,6 +194,11 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 			OffsetsTopicPartitions: int32(f.offsetsTopicPartitions),
 			InitialRebalanceDelay:  f.groupInitialRebalanceDelay,
 			OffsetsRetention:       f.offsetsRetention,
+		},
+		Tier: broker.TierConfig{
+			MaxUploadLagBytes: f.tierUploadMaxLagBytes,
+			OrphanGrace:       f.tierOrphanGrace,
+			UploadInterval:    f.tierUploadInterval,
 		},
 	}
 	if f.groupInitialRebalanceDelay == 0 {
@@ -235,8 +258,8 @@ func parseLogLevel(s string) (slog.Level, error) {
 	return level, nil
 }
 
-// objectStoreURL is a validated --object-store. Tiered storage (issue 4)
-// turns it into a tier.ObjectStore; until then it is only checked.
+// objectStoreURL is a validated --object-store (for logs and checks);
+// serve opens the raw URL with tier.OpenURL.
 type objectStoreURL struct {
 	Scheme string // "file" or "s3"
 	// Path is the directory of a file store.
@@ -295,8 +318,12 @@ func parseS3(u *url.URL, bad func(string) (objectStoreURL, error)) (objectStoreU
 			}
 		case "region":
 			o.Region = values[0]
+		case "path-style", "sse", "sse-kms-key-id", "part-size", "multipart-threshold", "concurrency",
+			"access-key", "secret-key":
+			// Checked by tier.OpenURL at start.
 		default:
-			return bad(fmt.Sprintf("unknown parameter %q (known: endpoint, region)", key))
+			return bad(fmt.Sprintf("unknown parameter %q (known: endpoint, region, path-style, sse, "+
+				"sse-kms-key-id, part-size, multipart-threshold, concurrency, access-key, secret-key)", key))
 		}
 	}
 	return o, nil

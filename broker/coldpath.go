@@ -1,0 +1,214 @@
+package broker
+
+// Cold path (issue 4): offsets below a partition's local log start are
+// served from the bucket through one tier.ColdReader per broker. The cold
+// path reads only objects named by the manifest; it never opens a hot
+// segment file, so a catch-up reader cannot evict the hot tail's pages.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/strata-log/strata/fetch"
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/tier"
+)
+
+// maxColdHops bounds how many manifest entries one cold read walks past
+// when an object holds nothing at or after the offset (compaction gaps).
+const maxColdHops = 4
+
+// initColdReader creates the cold reader when tiering is on.
+func (b *Broker) initColdReader() error {
+	if b.objects == nil {
+		return nil
+	}
+	cfg := b.cfg.Cold
+	if cfg.Logger == nil {
+		cfg.Logger = b.log.With("component", "cold")
+	}
+	cold, err := tier.NewColdReader(b.objects, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	b.cold = cold
+	return nil
+}
+
+func (b *Broker) closeColdReader() {
+	if b.cold != nil {
+		b.cold.Close()
+	}
+}
+
+// ColdStats returns the cold reader's counters (zero when tiering is off).
+func (b *Broker) ColdStats() tier.ColdStats {
+	if b.cold == nil {
+		return tier.ColdStats{}
+	}
+	return b.cold.Stats()
+}
+
+// fetchPartition adapts p for package fetch: tier-aware when tiering is on.
+func (b *Broker) fetchPartition(p *partition) fetch.Partition {
+	if b.cold == nil {
+		return fetchSource{p}
+	}
+	return coldSource{fetchSource: fetchSource{p}, cold: b.cold}
+}
+
+// coldSource is a fetchSource whose offsets below the local log start come
+// from the bucket.
+type coldSource struct {
+	fetchSource
+	cold *tier.ColdReader
+}
+
+var _ fetch.ColdPartition = coldSource{}
+
+// IsCold: below the hot log's start. Offsets the hot log holds are always
+// read locally, even when they are also tiered.
+func (s coldSource) IsCold(offset int64) bool { return offset < s.p.localLogStartOffset() }
+
+// ReadCold reads from the manifest entry holding offset (or the first one
+// above it). Errors other than out-of-range and cancellation wrap
+// hotlog.ErrStorage, which the broker answers KAFKA_STORAGE_ERROR: the
+// client retries, and damaged bytes are never served.
+func (s coldSource) ReadCold(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, error) {
+	p := s.p
+	for hop := 0; hop < maxColdHops; hop++ {
+		e, ok := p.manifest.Find(p.topicID, p.index, offset)
+		if !ok || e.BaseOffset >= p.localLogStartOffset() {
+			// Not tiered (or already local again): the hot log answers,
+			// out of range if the offset is gone.
+			return p.log.Read(max(offset, p.localLogStartOffset()), maxBytes, upTo)
+		}
+		req := tier.ColdRead{Object: coldObject(e), Offset: offset, MaxBytes: maxBytes, UpTo: upTo}
+		if next, ok := p.manifest.Find(p.topicID, p.index, e.LastOffset+1); ok {
+			obj := coldObject(next)
+			req.Next = &obj
+		}
+		data, err := s.cold.Read(ctx, req)
+		if err != nil {
+			return nil, coldError(err)
+		}
+		if len(data) > 0 || e.LastOffset+1 >= upTo {
+			return data, nil
+		}
+		offset = e.LastOffset + 1 // nothing left in this object: try the next
+	}
+	return []byte{}, nil
+}
+
+func coldObject(e metadata.TierEntry) tier.ColdObject {
+	return tier.ColdObject{Key: e.Key, Size: e.Size}
+}
+
+// coldError maps a cold-reader failure for dataPathErrorCode.
+func coldError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: cold read: %w", hotlog.ErrStorage, err)
+}
+
+// coldEntries are the partition's manifest entries that start below the
+// local log start: the part of the log only (or also) in the bucket that
+// the hot log cannot answer for.
+func (p *partition) coldEntries() []metadata.TierEntry {
+	local := p.localLogStartOffset()
+	entries := p.manifest.Segments(p.topicID, p.index)
+	n := 0
+	for n < len(entries) && entries[n].BaseOffset < local {
+		n++
+	}
+	return entries[:n]
+}
+
+// coldOffsetForTimestamp finds the first record with timestamp >= ts at or
+// after from in the objects below the local log start; ok is false if none
+// has one (the hot log is searched next).
+func (b *Broker) coldOffsetForTimestamp(ctx context.Context, p *partition, ts, from int64) (tier.OffsetTime, bool, error) {
+	if b.cold == nil {
+		return tier.OffsetTime{}, false, nil
+	}
+	for _, e := range p.coldEntries() {
+		if e.MaxTimestamp < ts || e.LastOffset < from {
+			continue
+		}
+		res, ok, err := b.cold.OffsetForTimestamp(ctx, coldObject(e), ts, max(from, e.BaseOffset))
+		if err != nil || ok {
+			return res, ok, coldErrorOrNil(err)
+		}
+	}
+	return tier.OffsetTime{}, false, nil
+}
+
+func coldErrorOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return coldError(err)
+}
+
+// coldMaxTimestamp returns the tiered record with the largest timestamp
+// among objects below the local log start (the earliest on ties).
+func (b *Broker) coldMaxTimestamp(ctx context.Context, p *partition) (tier.OffsetTime, bool, error) {
+	if b.cold == nil {
+		return tier.OffsetTime{}, false, nil
+	}
+	var best *metadata.TierEntry
+	entries := p.coldEntries()
+	for i := range entries {
+		if best == nil || entries[i].MaxTimestamp > best.MaxTimestamp {
+			best = &entries[i]
+		}
+	}
+	if best == nil {
+		return tier.OffsetTime{}, false, nil
+	}
+	x, err := b.cold.Index(ctx, coldObject(*best))
+	if err != nil {
+		return tier.OffsetTime{}, false, coldError(err)
+	}
+	return tier.OffsetTime{Offset: x.Footer.MaxTimestampOffset, Timestamp: x.Footer.MaxTimestamp}, true, nil
+}
+
+// coldEpochEndOffset answers OffsetForLeaderEpoch for an epoch that ended
+// in the bucket. ok is false when the answer is the hot log's: the
+// requested epoch is at least the last tiered one (epochs grow with
+// offsets, so the hot log knows every later epoch), or nothing is tiered.
+//
+// Otherwise the answer lies in the first object whose last epoch
+// (TierEntry.LeaderEpoch) is above the requested one: its epoch ranges give
+// the largest epoch <= requested and the start of the next one. When all
+// of its epochs are above, the previous object's last epoch ends at this
+// object's base offset (Kafka's floor/higher-entry rule, KIP-279).
+func (b *Broker) coldEpochEndOffset(ctx context.Context, p *partition, requested int32) (int32, int64, bool, error) {
+	entries := p.coldEntries()
+	if b.cold == nil || len(entries) == 0 {
+		return 0, 0, false, nil
+	}
+	j := 0
+	for j < len(entries) && entries[j].LeaderEpoch <= requested {
+		j++
+	}
+	if j == len(entries) {
+		return 0, 0, false, nil
+	}
+	x, err := b.cold.Index(ctx, coldObject(entries[j]))
+	if err != nil {
+		return 0, 0, false, coldError(err)
+	}
+	for k := len(x.Epochs) - 1; k >= 0; k-- {
+		if x.Epochs[k].Epoch <= requested && k+1 < len(x.Epochs) {
+			return x.Epochs[k].Epoch, x.Epochs[k+1].StartOffset, true, nil
+		}
+	}
+	if j > 0 {
+		return entries[j-1].LeaderEpoch, entries[j].BaseOffset, true, nil
+	}
+	return requested, entries[0].BaseOffset, true, nil
+}

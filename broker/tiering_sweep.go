@@ -1,0 +1,154 @@
+package broker
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/tier"
+)
+
+// sweepOrphans deletes segment objects of this cluster that no manifest
+// entry names (an upload that crashed before its commit, a duplicate
+// upload, a deleted topic's objects) and topic.json files of deleted
+// topics, once they are older than OrphanGrace. Before deleting a segment
+// object it re-reads the partition's entries from etcd, so a lagging
+// in-memory manifest never costs a live object. With several brokers
+// (issue 5) only the controller sweeps.
+func (b *Broker) sweepOrphans(ctx context.Context, now time.Time) {
+	if b.objects == nil {
+		return
+	}
+	objs, err := b.objects.List(ctx, b.store.Cluster()+"/topics/")
+	if err != nil {
+		b.log.Warn("orphan sweep: listing the bucket", "err", err)
+		return
+	}
+	live := b.manifest.Keys()
+	b.tiering.mu.Lock()
+	for _, d := range b.tiering.pendingDeletes {
+		live[d.key] = struct{}{} // retention deletes it soon
+	}
+	b.tiering.mu.Unlock()
+	confirmed := map[metadata.TierPartition]map[string]bool{}
+	for _, o := range objs {
+		if _, ok := live[o.Key]; ok || now.Sub(o.ModTime) < b.cfg.Tier.OrphanGrace || ctx.Err() != nil {
+			continue
+		}
+		if b.isOrphan(ctx, o.Key, confirmed) {
+			b.deleteOrphan(ctx, o.Key)
+		}
+	}
+}
+
+// isOrphan decides about one old object absent from the in-memory manifest.
+func (b *Broker) isOrphan(ctx context.Context, key string, confirmed map[metadata.TierPartition]map[string]bool) bool {
+	if strings.HasSuffix(key, "/topic.json") {
+		return b.topicFileOrphan(key)
+	}
+	parts, err := tier.ParseSegmentKey(key)
+	if err != nil || parts.Cluster != b.store.Cluster() {
+		return false // not ours to judge
+	}
+	tpKey := metadata.TierPartition{TopicID: parts.TopicID, Partition: parts.Partition}
+	keys, ok := confirmed[tpKey]
+	if !ok {
+		entries, err := b.store.TierEntries(ctx, parts.TopicID, parts.Partition)
+		if err != nil {
+			b.log.Warn("orphan sweep: reading manifest", "key", key, "err", err)
+			return false
+		}
+		keys = map[string]bool{}
+		for _, e := range entries {
+			keys[e.Key] = true
+		}
+		confirmed[tpKey] = keys
+	}
+	return !keys[key]
+}
+
+// topicFileOrphan: a topic.json whose topic id metadata no longer has.
+func (b *Broker) topicFileOrphan(key string) bool {
+	dir := strings.TrimSuffix(key, "/topic.json")
+	element := dir[strings.LastIndexByte(dir, '/')+1:]
+	const idLen = 22
+	if len(element) < idLen+2 {
+		return false
+	}
+	id, err := metadata.ParseTopicID(element[len(element)-idLen:])
+	if err != nil {
+		return false
+	}
+	_, known := b.parts.topicByID(id)
+	return !known
+}
+
+func (b *Broker) deleteOrphan(ctx context.Context, key string) {
+	if err := b.objects.Delete(ctx, key); err != nil {
+		b.log.Warn("orphan sweep: delete", "key", key, "err", err)
+		return
+	}
+	b.tiering.mu.Lock()
+	b.tiering.counters.OrphansDeleted++
+	b.tiering.mu.Unlock()
+	b.log.Info("orphan sweep: deleted object absent from the manifest", "key", key)
+}
+
+// PartitionTierStatus is one partition's view across both tiers
+// (`strata tier status`).
+type PartitionTierStatus struct {
+	Topic          string `json:"topic"`
+	Partition      int32  `json:"partition"`
+	LogStartOffset int64  `json:"logStartOffset"` // across both tiers
+	LocalStart     int64  `json:"localStart"`     // hot log [LocalStart, LocalEnd)
+	LocalEnd       int64  `json:"localEnd"`
+	LocalBytes     int64  `json:"localBytes"`
+	LocalSegments  int    `json:"localSegments"`
+	Tiered         bool   `json:"tiered"` // TieredStart/End are meaningful
+	TieredStart    int64  `json:"tieredStart"`
+	TieredEnd      int64  `json:"tieredEnd"`
+	Objects        int    `json:"objects"`
+	TieredBytes    int64  `json:"tieredBytes"`
+	UploadLagBytes int64  `json:"uploadLagBytes"`
+	LastError      string `json:"lastError,omitempty"`
+}
+
+// TierStatus describes every local partition (of topic, if not empty),
+// sorted by topic and partition.
+func (b *Broker) TierStatus(topic string) []PartitionTierStatus {
+	var out []PartitionTierStatus
+	for _, t := range b.parts.allTopics() {
+		if topic != "" && t.topic.Name != topic {
+			continue
+		}
+		for i := range t.topic.Replicas {
+			p, code := b.lookupPartition(t.topic.Name, int32(i))
+			if code != 0 {
+				continue
+			}
+			out = append(out, b.partitionTierStatus(p))
+		}
+	}
+	return out
+}
+
+func (b *Broker) partitionTierStatus(p *partition) PartitionTierStatus {
+	st := PartitionTierStatus{Topic: p.topic, Partition: p.index, LogStartOffset: p.logStartOffset(),
+		LocalStart: p.log.LogStartOffset(), LocalEnd: p.log.LogEndOffset(), LocalBytes: p.log.Size(),
+		LocalSegments: len(p.log.SealedSegments()) + 1, UploadLagBytes: p.uploadLag.Load()}
+	entries := p.manifest.Segments(p.topicID, p.index)
+	if n := len(entries); n > 0 {
+		st.Tiered, st.TieredStart, st.TieredEnd = true, entries[0].BaseOffset, entries[n-1].LastOffset+1
+		st.Objects = n
+		for _, e := range entries {
+			st.TieredBytes += e.Size
+		}
+	}
+	b.tiering.mu.Lock()
+	if us := b.tiering.parts[tp(p)]; us != nil {
+		st.LastError = us.lastErr
+	}
+	b.tiering.mu.Unlock()
+	return st
+}

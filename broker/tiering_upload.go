@@ -1,0 +1,291 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/tier"
+)
+
+// tieringEnabled reports whether a topic's sealed segments go to the bucket:
+// a bucket is configured, remote.storage.enable is on and the cleanup
+// policy is delete only (compacted topics are tiered by the compaction
+// work, issue 7, which must rewrite objects and local segments together).
+func (b *Broker) tieringEnabled(cfg metadata.TopicConfig) bool {
+	return b.objects != nil && cfg.RemoteStorageEnable && cfg.CleanupPolicy == "delete"
+}
+
+// tierLoop runs the uploader, local and remote retention, pending object
+// deletes and the orphan sweeper until the broker stops.
+func (b *Broker) tierLoop() {
+	defer b.loops.Done()
+	cfg := b.cfg.Tier
+	upload := time.NewTicker(cfg.UploadInterval)
+	defer upload.Stop()
+	sweep := time.NewTicker(cfg.SweepInterval)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-b.lifetime.Done():
+			return
+		case <-upload.C:
+		case <-b.tiering.kick:
+		case <-sweep.C:
+			b.sweepOrphans(b.lifetime, time.Now())
+			continue
+		}
+		b.uploadRound(b.lifetime)
+		b.deleteDueObjects(b.lifetime, time.Now())
+	}
+}
+
+// kickUploader wakes the uploader (a segment rolled); never blocks.
+func (b *Broker) kickUploader() {
+	select {
+	case b.tiering.kick <- struct{}{}:
+	default:
+	}
+}
+
+// uploadRound uploads, for every led partition with tiering on, its sealed
+// segments wholly below the HW, UploadConcurrency partitions at a time, and
+// waits for them.
+func (b *Broker) uploadRound(ctx context.Context) {
+	sem := make(chan struct{}, b.cfg.Tier.UploadConcurrency)
+	var wg sync.WaitGroup
+	for _, p := range b.parts.localPartitions() {
+		if p.leader() != b.cfg.NodeID || !b.tieringEnabled(p.config()) || p.config().RemoteLogCopyDisable {
+			continue
+		}
+		if !b.claimUpload(p) {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := b.uploadPartition(ctx, p)
+			b.releaseUpload(p, err)
+		}()
+	}
+	wg.Wait()
+}
+
+// claimUpload marks p busy unless it is uploading or backing off.
+func (b *Broker) claimUpload(p *partition) bool {
+	t := &b.tiering
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := tp(p)
+	st := t.parts[key]
+	if st == nil {
+		st = &uploadState{}
+		t.parts[key] = st
+	}
+	if st.busy || time.Now().Before(st.notBefore) {
+		return false
+	}
+	st.busy = true
+	return true
+}
+
+// releaseUpload records the outcome: a failure backs the partition off
+// exponentially (RetryBackoff doubling up to MaxRetryBackoff).
+func (b *Broker) releaseUpload(p *partition, err error) {
+	t := &b.tiering
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.parts[tp(p)]
+	st.busy = false
+	if err == nil || errors.Is(err, context.Canceled) {
+		st.failures, st.lastErr, st.notBefore = 0, "", time.Time{}
+		return
+	}
+	st.failures++
+	t.counters.UploadFailures++
+	wait := b.cfg.Tier.RetryBackoff << min(st.failures-1, 16)
+	wait = min(wait, b.cfg.Tier.MaxRetryBackoff)
+	st.notBefore, st.lastErr = time.Now().Add(wait), err.Error()
+	if st.failures == 1 || st.failures%10 == 0 {
+		b.log.Warn("tier upload failed; retrying", "topic", p.topic, "partition", p.index,
+			"failures", st.failures, "retry_in", wait, "err", err)
+	}
+}
+
+func tp(p *partition) metadata.TierPartition {
+	return metadata.TierPartition{TopicID: p.topicID, Partition: p.index}
+}
+
+// uploadPartition uploads p's pending segments in offset order, stopping
+// at the first failure so the manifest never gets a gap.
+func (b *Broker) uploadPartition(ctx context.Context, p *partition) error {
+	defer b.updateUploadLag(p)
+	for _, seg := range b.pendingSegments(p) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := b.uploadSegment(ctx, p, seg); err != nil {
+			return fmt.Errorf("segment %d: %w", seg.BaseOffset, err)
+		}
+		b.updateUploadLag(p)
+	}
+	return nil
+}
+
+// pendingSegments lists p's sealed, non-empty segments wholly below the HW
+// that the manifest does not cover yet and that are not wholly deleted
+// (below the log start).
+func (b *Broker) pendingSegments(p *partition) []hotlog.SegmentInfo {
+	hw := min(p.highWatermark(), p.lastStableOffset())
+	covered, _ := p.manifest.ContiguousEnd(p.topicID, p.index)
+	start := p.logStartOffset()
+	var out []hotlog.SegmentInfo
+	for _, s := range p.log.SealedSegments() {
+		if s.Size == 0 || s.NextOffset <= covered || s.NextOffset <= start {
+			continue
+		}
+		if s.NextOffset > hw {
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// uploadSegment writes one segment object, verifies it, commits its
+// manifest entry and records it locally. Only after this may local
+// retention delete the segment.
+func (b *Broker) uploadSegment(ctx context.Context, p *partition, seg hotlog.SegmentInfo) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.Tier.UploadTimeout)
+	defer cancel()
+	if err := b.ensureTopicFile(ctx, p); err != nil {
+		return err
+	}
+	f, size, err := p.log.OpenSealedSegment(seg.BaseOffset)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	epoch := max(p.leaderEpoch(), 0)
+	obj, err := tier.EncodeSegmentObject(f, size, tier.SegmentMeta{
+		Topic: p.topic, TopicID: p.topicID, Partition: p.index, UploadEpoch: epoch})
+	if err != nil {
+		return err
+	}
+	key, err := tier.SegmentKey(tier.SegmentKeyParts{Cluster: b.store.Cluster(), Topic: p.topic,
+		TopicID: p.topicID, Partition: p.index, BaseOffset: obj.Footer().BaseOffset, Epoch: epoch})
+	if err != nil {
+		return err
+	}
+	if err := b.objects.Put(ctx, key, obj.NewReader(), obj.Size()); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if err := tier.Verify(ctx, b.objects, key, obj.Footer(), false); err != nil {
+		return fmt.Errorf("verify %s: %w", key, err)
+	}
+	return b.commitSegment(ctx, p, entryFor(p, obj, key))
+}
+
+// entryFor builds the manifest entry of an uploaded object.
+func entryFor(p *partition, obj *tier.EncodedObject, key string) metadata.TierEntry {
+	f := obj.Footer()
+	epoch := f.UploadEpoch
+	if n := len(obj.Index.Epochs); n > 0 {
+		epoch = obj.Index.Epochs[n-1].Epoch
+	}
+	return metadata.TierEntry{TopicID: p.topicID, Partition: p.index, BaseOffset: f.BaseOffset,
+		LastOffset: f.LastOffset, FirstTimestamp: f.FirstTimestamp, MaxTimestamp: f.MaxTimestamp,
+		LeaderEpoch: epoch, Key: key, Size: f.ObjectSize()}
+}
+
+// commitSegment commits e with a create-if-absent CAS. If an entry for the
+// same base already exists (an earlier attempt committed but its answer
+// was lost), that entry wins when it covers the same offsets: our object is
+// then an orphan and is deleted at once.
+func (b *Broker) commitSegment(ctx context.Context, p *partition, e metadata.TierEntry) error {
+	rev, err := b.store.CommitTierEntryRev(ctx, e)
+	if errors.Is(err, metadata.ErrTierEntryExists) {
+		return b.adoptExisting(ctx, p, e)
+	}
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", e.Key, err)
+	}
+	e.Version = rev
+	p.manifest.Committed(e)
+	b.tiering.mu.Lock()
+	b.tiering.counters.SegmentsUploaded++
+	b.tiering.counters.BytesUploaded += e.Size
+	b.tiering.mu.Unlock()
+	b.log.Debug("tiered segment", "topic", p.topic, "partition", p.index, "base", e.BaseOffset,
+		"last", e.LastOffset, "key", e.Key, "bytes", e.Size)
+	return nil
+}
+
+// adoptExisting handles ErrTierEntryExists for e: the committed entry is
+// loaded into the manifest if it matches e's offsets; e's object is deleted.
+func (b *Broker) adoptExisting(ctx context.Context, p *partition, e metadata.TierEntry) error {
+	entries, err := b.store.TierEntries(ctx, p.topicID, p.index)
+	if err != nil {
+		return err
+	}
+	for _, old := range entries {
+		if old.BaseOffset != e.BaseOffset {
+			continue
+		}
+		if old.LastOffset != e.LastOffset {
+			return fmt.Errorf("%w: committed entry %s ends at %d, segment at %d",
+				metadata.ErrTierEntryExists, old.Key, old.LastOffset, e.LastOffset)
+		}
+		p.manifest.Committed(old)
+		if err := b.objects.Delete(ctx, e.Key); err != nil {
+			b.log.Warn("deleting duplicate upload; the sweeper will", "key", e.Key, "err", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: entry at %d vanished", metadata.ErrTierEntryExists, e.BaseOffset)
+}
+
+// updateUploadLag recomputes p's bytes of sealed segments not yet tiered.
+func (b *Broker) updateUploadLag(p *partition) {
+	covered, _ := p.manifest.ContiguousEnd(p.topicID, p.index)
+	var lag int64
+	for _, s := range p.log.SealedSegments() {
+		if s.NextOffset > covered {
+			lag += s.Size
+		}
+	}
+	p.uploadLag.Store(lag)
+}
+
+// ensureTopicFile writes <topic dir>/topic.json when this broker has not
+// written the topic's current configs yet (first upload, config change).
+func (b *Broker) ensureTopicFile(ctx context.Context, p *partition) error {
+	view, ok := b.parts.topicByID(p.topicID)
+	if !ok {
+		return fmt.Errorf("%w: topic %s gone", errUnknownTopic, p.topic)
+	}
+	body, err := tier.EncodeTopicFile(tier.TopicFile{Topic: view.topic.Name, TopicID: view.topic.ID.String(),
+		Partitions: int32(len(view.topic.Replicas)), Configs: view.topic.Configs})
+	if err != nil {
+		return err
+	}
+	b.tiering.mu.Lock()
+	same := b.tiering.topicFiles[p.topicID] == string(body)
+	b.tiering.mu.Unlock()
+	if same {
+		return nil
+	}
+	key := tier.TopicConfigKey(b.store.Cluster(), view.topic.Name, view.topic.ID)
+	if err := b.objects.Put(ctx, key, bytesReader(body), int64(len(body))); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	b.tiering.mu.Lock()
+	b.tiering.topicFiles[p.topicID] = string(body)
+	b.tiering.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/tier"
+)
+
+// maxTierStatusBytes bounds the /v1/tier/status answer `strata tier status` reads.
+const maxTierStatusBytes = 64 << 20
+
+// tierSource is what the HTTP server reads tier status and metrics from.
+type tierSource struct {
+	broker *broker.Broker
+	bucket *tier.Bucket
+}
+
+// serveTier publishes the broker's tier status on /v1/tier/status and its
+// tiering and object-store counters on /metrics.
+func (h *httpServer) serveTier(b *broker.Broker, bucket *tier.Bucket) {
+	src := &tierSource{broker: b, bucket: bucket}
+	h.tier.Store(src)
+	if err := h.reg.Register(&tierCollector{src: src}); err != nil {
+		h.log.Warn("registering tier metrics", "err", err)
+	}
+}
+
+// tierStatus answers GET /v1/tier/status[?topic=T] with a JSON array of
+// broker.PartitionTierStatus.
+func (h *httpServer) tierStatus(w http.ResponseWriter, r *http.Request) {
+	src := h.tier.Load()
+	if src == nil {
+		http.Error(w, "broker not started", http.StatusServiceUnavailable)
+		return
+	}
+	status := src.broker.TierStatus(r.URL.Query().Get("topic"))
+	if status == nil {
+		status = []broker.PartitionTierStatus{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(status)
+}
+
+var (
+	tierCounterDesc = prometheus.NewDesc("strata_tier_events_total",
+		"Tiering events by kind (segments_uploaded, upload_failures, local_segments_freed, ...).", []string{"event"}, nil)
+	tierBytesDesc = prometheus.NewDesc("strata_tier_uploaded_bytes_total",
+		"Object bytes of segments committed to the tier manifest.", nil, nil)
+	tierLagDesc = prometheus.NewDesc("strata_tier_upload_lag_bytes",
+		"Bytes of sealed segments not yet in the bucket, per partition.", []string{"topic", "partition"}, nil)
+	objRequestsDesc = prometheus.NewDesc("strata_object_store_requests_total",
+		"Object-store requests by operation and topic (every attempt).", []string{"op", "topic"}, nil)
+	objErrorsDesc = prometheus.NewDesc("strata_object_store_errors_total",
+		"Object-store requests that failed, by operation and topic.", []string{"op", "topic"}, nil)
+	objBytesDesc = prometheus.NewDesc("strata_object_store_bytes_total",
+		"Object-store body bytes moved, by operation and topic.", []string{"op", "topic"}, nil)
+)
+
+// tierCollector maps the broker's snapshots to Prometheus at scrape time.
+type tierCollector struct{ src *tierSource }
+
+func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{tierCounterDesc, tierBytesDesc, tierLagDesc, objRequestsDesc, objErrorsDesc, objBytesDesc} {
+		ch <- d
+	}
+}
+
+func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
+	t := c.src.broker.TierCounters()
+	for name, v := range map[string]int64{
+		"segments_uploaded": t.SegmentsUploaded, "upload_failures": t.UploadFailures,
+		"local_segments_freed": t.LocalSegmentsFreed, "remote_entries_removed": t.RemoteEntriesGone,
+		"objects_deleted": t.ObjectsDeleted, "orphans_deleted": t.OrphansDeleted, "produces_throttled": t.ThrottledProduces,
+	} {
+		ch <- prometheus.MustNewConstMetric(tierCounterDesc, prometheus.CounterValue, float64(v), name)
+	}
+	ch <- prometheus.MustNewConstMetric(tierBytesDesc, prometheus.CounterValue, float64(t.BytesUploaded))
+	for _, p := range c.src.broker.TierStatus("") {
+		ch <- prometheus.MustNewConstMetric(tierLagDesc, prometheus.GaugeValue, float64(p.UploadLagBytes), p.Topic, fmt.Sprint(p.Partition))
+	}
+	if c.src.bucket == nil || c.src.bucket.Counts == nil {
+		return
+	}
+	for k, v := range c.src.bucket.Counts.Snapshot() {
+		op := string(k.Op)
+		ch <- prometheus.MustNewConstMetric(objRequestsDesc, prometheus.CounterValue, float64(v.Requests), op, k.Topic)
+		ch <- prometheus.MustNewConstMetric(objErrorsDesc, prometheus.CounterValue, float64(v.Errors), op, k.Topic)
+		ch <- prometheus.MustNewConstMetric(objBytesDesc, prometheus.CounterValue, float64(v.Bytes), op, k.Topic)
+	}
+}
+
+// runTier is `strata tier status [--topic T] [--http host:port]`: per
+// partition, the local range, the tiered range, objects and bytes, read
+// from the broker's HTTP port.
+func runTier(ctx context.Context, c *cli, args []string) error {
+	if len(args) == 0 || args[0] != "status" {
+		return usageErrorf("usage: strata tier status [--topic T] [--http host:port]")
+	}
+	fs := newFlagSet("tier status", c.stderr)
+	topic := fs.String("topic", "", "only this topic")
+	httpAddr := fs.String("http", "127.0.0.1:9644", "the broker's --http `host:port`")
+	asJSON := fs.Bool("json", false, "print the broker's JSON as is")
+	positional, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(positional) > 0 {
+		return usageErrorf("unexpected arguments %q", positional)
+	}
+	body, err := fetchTierStatus(ctx, *httpAddr, *topic)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := c.stdout.Write(body)
+		return err
+	}
+	var status []broker.PartitionTierStatus
+	if err := json.Unmarshal(body, &status); err != nil {
+		return fmt.Errorf("tier status: %w", err)
+	}
+	if *topic != "" && len(status) == 0 {
+		return fmt.Errorf("tier status: no partition of topic %q on this broker", *topic)
+	}
+	printTierStatus(c.stdout, status)
+	return nil
+}
+
+func fetchTierStatus(ctx context.Context, addr, topic string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	u := url.URL{Scheme: "http", Host: addr, Path: "/v1/tier/status"}
+	if topic != "" {
+		u.RawQuery = url.Values{"topic": {topic}}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, usageErrorf("--http %q: %v", addr, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("tier status: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTierStatusBytes))
+	if err != nil {
+		return nil, fmt.Errorf("tier status: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("tier status: %s: %s", resp.Status, body)
+	}
+	return body, nil
+}
+
+func printTierStatus(w io.Writer, status []broker.PartitionTierStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START\tLOCAL-RANGE\tLOCAL-BYTES\tTIERED-RANGE\tOBJECTS\tTIERED-BYTES\tUPLOAD-LAG\tERROR")
+	for _, p := range status {
+		tiered := "-"
+		if p.Tiered {
+			tiered = fmt.Sprintf("[%d, %d)", p.TieredStart, p.TieredEnd)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t[%d, %d)\t%d\t%s\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.LogStartOffset,
+			p.LocalStart, p.LocalEnd, p.LocalBytes, tiered, p.Objects, p.TieredBytes, p.UploadLagBytes, p.LastError)
+	}
+	tw.Flush()
+}

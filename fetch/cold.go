@@ -1,0 +1,94 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+)
+
+// ColdPartition is a Partition whose older offsets live in the object
+// store (issue 4). Reads of those offsets may take a bucket round trip, so
+// Fetch starts them in the background and never holds hot partitions of
+// the same request back for them (see the package doc, "Cold reads").
+type ColdPartition interface {
+	Partition
+	// IsCold reports whether a read at offset is served from the bucket
+	// (it lies below the local log start).
+	IsCold(offset int64) bool
+	// ReadCold is Read for a cold offset, with the same result contract
+	// (whole batches, verbatim, KIP-74). It may block on the bucket and
+	// must return when ctx ends.
+	ReadCold(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, error)
+}
+
+// errColdPending: a cold read has not finished; the pass returns nothing
+// for that partition. Never leaves the package.
+var errColdPending = errors.New("fetch: cold read pending")
+
+// readFunc is Partition.Read's shape.
+type readFunc func(offset int64, maxBytes int, upTo int64) ([]byte, error)
+
+// coldRead is one cold read running for one fetch. The goroutine that runs
+// it writes records and err, then closes done; readers look only after done.
+type coldRead struct {
+	done    chan struct{}
+	records []byte
+	err     error
+}
+
+// result is a readFunc over the finished (or pending) read. The cold read's
+// own limits were the partition's at start; readPartition trims them to the
+// pass's budget.
+func (c *coldRead) result(int64, int, int64) ([]byte, error) {
+	select {
+	case <-c.done:
+		return c.records, c.err
+	default:
+		return nil, errColdPending
+	}
+}
+
+// startCold starts a background read for every ColdPartition whose fetch
+// offset is cold and readable; nil entries are read in the passes. The reads
+// end with ctx (Fetch cancels it when it answers).
+func (f *Fetcher) startCold(ctx context.Context, req Request) []*coldRead {
+	var reads []*coldRead
+	for i, pr := range req.Partitions {
+		cp, ok := pr.Partition.(ColdPartition)
+		if !ok || !cp.IsCold(pr.Offset) {
+			continue
+		}
+		pos := cp.Positions()
+		upTo := visibleEnd(pos, req.Isolation)
+		if pr.Offset < pos.LogStart || pr.Offset >= upTo {
+			continue // out of range or not visible: the pass answers it
+		}
+		if reads == nil {
+			reads = make([]*coldRead, len(req.Partitions))
+		}
+		r := &coldRead{done: make(chan struct{})}
+		reads[i] = r
+		budget := max(min(pr.MaxBytes, req.MaxBytes), 1)
+		offset := pr.Offset
+		go func() {
+			defer close(r.done)
+			r.records, r.err = cp.ReadCold(ctx, offset, budget, upTo)
+		}()
+	}
+	return reads
+}
+
+// pendingChannels returns the done channels of cold reads not finished yet.
+func pendingChannels(reads []*coldRead) []<-chan struct{} {
+	var chans []<-chan struct{}
+	for _, r := range reads {
+		if r == nil {
+			continue
+		}
+		select {
+		case <-r.done:
+		default:
+			chans = append(chans, r.done)
+		}
+	}
+	return chans
+}

@@ -1,0 +1,84 @@
+package hotlog
+
+// Additions for the tier uploader (issue 4): listing sealed segments,
+// opening one for reading, and retention that never deletes a segment the
+// caller has not released (one not yet in the tier manifest).
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"time"
+)
+
+// SegmentInfo describes one sealed segment.
+type SegmentInfo struct {
+	BaseOffset   int64 // the segment's name: offset of its first batch
+	NextOffset   int64 // one past the last offset of its last batch
+	Size         int64 // bytes of whole batches in the .log
+	MaxTimestamp int64 // largest batch maxTimestamp (math.MinInt64 if empty)
+}
+
+// SealedSegments lists every segment but the active one, oldest first.
+// Sealed segments never change (Truncate aside, which followers do and
+// leaders do not), so the list is a stable picture of what may be uploaded.
+func (l *Log) SealedSegments() []SegmentInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed || len(l.mu.segments) == 0 {
+		return nil
+	}
+	segs := l.mu.segments[:len(l.mu.segments)-1]
+	out := make([]SegmentInfo, len(segs))
+	for i, s := range segs {
+		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.next, Size: s.size, MaxTimestamp: s.maxTimestamp}
+	}
+	return out
+}
+
+// OpenSealedSegment opens a sealed segment's .log for reading and returns
+// it with the segment's size (bytes of whole batches). The caller owns and
+// closes the file; it stays readable even if retention deletes the segment
+// meanwhile (the name goes, the open file does not).
+func (l *Log) OpenSealedSegment(base int64) (*os.File, int64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if err := l.usableLocked(); err != nil {
+		return nil, 0, err
+	}
+	for _, s := range l.mu.segments[:len(l.mu.segments)-1] {
+		if s.base != base {
+			continue
+		}
+		// Opened under mu so that retention cannot remove the file between
+		// the lookup and the open.
+		f, err := os.Open(segmentFileName(l.dir, s.base, logSuffix))
+		if err != nil {
+			return nil, 0, fmt.Errorf("hotlog: open sealed segment %d: %w", base, err)
+		}
+		return f, s.size, nil
+	}
+	return nil, 0, fmt.Errorf("%w: no sealed segment at %d", ErrOffsetOutOfRange, base)
+}
+
+// ApplyRetentionBelow is ApplyRetention except that the time and size
+// rules delete only segments that end at or below limit (NextOffset <=
+// limit): the tier passes the end of what the manifest holds, so a segment
+// is never deleted locally before its upload is committed. Segments wholly
+// below the log start offset (DeleteRecords) go regardless of limit.
+func (l *Log) ApplyRetentionBelow(now time.Time, limit int64) (int, error) {
+	return l.applyRetention(now, limit)
+}
+
+// capAtLimitLocked returns how many of the n oldest segments end at or
+// below limit, never fewer than keep. REQUIRES: mu held.
+func (l *Log) capAtLimitLocked(n, keep int, limit int64) int {
+	if limit == math.MaxInt64 {
+		return n
+	}
+	capped := 0
+	for capped < n && l.mu.segments[capped].next <= limit {
+		capped++
+	}
+	return max(capped, keep)
+}

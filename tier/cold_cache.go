@@ -1,0 +1,235 @@
+package tier
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/strata-log/strata/tier/objstore"
+)
+
+// Index returns the decoded index of obj, from the cache or by reading the
+// object's tail once (concurrent callers share the read).
+func (c *ColdReader) Index(ctx context.Context, obj ColdObject) (*ObjectIndex, error) {
+	c.mu.Lock()
+	if el, ok := c.mu.indexByKey[obj.Key]; ok {
+		c.mu.indexes.MoveToFront(el)
+		x := el.Value.(*cacheEntry).index
+		c.mu.Unlock()
+		c.stats.indexHits.Add(1)
+		return x, nil
+	}
+	c.stats.indexMisses.Add(1)
+	f, ok := c.mu.idxFlights[obj.Key]
+	if !ok {
+		f = &flight{done: make(chan struct{})}
+		c.mu.idxFlights[obj.Key] = f
+		c.wg.Add(1)
+		go c.loadIndex(obj, f)
+	}
+	c.mu.Unlock()
+	if _, err := f.wait(ctx); err != nil {
+		return nil, err
+	}
+	return f.index, nil
+}
+
+// loadIndex reads obj's footer and index sections and caches them.
+func (c *ColdReader) loadIndex(obj ColdObject, f *flight) {
+	defer c.wg.Done()
+	var r *ObjectReader
+	err := c.retry(func(ctx context.Context) error {
+		var err error
+		r, err = OpenObject(ctx, c.store, obj.Key, obj.Size)
+		return err
+	})
+	c.mu.Lock()
+	delete(c.mu.idxFlights, obj.Key)
+	if err == nil {
+		f.index = r.Index
+		c.addIndexLocked(obj.Key, r.Index)
+	} else {
+		f.err = err
+		if isCorrupt(err) {
+			c.stats.corrupt.Add(1)
+		}
+	}
+	c.mu.Unlock()
+	close(f.done)
+}
+
+// addIndexLocked caches an index, evicting the least recently used.
+// REQUIRES: c.mu held.
+func (c *ColdReader) addIndexLocked(key string, x *ObjectIndex) {
+	if _, ok := c.mu.indexByKey[key]; ok {
+		return
+	}
+	c.mu.indexByKey[key] = c.mu.indexes.PushFront(&cacheEntry{key: key, index: x})
+	for c.mu.indexes.Len() > c.cfg.IndexCacheEntries {
+		old := c.mu.indexes.Remove(c.mu.indexes.Back()).(*cacheEntry)
+		delete(c.mu.indexByKey, old.key.(string))
+	}
+}
+
+// Forget drops an object's index and blocks from the cache (the object was
+// deleted by retention).
+func (c *ColdReader) Forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.mu.indexByKey[key]; ok {
+		c.mu.indexes.Remove(el)
+		delete(c.mu.indexByKey, key)
+	}
+	for k, el := range c.mu.blockByKey {
+		if k.key == key {
+			c.removeBlockLocked(el)
+		}
+	}
+	delete(c.mu.lastBlock, key)
+}
+
+// block returns block i of obj: cached, joined in flight, or fetched.
+func (c *ColdReader) block(ctx context.Context, obj ColdObject, x *ObjectIndex, i int64) ([]byte, error) {
+	f, data, hit := c.startBlock(obj, x, i, false)
+	if hit {
+		return data, nil
+	}
+	return f.wait(ctx)
+}
+
+// startBlock returns the cached block, or the flight fetching it (started
+// if none is in progress).
+func (c *ColdReader) startBlock(obj ColdObject, x *ObjectIndex, i int64, readAhead bool) (*flight, []byte, bool) {
+	k := blockKey{key: obj.Key, block: i}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.mu.blockByKey[k]; ok {
+		c.mu.blocks.MoveToFront(el)
+		if !readAhead {
+			c.stats.blockHits.Add(1)
+		}
+		return nil, el.Value.(*cacheEntry).data, true
+	}
+	f, ok := c.mu.flights[k]
+	switch {
+	case ok && !readAhead:
+		c.stats.blockMisses.Add(1)
+		c.stats.sharedGets.Add(1)
+	case !ok:
+		if readAhead {
+			c.stats.readAhead.Add(1)
+		} else {
+			c.stats.blockMisses.Add(1)
+		}
+		f = &flight{done: make(chan struct{})}
+		c.mu.flights[k] = f
+		c.wg.Add(1)
+		go c.fetchBlock(obj, x, k, f)
+	}
+	return f, nil, false
+}
+
+// fetchBlock GETs one block under a worker slot and the quota, checks every
+// chunk CRC, and caches it. A corrupt block is counted and never cached.
+func (c *ColdReader) fetchBlock(obj ColdObject, x *ObjectIndex, k blockKey, f *flight) {
+	defer c.wg.Done()
+	data, err := c.getBlock(obj, x, k.block)
+	c.mu.Lock()
+	delete(c.mu.flights, k)
+	if err == nil {
+		c.addBlockLocked(k, data)
+	}
+	c.mu.Unlock()
+	if err != nil && isCorrupt(err) {
+		c.stats.corrupt.Add(1)
+		c.cfg.Logger.Warn("corrupt block in segment object, not served", "key", obj.Key, "block", k.block, "err", err)
+	}
+	f.data, f.err = data, err
+	close(f.done)
+}
+
+// getBlock reads and verifies block i, retrying transient failures. A CRC
+// mismatch is retried too (a flaky network can flip bits the transport did
+// not catch) but reported as corrupt if it persists.
+func (c *ColdReader) getBlock(obj ColdObject, x *ObjectIndex, i int64) ([]byte, error) {
+	select {
+	case c.workers <- struct{}{}:
+	case <-c.lifetime.Done():
+		return nil, c.lifetime.Err()
+	}
+	defer func() { <-c.workers }()
+	offset, length := c.blockRange(x, i)
+	if err := c.waitQuota(length); err != nil {
+		return nil, err
+	}
+	var data []byte
+	err := c.retry(func(ctx context.Context) error {
+		c.stats.gets.Add(1)
+		var err error
+		data, err = objstore.ReadAll(ctx, c.store, obj.Key, offset, length)
+		c.stats.getBytes.Add(int64(len(data)))
+		if err != nil {
+			c.stats.getErrors.Add(1)
+			return err
+		}
+		return c.verifyBlock(x, offset, data)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tier: %s block %d: %w", obj.Key, i, err)
+	}
+	return data, nil
+}
+
+// verifyBlock checks every CRC chunk of a block that starts at offset.
+func (c *ColdReader) verifyBlock(x *ObjectIndex, offset int64, data []byte) error {
+	chunk := int64(x.Footer.ChunkSize)
+	for pos := int64(0); pos < int64(len(data)); pos += chunk {
+		end := min(pos+chunk, int64(len(data)))
+		if err := x.VerifyChunk((offset+pos)/chunk, data[pos:end]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retry runs op under the reader's lifetime up to GetAttempts times while
+// it fails transiently, with a short growing pause.
+func (c *ColdReader) retry(op func(ctx context.Context) error) error {
+	var err error
+	for attempt := 0; attempt < c.cfg.GetAttempts; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(attempt*attempt) * 50 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-c.lifetime.Done():
+				t.Stop()
+				return c.lifetime.Err()
+			}
+		}
+		if err = op(c.lifetime); err == nil || !(transient(err) || isCorrupt(err)) {
+			return err
+		}
+	}
+	return err
+}
+
+// addBlockLocked caches a block, evicting least recently used blocks to
+// stay within CacheBytes. REQUIRES: c.mu held.
+func (c *ColdReader) addBlockLocked(k blockKey, data []byte) {
+	if _, ok := c.mu.blockByKey[k]; ok {
+		return
+	}
+	c.mu.blockByKey[k] = c.mu.blocks.PushFront(&cacheEntry{key: k, data: data})
+	c.mu.cachedBytes += int64(len(data))
+	for c.mu.cachedBytes > c.cfg.CacheBytes && c.mu.blocks.Len() > 1 {
+		c.removeBlockLocked(c.mu.blocks.Back())
+	}
+}
+
+// removeBlockLocked drops one cached block. REQUIRES: c.mu held.
+func (c *ColdReader) removeBlockLocked(el *list.Element) {
+	e := c.mu.blocks.Remove(el).(*cacheEntry)
+	delete(c.mu.blockByKey, e.key.(blockKey))
+	c.mu.cachedBytes -= int64(len(e.data))
+}

@@ -1,0 +1,302 @@
+package tier
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/hotlog"
+)
+
+// ColdRead is one read of a segment object.
+type ColdRead struct {
+	Object ColdObject
+	// Next is the object that follows Object in the partition, if known:
+	// read-ahead that runs past Object's end continues into it.
+	Next *ColdObject
+	// Offset to read from: the batch holding it is the first returned (or
+	// the first batch after it; an offset below the object starts at its
+	// first batch).
+	Offset int64
+	// MaxBytes bounds the batches returned, except that the first batch is
+	// returned whole even if larger (KIP-74).
+	MaxBytes int
+	// UpTo: no batch starting at or after it is returned (the HW).
+	UpTo int64
+}
+
+// Read returns whole batches of r.Object, verbatim, as the hot log's Read
+// does. Every byte returned passed its chunk CRC and each batch its own
+// CRC; damage is ErrCorruptObject and nothing is returned. An offset past
+// the object's last offset gives ErrOffsetNotInObject.
+func (c *ColdReader) Read(ctx context.Context, r ColdRead) ([]byte, error) {
+	x, err := c.Index(ctx, r.Object)
+	if err != nil {
+		return nil, err
+	}
+	if r.Offset > x.Footer.LastOffset {
+		return nil, fmt.Errorf("%w: offset %d above %s's last offset %d", ErrOffsetNotInObject, r.Offset, r.Object.Key, x.Footer.LastOffset)
+	}
+	offset := max(r.Offset, x.Footer.BaseOffset)
+	start, _, err := x.OffsetSpan(offset)
+	if err != nil {
+		return nil, err
+	}
+	c.scheduleReadAhead(r, x, start/c.blockSize(x))
+	cur := &coldCursor{c: c, ctx: ctx, obj: r.Object, x: x, pos: start}
+	out, err := c.collect(cur, offset, max(r.MaxBytes, 1), r.UpTo)
+	if err != nil {
+		return nil, err
+	}
+	c.noteEnd(r.Object.Key, cur.lastBlock)
+	return out, nil
+}
+
+// collect cuts batches from cur under the Read limits.
+func (c *ColdReader) collect(cur *coldCursor, offset int64, maxBytes int, upTo int64) ([]byte, error) {
+	batchesLen := cur.x.Footer.Sections[SectionBatches].Length
+	out := make([]byte, 0, min(int64(maxBytes), batchesLen-cur.pos))
+	for cur.pos < batchesLen {
+		batch, h, err := cur.next()
+		if err != nil {
+			return nil, err
+		}
+		if h.LastOffset() < offset {
+			continue
+		}
+		if h.BaseOffset >= upTo || (len(out) > 0 && len(out)+len(batch) > maxBytes) {
+			break
+		}
+		out = append(out, batch...)
+		if len(out) >= maxBytes {
+			break
+		}
+	}
+	return out, nil
+}
+
+// OffsetForTimestamp finds the first record of obj at or after from with
+// timestamp >= ts, using the object's time index and then its batches
+// (through the cold cache). ok is false if the object has none.
+func (c *ColdReader) OffsetForTimestamp(ctx context.Context, obj ColdObject, ts, from int64) (OffsetTime, bool, error) {
+	x, err := c.Index(ctx, obj)
+	if err != nil {
+		return OffsetTime{}, false, err
+	}
+	start, ok := x.TimestampStart(ts)
+	if !ok || from > x.Footer.LastOffset {
+		return OffsetTime{}, false, nil
+	}
+	if from > x.Footer.BaseOffset {
+		fromStart, _, err := x.OffsetSpan(from)
+		if err != nil {
+			return OffsetTime{}, false, err
+		}
+		start = max(start, fromStart)
+	}
+	cur := &coldCursor{c: c, ctx: ctx, obj: obj, x: x, pos: start}
+	for batchesLen := x.Footer.Sections[SectionBatches].Length; cur.pos < batchesLen; {
+		batch, h, err := cur.next()
+		if err != nil {
+			return OffsetTime{}, false, err
+		}
+		if h.LastOffset() < from || h.MaxTimestamp < ts {
+			continue
+		}
+		if res, found, err := searchBatch(batch, h, ts, from); found || err != nil {
+			return res, found, err
+		}
+	}
+	return OffsetTime{}, false, nil
+}
+
+// coldCursor walks the batches of one object through cached blocks. Owned
+// by one goroutine.
+type coldCursor struct {
+	c         *ColdReader
+	ctx       context.Context
+	obj       ColdObject
+	x         *ObjectIndex
+	pos       int64  // position of the next batch in the batches section
+	lastBlock int64  // last block read
+	lastData  []byte // its bytes, nil before the first block
+}
+
+// next returns the batch at cur.pos (a view of the cache when it lies in
+// one block: callers copy it, never modify it) and advances.
+func (cur *coldCursor) next() ([]byte, hotlog.BatchHeader, error) {
+	remaining := cur.x.Footer.Sections[SectionBatches].Length - cur.pos
+	prefix, err := cur.bytes(cur.pos, min(batchLengthPrefix, remaining))
+	if err != nil {
+		return nil, hotlog.BatchHeader{}, err
+	}
+	if len(prefix) < batchLengthPrefix {
+		return nil, hotlog.BatchHeader{}, corruptf("%s: torn batch header at %d", cur.obj.Key, cur.pos)
+	}
+	length := int64(int32(binary.BigEndian.Uint32(prefix[8:])))
+	if length < hotlog.BatchHeaderSize-batchLengthPrefix || length > remaining-batchLengthPrefix {
+		return nil, hotlog.BatchHeader{}, corruptf("%s: batch length %d at %d with %d bytes left", cur.obj.Key, length, cur.pos, remaining)
+	}
+	batch, err := cur.bytes(cur.pos, batchLengthPrefix+length)
+	if err != nil {
+		return nil, hotlog.BatchHeader{}, err
+	}
+	h, err := CheckStoredBatch(batch)
+	if err != nil {
+		return nil, h, fmt.Errorf("%w: %s at %d: %v", ErrCorruptObject, cur.obj.Key, cur.pos, err)
+	}
+	cur.pos += int64(len(batch))
+	return batch, h, nil
+}
+
+// bytes returns n bytes of the batches section at pos: a view of one
+// cached block, or a copy assembled from consecutive blocks.
+func (cur *coldCursor) bytes(pos, n int64) ([]byte, error) {
+	size := cur.c.blockSize(cur.x)
+	first, last := pos/size, (pos+n-1)/size
+	if n == 0 {
+		return nil, nil
+	}
+	if first == last {
+		data, err := cur.block(first)
+		if err != nil {
+			return nil, err
+		}
+		return data[pos-first*size : pos-first*size+n], nil
+	}
+	out := make([]byte, 0, n)
+	for b := first; b <= last; b++ {
+		data, err := cur.block(b)
+		if err != nil {
+			return nil, err
+		}
+		lo, hi := max(pos-b*size, 0), min(pos+n-b*size, int64(len(data)))
+		out = append(out, data[lo:hi]...)
+	}
+	return out, nil
+}
+
+// block returns block i, remembering the last one so that walking a block
+// takes the cache lock (and counts a hit or miss) once.
+func (cur *coldCursor) block(i int64) ([]byte, error) {
+	if cur.lastData != nil && cur.lastBlock == i {
+		return cur.lastData, nil
+	}
+	data, err := cur.c.block(cur.ctx, cur.obj, cur.x, i)
+	if err == nil && int64(len(data)) != cur.c.blockLen(cur.x, i) {
+		err = corruptf("%s: block %d is %d bytes", cur.obj.Key, i, len(data))
+	}
+	if err != nil {
+		return nil, err
+	}
+	cur.lastBlock, cur.lastData = i, data
+	return data, nil
+}
+
+func (c *ColdReader) blockLen(x *ObjectIndex, i int64) int64 {
+	_, length := c.blockRange(x, i)
+	return length
+}
+
+// noteEnd remembers the block a read of key ended in, for sequential
+// detection. The map is bounded: cleared when it grows past the index cache.
+func (c *ColdReader) noteEnd(key string, block int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.mu.lastBlock) >= c.cfg.IndexCacheEntries {
+		clear(c.mu.lastBlock)
+	}
+	c.mu.lastBlock[key] = block
+}
+
+// scheduleReadAhead starts background GETs of the ReadAhead blocks after
+// block when the read is sequential: it starts at the object's first block
+// or in (or right after) the block where the previous read of the object
+// ended. Blocks past the object's end come from r.Next.
+func (c *ColdReader) scheduleReadAhead(r ColdRead, x *ObjectIndex, block int64) {
+	if c.cfg.ReadAhead == 0 {
+		return
+	}
+	c.mu.Lock()
+	last, seen := c.mu.lastBlock[r.Object.Key]
+	c.mu.Unlock()
+	if block != 0 && !(seen && (block == last || block == last+1)) {
+		return
+	}
+	n := c.numBlocks(x)
+	for i := block + 1; i <= block+int64(c.cfg.ReadAhead) && i < n; i++ {
+		c.startBlock(r.Object, x, i, true)
+	}
+	if spill := block + int64(c.cfg.ReadAhead) - (n - 1); spill > 0 && r.Next != nil {
+		c.prefetchObject(*r.Next, spill)
+	}
+}
+
+// prefetchObject loads obj's index and its first blocks in the background.
+func (c *ColdReader) prefetchObject(obj ColdObject, blocks int64) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		x, err := c.Index(c.lifetime, obj)
+		if err != nil {
+			return // the reader that needs it will see the error
+		}
+		for i := int64(0); i < min(blocks, c.numBlocks(x)); i++ {
+			c.startBlock(obj, x, i, true)
+		}
+		c.noteEnd(obj.Key, 0)
+	}()
+}
+
+// byteQuota is a token bucket over bytes: rate per second, burst bytes.
+// Tokens may go negative: a reservation larger than what is left waits
+// for the deficit, so one block is never split.
+type byteQuota struct {
+	rate  float64
+	burst float64
+	now   func() time.Time
+
+	mu     sync.Mutex
+	tokens float64   // guarded by mu
+	last   time.Time // guarded by mu
+}
+
+func newByteQuota(rate, burst int64, now func() time.Time) *byteQuota {
+	return &byteQuota{rate: float64(rate), burst: float64(max(rate, burst)), now: now, tokens: float64(max(rate, burst)), last: now()}
+}
+
+// reserve takes n bytes and returns how long to wait before using them.
+func (q *byteQuota) reserve(n int64) time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	q.tokens = min(q.burst, q.tokens+now.Sub(q.last).Seconds()*q.rate)
+	q.last = now
+	q.tokens -= float64(n)
+	if q.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-q.tokens / q.rate * float64(time.Second))
+}
+
+// waitQuota waits until n bytes may be fetched.
+func (c *ColdReader) waitQuota(n int64) error {
+	if c.quota == nil {
+		return nil
+	}
+	d := c.quota.reserve(n)
+	if d <= 0 {
+		return nil
+	}
+	c.stats.quotaWaitNanos.Add(int64(d))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-c.lifetime.Done():
+		return c.lifetime.Err()
+	}
+}
