@@ -64,8 +64,11 @@ func coldBrokerConfig(store tier.ObjectStore) func(*Config) {
 func produceColdHistory(t *testing.T, b *Broker) {
 	t.Helper()
 	adm, _ := adminClient(t, b)
-	seg, local := "262144", "262144"
-	createDataTopic(t, adm, coldTopic, 1, map[string]*string{"internal.segment.bytes": &seg, "local.retention.bytes": &local})
+	// retention.ms -1: the records' timestamps are from 2023, and remote
+	// retention would otherwise delete them from the bucket.
+	seg, local, forever := "262144", "262144", "-1"
+	createDataTopic(t, adm, coldTopic, 1, map[string]*string{"internal.segment.bytes": &seg, "local.retention.bytes": &local,
+		"retention.ms": &forever})
 	producer := newDataClient(t, b, kgo.ProducerBatchMaxBytes(64<<10))
 	records := make([]*kgo.Record, coldRecords)
 	for i := range records {
@@ -208,13 +211,12 @@ func epochEndOffsetDirect(t *testing.T, cl *kgo.Client, epoch int32) kmsg.Offset
 }
 
 // fetchOne sends a raw single-partition fetch.
-func fetchOne(t *testing.T, cl *kgo.Client, offset int64, maxWait int32) kmsg.FetchResponseTopicPartition {
+func fetchOne(t *testing.T, cl *kgo.Client, id [16]byte, offset int64, maxWait int32) kmsg.FetchResponseTopicPartition {
 	t.Helper()
 	req := kmsg.NewPtrFetchRequest()
-	req.Version = 12 // by name
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, maxWait, 1, 10<<20
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = coldTopic
+	rt.Topic, rt.TopicID = coldTopic, id
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = offset, 1<<20, -1, -1
 	rt.Partitions = append(rt.Partitions, rp)
@@ -234,7 +236,7 @@ func TestColdCorruptObjectNotServed(t *testing.T) {
 		t.Fatal("corrupt failed")
 	}
 	_, cl := adminClient(t, tb.b)
-	sp := fetchOne(t, cl, victim.BaseOffset, 1000)
+	sp := fetchOne(t, cl, p.topicID, victim.BaseOffset, 1000)
 	if sp.ErrorCode != kerr.KafkaStorageError.Code || len(sp.RecordBatches) != 0 {
 		t.Fatalf("fetch of a corrupt object: error %d, %d bytes", sp.ErrorCode, len(sp.RecordBatches))
 	}
@@ -242,7 +244,7 @@ func TestColdCorruptObjectNotServed(t *testing.T) {
 		t.Fatalf("corruption not counted: %+v", st)
 	}
 	// Another object still reads.
-	if sp := fetchOne(t, cl, 0, 1000); sp.ErrorCode != 0 || len(sp.RecordBatches) == 0 {
+	if sp := fetchOne(t, cl, p.topicID, 0, 1000); sp.ErrorCode != 0 || len(sp.RecordBatches) == 0 {
 		t.Fatalf("fetch of an intact object: error %d, %d bytes", sp.ErrorCode, len(sp.RecordBatches))
 	}
 }
@@ -348,4 +350,63 @@ func residentPages(t *testing.T, path string) (resident, total int) {
 		}
 	}
 	return resident, len(vec)
+}
+
+// TestColdOffsetForLeaderEpochAcrossTiers: epochs whose batches now live
+// only in the bucket are still answered: epoch e ends where e+1 starts.
+func TestColdOffsetForLeaderEpochAcrossTiers(t *testing.T) {
+	mem := objstore.NewMemStore()
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), coldBrokerConfig(mem))
+	adm, cl := adminClient(t, tb.b)
+	seg, local, forever := "262144", "262144", "-1"
+	id := createDataTopic(t, adm, coldTopic, 1, map[string]*string{"internal.segment.bytes": &seg,
+		"local.retention.bytes": &local, "retention.ms": &forever})
+	producer := newDataClient(t, tb.b, kgo.ProducerBatchMaxBytes(64<<10))
+	p, _ := tb.b.lookupPartition(coldTopic, 0)
+	const epochs, perEpoch = 4, 600
+	var starts [epochs + 1]int64
+	for e := 0; e < epochs; e++ {
+		if e > 0 {
+			bumpLeaderEpoch(t, tb, id, p)
+		}
+		starts[e] = p.log.LogEndOffset()
+		records := make([]*kgo.Record, perEpoch)
+		for i := range records {
+			records[i] = &kgo.Record{Topic: coldTopic, Value: coldValueOf(e*perEpoch + i)}
+		}
+		produceSyncAll(t, producer, records)
+	}
+	starts[epochs] = p.log.LogEndOffset()
+	waitUntil(t, 60*time.Second, func() bool { return p.localLogStartOffset() > starts[2] })
+	first := p.leaderEpoch() - epochs + 1
+	for e := 0; e < epochs; e++ {
+		got := epochEndOffsetDirect(t, cl, first+int32(e))
+		if got.ErrorCode != 0 || got.LeaderEpoch != first+int32(e) || got.EndOffset != starts[e+1] {
+			t.Errorf("epoch %d: %+v, want end offset %d (starts %v, local start %d)", first+int32(e), got, starts[e+1], starts, p.localLogStartOffset())
+		}
+	}
+	// The first epochs' answers came from the bucket, not the hot log.
+	for e := 0; e < 2; e++ {
+		if _, _, inBucket, err := tb.b.coldEpochEndOffset(testCtx(t), p, first+int32(e)); !inBucket || err != nil {
+			t.Errorf("epoch %d not answered from the bucket: %v", first+int32(e), err)
+		}
+	}
+	hotEpoch, hotEnd := p.log.EndOffsetForEpoch(first)
+	t.Logf("hot log alone answers epoch %d with (%d, %d)", first, hotEpoch, hotEnd)
+}
+
+// bumpLeaderEpoch raises the partition's leader epoch in metadata (as a
+// re-election would) and waits for the broker to apply it.
+func bumpLeaderEpoch(t *testing.T, tb *testBroker, id [16]byte, p *partition) {
+	t.Helper()
+	states, err := tb.store.PartitionStates(testCtx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := states[0]
+	st.LeaderEpoch++
+	if _, err := tb.store.CASPartitionState(testCtx(t), id, 0, st); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return p.leaderEpoch() == st.LeaderEpoch })
 }

@@ -90,4 +90,64 @@
 // Full lock order: Broker.parts.mu → the coordinator's lock →
 // partitionState.mu and the hotlog's locks. The coordinator never calls
 // into the broker while holding its lock.
+//
+// # Tiering (tiering*.go, DESIGN.md §5)
+//
+// With Config.ObjectStore set (cmd: --object-store), partitions of topics
+// with remote.storage.enable=true and cleanup.policy=delete keep only a hot
+// tail locally; history lives in the bucket, indexed by the tier manifest
+// in etcd (metadata/tier.go) and mirrored in memory by one tier.Manifest
+// per broker, fed by the watch loop, snapshots and the uploader's own
+// commits. One tier goroutine (tierLoop) runs:
+//
+//   - the uploader, every Tier.UploadInterval, for the partitions this
+//     node leads: each sealed, non-empty segment wholly below the HW and
+//     LSO that the manifest does not cover, in offset order, is encoded
+//     (tier.EncodeSegmentObject over an open fd of the .log, so retention
+//     cannot pull it away), Put under a fresh key (multipart and part
+//     retries in the s3 backend, transient retries in objstore.Retrying),
+//     verified (HEAD + footer read back equal to what was encoded), then
+//     committed with metadata.CommitTierEntry (create-if-absent CAS). A
+//     partition stops at its first failure, so its manifest never has a
+//     gap, and retries later with exponential backoff (Tier.RetryBackoff
+//     .. MaxRetryBackoff). A commit that reports ErrTierEntryExists (an
+//     earlier attempt committed but its answer was lost) adopts the
+//     committed entry when it covers the same offsets and deletes the new
+//     object. topic.json is written before a topic's first upload and
+//     after each config change.
+//   - remote-object deletes that are due (Tier.ObjectDeleteDelay after
+//     their manifest entry went, so cold readers in flight finish);
+//   - the orphan sweeper, every Tier.SweepInterval: objects under
+//     <cluster>/topics/ that no manifest entry names (checked again in etcd)
+//     and older than Tier.OrphanGrace are deleted, as are topic.json files
+//     of deleted topics.
+//
+// Retention (retentionLoop → applyRetention): a tiered log is opened with
+// local.retention.ms/bytes (capped by retention.*) as its retention, and
+// hotlog.ApplyRetentionBelow never deletes by time or size a segment that
+// ends above localDeleteLimit: the end of the manifest's gap-free run
+// (or the tiered log start). So a segment is deleted locally only after its
+// manifest entry exists. On the leader, remote retention then removes the
+// oldest entries wholly below the log start, older than retention.ms or
+// over retention.bytes (tiered bytes + local bytes above them): it raises
+// the tiered log start in etcd first, deletes the entries (CAS on their
+// versions), then queues their objects for deletion — manifest entry
+// first, then object.
+//
+// Log start across tiers: partition.logStartOffset() = max(tiered log
+// start, min(first tiered offset, hot log start)); DeleteRecords raises the
+// tiered log start in etcd (so a restart cannot resurrect offsets from the
+// bucket), then the hot log's, then removes entries wholly below it.
+//
+// Upload lag: after each look at a partition the uploader stores the bytes
+// of its sealed segments not yet in the manifest (partition.uploadLag).
+// While that exceeds Tier.MaxUploadLagBytes (tier.upload.max.lag.bytes), a
+// Produce to the partition waits up to Tier.ThrottleWait for it to fall,
+// then answers THROTTLING_QUOTA_EXCEEDED (retriable), so a broker cut off
+// from its bucket stops taking data before its disk fills.
+//
+// State: tieringState.mu guards the per-partition upload bookkeeping,
+// pending deletes, topic.json memory and counters; it is never held across
+// I/O and nests inside nothing. With several brokers (issue 5) only
+// leaders upload and retain, and only the controller should sweep.
 package broker

@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ColdPartition is a Partition whose older offsets live in the object
@@ -75,6 +76,28 @@ func (f *Fetcher) startCold(ctx context.Context, req Request) []*coldRead {
 		}()
 	}
 	return reads
+}
+
+// coldGrace waits up to grace for every cold read to finish (cache hits
+// take microseconds; misses outlast it and are picked up by later passes).
+func (f *Fetcher) coldGrace(ctx context.Context, reads []*coldRead, grace time.Duration) {
+	if grace <= 0 || reads == nil {
+		return
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	for _, r := range reads {
+		if r == nil {
+			continue
+		}
+		select {
+		case <-r.done:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // pendingChannels returns the done channels of cold reads not finished yet.

@@ -157,3 +157,18 @@ func TestColdKIP74Budget(t *testing.T) {
 		t.Fatalf("KIP-74 first cold batch: %d bytes", len(res[0].Records))
 	}
 }
+
+// TestColdCachedReadRidesAlong: a cold read that finishes at once (a cold
+// cache hit) is in the first answer next to hot data, so a consumer whose
+// hot partitions always have data still gets its cold ones.
+func TestColdCachedReadRidesAlong(t *testing.T) {
+	hot := newFakePartition(100)
+	hot.append(3, true)
+	cold := newFakeCold(10, 5)
+	close(cold.release)
+	res := newTestFetcher(t).Fetch(context.Background(), Request{MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 5 * time.Second,
+		Partitions: []PartitionRequest{{Partition: hot, Offset: 0, MaxBytes: 1000}, {Partition: cold, Offset: 0, MaxBytes: 1000}}})
+	if len(res[0].Records) != 300 || len(res[1].Records) != 500 {
+		t.Fatalf("hot %d bytes, cold %d bytes", len(res[0].Records), len(res[1].Records))
+	}
+}

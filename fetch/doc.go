@@ -62,6 +62,11 @@
 //   - when the fetch starts, every readable cold partition gets one
 //     background read (budget: its partition max bytes, capped by the
 //     response's), under a context that ends when Fetch answers;
+//   - the first pass waits up to Config.ColdGrace (20 ms, capped by
+//     MaxWait) for the cold reads: a read served from the cold cache
+//     finishes well within it, so a consumer whose hot partitions always
+//     have data is not starved of its cold ones; a read that needs the
+//     bucket outlasts the grace, which is then all the hot partitions wait;
 //   - each pass reads hot partitions as before and takes a cold
 //     partition's result only if its read has finished; a pending one
 //     contributes no bytes and no error to that pass;

@@ -26,7 +26,16 @@ type Config struct {
 	// fetch.max.bytes), bounding the memory one response can hold apart from
 	// a single KIP-74 oversized batch. Default DefaultMaxResponseBytes.
 	MaxResponseBytes int
+	// ColdGrace is how long the first pass waits for the fetch's cold reads
+	// before reading hot partitions (capped by the request's MaxWait): long
+	// enough for a cold read served from the cold cache, so that a consumer
+	// whose hot partitions always have data still gets its cold ones. See
+	// the package doc, "Cold reads". Default DefaultColdGrace; < 0: none.
+	ColdGrace time.Duration
 }
+
+// DefaultColdGrace is Config.ColdGrace's default.
+const DefaultColdGrace = 20 * time.Millisecond
 
 // Validate rejects nonsense; zero values are allowed and mean "default".
 func (c Config) Validate() error {
@@ -39,6 +48,9 @@ func (c Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.MaxResponseBytes == 0 {
 		c.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if c.ColdGrace == 0 {
+		c.ColdGrace = DefaultColdGrace
 	}
 	return c
 }
@@ -146,6 +158,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) []Result {
 	coldCtx, cancelCold := context.WithCancel(ctx)
 	defer cancelCold()
 	cold := f.startCold(coldCtx, req)
+	f.coldGrace(ctx, cold, min(f.cfg.ColdGrace, req.MaxWait))
 	for {
 		// Changed channels first: a move after this point closes one of
 		// them, so the wait below cannot sleep through it. A cold read

@@ -19,7 +19,8 @@
 //	P + "topics/<name>"                       JSON topic record
 //	P + "topic-ids/<topicId>"                 the topic's name (plain bytes): id → name index
 //	P + "partitions/<topicId>/<partition:05>" JSON partition state
-//	P + "tier/<topicId>/<partition:05>/<baseOffset:020>"  reserved: tier manifest entries (issue 4)
+//	P + "tier/<topicId>/<partition:05>/<baseOffset:020>"  JSON tier manifest entry (one per tiered segment)
+//	P + "tier/<topicId>/<partition:05>/log-start"         decimal int64: the partition's tiered log start
 //	P + "producer-ids/next"                   decimal int64: first producer id not yet handed out
 //	P + "scram/...", P + "acls/..."           reserved: SASL/SCRAM credentials and ACLs (later issues)
 //
@@ -43,6 +44,21 @@
 // Broker (brokers/<nodeId>):
 //
 //	{"nodeId":1,"host":"127.0.0.1","port":9092,"rack":""}
+//
+// Tier manifest entry (tier/<topicId>/<partition:05>/<baseOffset:020>), one
+// per segment object that was uploaded, verified and committed (DESIGN.md
+// §5); baseOffset in the key equals the value's:
+//
+//	{"baseOffset":0,"lastOffset":5123,"firstTimestamp":1700000000000,
+//	 "maxTimestamp":1700000009000,"leaderEpoch":3,
+//	 "key":"strata/topics/orders-<id>/00000/00000000000000000000-3-<uuid>.seg","size":16777984}
+//
+// leaderEpoch is the epoch of the segment's last batch; key and size name the
+// object, so a reader opens it without listing or a HEAD. The tiered log
+// start (tier/<topicId>/<partition:05>/log-start) is raised, never lowered,
+// by DeleteRecords and remote retention: offsets below it are gone even
+// where an object still holds them. Watch delivers TierPut, TierDeleted and
+// TierLogStartPut events; Snapshot carries every entry and log start.
 //
 // Every decoder validates what it reads (sizes, ids, names) and returns an
 // error wrapping ErrCorrupt instead of panicking: etcd is outside input.
@@ -74,6 +90,12 @@
 //	CASPartitionState   If partitions/<id>/<p> ModRevision == st.Version (0: absent)
 //	                    and topic-ids/<id> exists              Then put           Else → ErrCASFailed
 //	AllocateProducerIDs If producer-ids/next ModRevision == read Then put next+count Else retry
+//	CommitTierEntry     If tier/<id>/<p>/<base> CreateRevision == 0
+//	                    and topic-ids/<id> exists              Then put   Else same key: ok;
+//	                                                          other key: ErrTierEntryExists
+//	DeleteTierEntries   If each entry's ModRevision <= its Version read  Then delete all
+//	                                                          Else → ErrCASFailed
+//	RaiseTierLogStart   If log-start ModRevision == read and topic exists Then put (only upward)
 //
 // Brokers are written unconditionally under their own lease: a broker that
 // restarts after a crash replaces its stale registration at once instead of
@@ -94,6 +116,11 @@
 //     every write, so a writer holding an old Version (a deposed leader) fails
 //     its CAS with ErrCASFailed.
 //   - Producer-id blocks never overlap: producer-ids/next only grows, by CAS.
+//   - At most one tier entry per (topic id, partition, base offset): a
+//     retried or concurrent upload of a segment cannot commit a second
+//     entry; the uploader commits segments in offset order, so a
+//     partition's entries have no gaps above its tiered log start. Tier
+//     keys of a topic go with the topic (DeleteTopic deletes the prefix).
 //
 // # Brokers and liveness
 //

@@ -54,8 +54,13 @@ const (
 	DefaultColdGetAttempts = 3
 )
 
-// ErrInvalidColdConfig is returned by ColdConfig.Validate.
-var ErrInvalidColdConfig = errors.New("tier: invalid cold reader config")
+// Sentinel errors of the cold reader.
+var (
+	// ErrInvalidColdConfig is returned by ColdConfig.Validate.
+	ErrInvalidColdConfig = errors.New("tier: invalid cold reader config")
+	// ErrColdReaderClosed: a read after Close.
+	ErrColdReaderClosed = errors.New("tier: cold reader closed")
+)
 
 // ColdConfig configures a ColdReader. Zero fields take the defaults.
 type ColdConfig struct {
@@ -146,7 +151,7 @@ type ColdStats struct {
 	GetBytes        int64 // bytes received by block GETs
 	GetErrors       int64 // failed block GETs (attempts included)
 	ReadAheadBlocks int64 // blocks fetched by read-ahead
-	CorruptBlocks   int64 // blocks that failed a chunk CRC: never served
+	CorruptBlocks   int64 // blocks (or object indexes) that failed a CRC: never served
 	IndexHits       int64
 	IndexMisses     int64
 	CachedBytes     int64 // bytes in the cold cache now
@@ -203,6 +208,7 @@ type ColdReader struct {
 		flights     map[blockKey]*flight       // block GETs in progress; guarded by mu
 		idxFlights  map[string]*flight         // index reads in progress; guarded by mu
 		lastBlock   map[string]int64           // per object, the last block a read ended in; guarded by mu
+		closed      bool                       // set by Close: no new flights (wg.Add) after it; guarded by mu
 	}
 }
 
@@ -226,8 +232,12 @@ func NewColdReader(store ObjectStore, cfg ColdConfig) (*ColdReader, error) {
 	return c, nil
 }
 
-// Close cancels flights in progress and waits for them.
+// Close cancels flights in progress and waits for them. Reads after Close
+// fail with ErrColdReaderClosed.
 func (c *ColdReader) Close() {
+	c.mu.Lock()
+	c.mu.closed = true
+	c.mu.Unlock()
 	c.stop()
 	c.wg.Wait()
 }
@@ -265,6 +275,13 @@ func (c *ColdReader) blockRange(x *ObjectIndex, i int64) (offset, length int64) 
 func (c *ColdReader) numBlocks(x *ObjectIndex) int64 {
 	size := c.blockSize(x)
 	return (x.Footer.Sections[SectionBatches].Length + size - 1) / size
+}
+
+// closedFlight is a finished flight failing with ErrColdReaderClosed.
+func closedFlight() *flight {
+	f := &flight{done: make(chan struct{}), err: ErrColdReaderClosed}
+	close(f.done)
+	return f
 }
 
 // wait blocks until f is done or ctx ends.

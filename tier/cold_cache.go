@@ -22,7 +22,10 @@ func (c *ColdReader) Index(ctx context.Context, obj ColdObject) (*ObjectIndex, e
 	}
 	c.stats.indexMisses.Add(1)
 	f, ok := c.mu.idxFlights[obj.Key]
-	if !ok {
+	switch {
+	case !ok && c.mu.closed:
+		f = closedFlight()
+	case !ok:
 		f = &flight{done: make(chan struct{})}
 		c.mu.idxFlights[obj.Key] = f
 		c.wg.Add(1)
@@ -113,6 +116,8 @@ func (c *ColdReader) startBlock(obj ColdObject, x *ObjectIndex, i int64, readAhe
 	}
 	f, ok := c.mu.flights[k]
 	switch {
+	case !ok && c.mu.closed:
+		return closedFlight(), nil, false
 	case ok && !readAhead:
 		c.stats.blockMisses.Add(1)
 		c.stats.sharedGets.Add(1)

@@ -236,6 +236,11 @@ func (c *ColdReader) scheduleReadAhead(r ColdRead, x *ObjectIndex, block int64) 
 
 // prefetchObject loads obj's index and its first blocks in the background.
 func (c *ColdReader) prefetchObject(obj ColdObject, blocks int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

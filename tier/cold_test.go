@@ -361,3 +361,41 @@ func TestColdConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestColdCallerGivingUpStillWarmsCache: a caller whose context ends while
+// its block is in flight gets ctx's error, but the GET completes and the
+// block is cached for the next read.
+func TestColdCallerGivingUpStillWarmsCache(t *testing.T) {
+	f := newColdFixture(t)
+	slow := objstore.NewLatency(f.counter, 100*time.Millisecond)
+	c, err := NewColdReader(slow, ColdConfig{FetchSize: 1 << 20, ReadAhead: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Index(context.Background(), f.obj); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := c.Read(ctx, ColdRead{Object: f.obj, Offset: 0, MaxBytes: 1000, UpTo: 1 << 62}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read with an expiring context: %v", err)
+	}
+	waitFor(t, func() bool { return c.Stats().CachedBytes == 1<<20 })
+	before := f.gets()
+	if _, err := c.Read(context.Background(), ColdRead{Object: f.obj, Offset: 0, MaxBytes: 1000, UpTo: 1 << 62}); err != nil {
+		t.Fatal(err)
+	}
+	if f.gets() != before {
+		t.Fatal("the abandoned GET was not cached")
+	}
+}
+
+func TestColdReadAfterClose(t *testing.T) {
+	f := newColdFixture(t)
+	c := f.reader(t, ColdConfig{})
+	c.Close()
+	if _, err := c.Read(context.Background(), ColdRead{Object: f.obj, Offset: 0, MaxBytes: 1000, UpTo: 1 << 62}); !errors.Is(err, ErrColdReaderClosed) {
+		t.Fatalf("read after close: %v", err)
+	}
+}

@@ -240,24 +240,31 @@ func (m *Manifest) Range(id metadata.TopicID, partition int32) (start, end int64
 	return p.entries[0].BaseOffset, p.entries[len(p.entries)-1].LastOffset + 1, true
 }
 
-// ContiguousEnd is one past the last offset of the run of entries that
-// starts at the first entry and has no gap; ok is false when there are no
-// entries. Local retention may delete only segments below it.
+// ContiguousEnd is one past the last offset of the gap-free run of entries
+// that starts at the first entry still above the tiered log start (entries
+// wholly below it are deleted data, and a gap below the log start is no
+// gap); ok is false when there is no such entry. Local retention may delete
+// only segments below it, and the uploader resumes there.
 func (m *Manifest) ContiguousEnd(id metadata.TopicID, partition int32) (end int64, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	p := m.parts[tp(id, partition)]
-	if p == nil || len(p.entries) == 0 {
+	if p == nil {
 		return 0, false
 	}
-	end = p.entries[0].LastOffset + 1
-	for _, e := range p.entries[1:] {
-		if e.BaseOffset > end {
-			break
+	for _, e := range p.entries {
+		switch {
+		case e.LastOffset < p.logStart:
+			continue
+		case !ok:
+			end, ok = e.LastOffset+1, true
+		case e.BaseOffset > max(end, p.logStart):
+			return end, true
+		default:
+			end = max(end, e.LastOffset+1)
 		}
-		end = max(end, e.LastOffset+1)
 	}
-	return end, true
+	return end, ok
 }
 
 // Keys returns the object key of every entry (the orphan sweeper keeps

@@ -49,6 +49,13 @@ func TestManifestApplyFindRange(t *testing.T) {
 	if m.LogStart(id, 2) != 150 {
 		t.Fatalf("log start %d", m.LogStart(id, 2))
 	}
+	// Entries wholly below the log start do not count, and a gap below it
+	// is no gap: with [100,199] deleted by DeleteRecords to 250, [300,399]
+	// alone is contiguous.
+	m.SetLogStart(id, 2, 250)
+	if end, ok := m.ContiguousEnd(id, 2); !ok || end != 400 {
+		t.Fatalf("contiguous end above the log start: %d %v", end, ok)
+	}
 	if _, ok := m.Keys()["k"]; !ok {
 		t.Fatal("keys")
 	}

@@ -100,11 +100,11 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 type serveConfig struct {
 	dataDir string
 	// etcdEndpoints is empty in single-node mode: run etcd embedded.
-	etcdEndpoints  []string
-	embedded       metadata.EmbeddedConfig
-	metadata       metadata.Config
-	broker         broker.Config
-	objectStore    objectStoreURL
+	etcdEndpoints []string
+	embedded      metadata.EmbeddedConfig
+	metadata      metadata.Config
+	broker        broker.Config
+	objectStore   objectStoreURL
 	// objectStoreRaw is the --object-store URL as given (or the default),
 	// opened with tier.OpenURL; it may hold a secret, never log it.
 	objectStoreRaw string

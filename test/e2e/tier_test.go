@@ -398,14 +398,21 @@ func TestTierMinIOOutage(t *testing.T) {
 	m.Stop()
 	outageStart := time.Now()
 	// Production continues while the bucket is gone (the upload lag stays
-	// far below tier.upload.max.lag.bytes).
-	for i := 0; i < 4; i++ {
-		tp.produce(t, ctx, 4<<20)
+	// far below tier.upload.max.lag.bytes), for long enough that uploads
+	// fail and back off.
+	produced := 0
+	for time.Since(outageStart) < 12*time.Second {
+		tp.produce(t, ctx, 1<<20)
+		produced++
+		time.Sleep(200 * time.Millisecond)
 	}
 	if s := fetchTierStatus(t, b, topic); s[0].UploadLagBytes == 0 {
 		t.Fatalf("no upload lag during the outage: %+v", s[0])
 	}
-	t.Logf("produced 16 MiB per partition during a %v outage", time.Since(outageStart).Round(time.Millisecond))
+	if n := metricSum(t, b, "strata_object_store_errors_total"); n == 0 {
+		t.Fatal("no object-store error counted during the outage")
+	}
+	t.Logf("produced %d MiB per partition during a %v outage", produced, time.Since(outageStart).Round(time.Millisecond))
 	m.Start()
 	back := time.Now()
 	waitFor(t, 90*time.Second, "every sealed segment uploaded after MinIO's return", func() bool {
@@ -423,4 +430,27 @@ func TestTierMinIOOutage(t *testing.T) {
 	if tp.failures.Load() != 0 {
 		t.Fatalf("%d records failed", tp.failures.Load())
 	}
+}
+
+// metricSum adds up every sample of a metric on the broker's /metrics.
+func metricSum(t testing.TB, b *Broker, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + b.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum
 }
