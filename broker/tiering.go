@@ -121,6 +121,12 @@ type uploadState struct {
 	notBefore time.Time // next attempt after a failure
 	lastErr   string
 	busy      bool // an upload of this partition is running
+	// retryKey is the object key of the last upload attempt that did not
+	// commit (retryBase its segment): a retry of the same segment at the
+	// same epoch re-puts the same key (the same bytes: encoding is
+	// deterministic), so a Put whose answer was lost leaves no orphan.
+	retryKey  string
+	retryBase int64
 }
 
 type pendingDelete struct {

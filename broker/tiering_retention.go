@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 )
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
 // localDeleteLimit is the offset below which local retention may delete
 // segments of a tiered partition: the end of the gap-free run of manifest

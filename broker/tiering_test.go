@@ -181,8 +181,25 @@ func TestTierUploadAndLocalRetention(t *testing.T) {
 	adm, _ := adminClient(t, tb.b)
 	createDataTopic(t, adm, "up", 2, map[string]*string{
 		"internal.segment.bytes": kadm.StringPtr("65536"), "local.retention.bytes": kadm.StringPtr("131072")})
+	// Objects no manifest entry names: a crashed upload's, and a deleted
+	// topic's topic.json. The sweeper removes them once OrphanGrace passed.
+	id, _ := tb.b.topicID("up")
+	cluster := tb.store.Cluster()
+	orphan, _ := tier.SegmentKey(tier.SegmentKeyParts{Cluster: cluster, Topic: "up", TopicID: id, Partition: 0})
+	strayTopic := tier.TopicConfigKey(cluster, "gone", metadata.TopicID{9, 9, 9})
+	for _, key := range []string{orphan, strayTopic} {
+		if err := mem.Put(testCtx(t), key, strings.NewReader("x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	produceTiered(t, tb.b, "up", 2, 0, 1500)
 	waitAllUploaded(t, tb.b, "up", 2, 30*time.Second)
+	waitUntil(t, 10*time.Second, func() bool { return tb.b.TierCounters().OrphansDeleted == 2 })
+	for _, key := range []string{orphan, strayTopic} {
+		if _, err := mem.Stat(testCtx(t), key); !mem.IsNotFound(err) {
+			t.Fatalf("orphan %s not swept: %v", key, err)
+		}
+	}
 	for i := int32(0); i < 2; i++ {
 		checkTiered(t, tb, mem, "up", i)
 		p, _ := tb.b.lookupPartition("up", i)
@@ -195,7 +212,6 @@ func TestTierUploadAndLocalRetention(t *testing.T) {
 		t.Fatalf("counters %+v", c)
 	}
 	// topic.json describes the topic.
-	id, _ := tb.b.topicID("up")
 	body, err := objstore.ReadAll(testCtx(t), mem, tier.TopicConfigKey(tb.store.Cluster(), "up", id), 0, statSize(t, mem, tier.TopicConfigKey(tb.store.Cluster(), "up", id)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -177,7 +178,7 @@ func (b *Broker) uploadSegment(ctx context.Context, p *partition, seg hotlog.Seg
 	if err != nil {
 		return err
 	}
-	key, err := tier.SegmentKey(tier.SegmentKeyParts{Cluster: b.store.Cluster(), Topic: p.topic,
+	key, err := b.attemptKey(p, seg.BaseOffset, tier.SegmentKeyParts{Cluster: b.store.Cluster(), Topic: p.topic,
 		TopicID: p.topicID, Partition: p.index, BaseOffset: obj.Footer().BaseOffset, Epoch: epoch})
 	if err != nil {
 		return err
@@ -189,6 +190,35 @@ func (b *Broker) uploadSegment(ctx context.Context, p *partition, seg hotlog.Seg
 		return fmt.Errorf("verify %s: %w", key, err)
 	}
 	return b.commitSegment(ctx, p, entryFor(p, obj, key))
+}
+
+// attemptKey returns the key for an upload of the segment at base: the
+// previous failed attempt's key when it was for the same segment and epoch
+// (see uploadState.retryKey), else a fresh one, remembered for a retry.
+func (b *Broker) attemptKey(p *partition, base int64, parts tier.SegmentKeyParts) (string, error) {
+	t := &b.tiering
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.parts[tp(p)]
+	if st != nil && st.retryKey != "" && st.retryBase == base {
+		if old, err := tier.ParseSegmentKey(st.retryKey); err == nil && old.Epoch == parts.Epoch {
+			return st.retryKey, nil
+		}
+	}
+	key, err := tier.SegmentKey(parts)
+	if err == nil && st != nil {
+		st.retryKey, st.retryBase = key, base
+	}
+	return key, err
+}
+
+// forgetAttempt clears the retry key once its segment is committed.
+func (b *Broker) forgetAttempt(p *partition) {
+	b.tiering.mu.Lock()
+	defer b.tiering.mu.Unlock()
+	if st := b.tiering.parts[tp(p)]; st != nil {
+		st.retryKey = ""
+	}
 }
 
 // entryFor builds the manifest entry of an uploaded object.
@@ -217,6 +247,7 @@ func (b *Broker) commitSegment(ctx context.Context, p *partition, e metadata.Tie
 	}
 	e.Version = rev
 	p.manifest.Committed(e)
+	b.forgetAttempt(p)
 	b.tiering.mu.Lock()
 	b.tiering.counters.SegmentsUploaded++
 	b.tiering.counters.BytesUploaded += e.Size
@@ -242,6 +273,10 @@ func (b *Broker) adoptExisting(ctx context.Context, p *partition, e metadata.Tie
 				metadata.ErrTierEntryExists, old.Key, old.LastOffset, e.LastOffset)
 		}
 		p.manifest.Committed(old)
+		b.forgetAttempt(p)
+		if old.Key == e.Key {
+			return nil
+		}
 		if err := b.objects.Delete(ctx, e.Key); err != nil {
 			b.log.Warn("deleting duplicate upload; the sweeper will", "key", e.Key, "err", err)
 		}
@@ -281,7 +316,7 @@ func (b *Broker) ensureTopicFile(ctx context.Context, p *partition) error {
 		return nil
 	}
 	key := tier.TopicConfigKey(b.store.Cluster(), view.topic.Name, view.topic.ID)
-	if err := b.objects.Put(ctx, key, bytesReader(body), int64(len(body))); err != nil {
+	if err := b.objects.Put(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	b.tiering.mu.Lock()

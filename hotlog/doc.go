@@ -164,6 +164,17 @@
 // cause) to every later write and wait until it is reopened, because after a
 // failed fsync the page cache may have dropped data we cannot know about.
 //
+// # Tiering hooks (sealed.go)
+//
+// SealedSegments lists every segment but the active one (base, next offset,
+// size, max timestamp); OpenSealedSegment opens one's .log read-only, and
+// the open file stays readable if retention deletes the segment meanwhile.
+// ApplyRetentionBelow(now, limit) is ApplyRetention whose time and size
+// rules delete only segments ending at or below limit: the tier passes the
+// end of what its manifest holds, so a segment not yet uploaded is never
+// deleted by retention. Segments wholly below the log start offset
+// (DeleteRecords) go regardless.
+//
 // # Concurrency and lock order
 //
 // appendMu serializes writers (Append, Truncate, retention, Close);

@@ -41,6 +41,7 @@ type serveFlags struct {
 	tierUploadMaxLagBytes int64
 	tierOrphanGrace       time.Duration
 	tierUploadInterval    time.Duration
+	tierSweepInterval     time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -72,6 +73,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"age after which a bucket object absent from the manifest is deleted by the orphan sweeper")
 	fs.DurationVar(&f.tierUploadInterval, "tier-upload-interval", time.Second,
 		"how often partitions are checked for sealed segments to upload")
+	fs.DurationVar(&f.tierSweepInterval, "tier-sweep-interval", 10*time.Minute,
+		"how often the orphan sweeper lists the bucket")
 }
 
 // envName is the environment variable that can set a flag:
@@ -158,8 +161,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		return cfg, err
 	}
 	cfg.objectStoreRaw = rawStore
-	if f.tierUploadMaxLagBytes < -1 || f.tierUploadMaxLagBytes == 0 || f.tierOrphanGrace <= 0 || f.tierUploadInterval <= 0 {
-		return cfg, usageErrorf("--tier-upload-max-lag-bytes must be > 0 or -1; --tier-orphan-grace and --tier-upload-interval > 0")
+	if f.tierUploadMaxLagBytes < -1 || f.tierUploadMaxLagBytes == 0 || f.tierOrphanGrace <= 0 || f.tierUploadInterval <= 0 ||
+		f.tierSweepInterval <= 0 {
+		return cfg, usageErrorf("--tier-upload-max-lag-bytes must be > 0 or -1; --tier-orphan-grace, --tier-upload-interval and --tier-sweep-interval > 0")
 	}
 	if f.nodeID < 0 || f.nodeID > 1<<31-1 {
 		return cfg, usageErrorf("--node-id %d: want 0..2147483647", f.nodeID)
@@ -199,6 +203,7 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 			MaxUploadLagBytes: f.tierUploadMaxLagBytes,
 			OrphanGrace:       f.tierOrphanGrace,
 			UploadInterval:    f.tierUploadInterval,
+			SweepInterval:     f.tierSweepInterval,
 		},
 	}
 	if f.groupInitialRebalanceDelay == 0 {

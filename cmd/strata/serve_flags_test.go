@@ -169,6 +169,7 @@ func TestCommandsExitCodes(t *testing.T) {
 		{[]string{"group", "reset", "g", "--to-datetime", "yesterday"}, 2, "RFC 3339"},
 		{[]string{"serve", "--offsets-topic-num-partitions", "0"}, 2, "--offsets-topic-num-partitions"},
 		{[]string{"tier", "frobnicate"}, 2, "strata tier status"},
+		{[]string{"serve", "--tier-upload-max-lag-bytes", "0"}, 2, "--tier-upload-max-lag-bytes"},
 		{[]string{"tier", "status", "extra"}, 2, "unexpected arguments"},
 		{[]string{"replay"}, 2, "not yet available (issue 8)"},
 		{[]string{"restore"}, 2, "not yet available (issue 8)"},
