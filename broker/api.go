@@ -194,7 +194,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	if err := b.initColdReader(); err != nil {
 		return nil, err
 	}
-	b.tiering.init()
+	b.tiering.init(cfg.Tier.UploadConcurrency)
 	groups, err := b.newCoordinator()
 	if err != nil {
 		return nil, err
@@ -260,8 +260,9 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	b.loops.Add(2)
 	go b.retentionLoop()
 	if b.objects != nil {
-		b.loops.Add(1)
+		b.loops.Add(2)
 		go b.tierLoop()
+		go b.tierJanitorLoop()
 	}
 	go b.watchLost(lost)
 	return nil

@@ -98,7 +98,10 @@
 // tail locally; history lives in the bucket, indexed by the tier manifest
 // in etcd (metadata/tier.go) and mirrored in memory by one tier.Manifest
 // per broker, fed by the watch loop, snapshots and the uploader's own
-// commits. One tier goroutine (tierLoop) runs:
+// commits. Two tier goroutines run: tierLoop (the uploader; it refreshes
+// upload lags and starts uploads in goroutines of their own, never doing
+// object-store I/O itself) and tierJanitorLoop (due object deletes and the
+// orphan sweeper):
 //
 //   - the uploader, every Tier.UploadInterval, for the partitions this
 //     node leads: each sealed, non-empty segment wholly below the HW and

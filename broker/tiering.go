@@ -16,7 +16,8 @@ import (
 // TierConfig configures tiering on this broker. Zero values get defaults.
 type TierConfig struct {
 	// UploadInterval is how often every led partition is checked for sealed
-	// segments to upload (a roll also wakes the uploader). Default 1s.
+	// segments to upload (a finished upload also wakes the uploader, so a
+	// free slot is used at once). Default 1s.
 	UploadInterval time.Duration
 	// UploadConcurrency bounds partitions uploading at once. Default 2.
 	UploadConcurrency int
@@ -103,9 +104,14 @@ type TierCounters struct {
 // tieringState is owned by the tiering loops; mu guards the maps and
 // counters (never held across I/O).
 type tieringState struct {
-	// kick wakes the uploader early (a segment rolled). Buffered, size 1.
+	// kick wakes the uploader early (an upload finished). Buffered, size 1.
 	kick chan struct{}
-	mu   sync.Mutex
+	// slots bounds concurrent partition uploads (UploadConcurrency); a
+	// claimed upload holds one until releaseUpload.
+	slots chan struct{}
+	// running counts upload goroutines; tierLoop waits for them on exit.
+	running sync.WaitGroup
+	mu      sync.Mutex
 	// parts holds per-partition upload state, by partition.
 	parts map[metadata.TierPartition]*uploadState
 	// pendingDeletes are objects to delete once due (ObjectDeleteDelay).
@@ -134,8 +140,9 @@ type pendingDelete struct {
 	due time.Time
 }
 
-func (t *tieringState) init() {
+func (t *tieringState) init(uploadConcurrency int) {
 	t.kick = make(chan struct{}, 1)
+	t.slots = make(chan struct{}, uploadConcurrency)
 	t.parts = map[metadata.TierPartition]*uploadState{}
 	t.topicFiles = map[metadata.TopicID]string{}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
@@ -21,31 +20,46 @@ func (b *Broker) tieringEnabled(cfg metadata.TopicConfig) bool {
 	return b.objects != nil && cfg.RemoteStorageEnable && cfg.CleanupPolicy == "delete"
 }
 
-// tierLoop runs the uploader, local and remote retention, pending object
-// deletes and the orphan sweeper until the broker stops.
+// tierLoop runs the uploader until the broker stops. It never does
+// object-store I/O itself (uploads run in their own goroutines), so a
+// bucket that hangs cannot stop the upload lag from being refreshed.
 func (b *Broker) tierLoop() {
 	defer b.loops.Done()
-	cfg := b.cfg.Tier
-	upload := time.NewTicker(cfg.UploadInterval)
+	defer b.tiering.running.Wait() // uploads end with b.lifetime
+	upload := time.NewTicker(b.cfg.Tier.UploadInterval)
 	defer upload.Stop()
-	sweep := time.NewTicker(cfg.SweepInterval)
-	defer sweep.Stop()
 	for {
 		select {
 		case <-b.lifetime.Done():
 			return
 		case <-upload.C:
 		case <-b.tiering.kick:
-		case <-sweep.C:
-			b.sweepOrphans(b.lifetime, time.Now())
-			continue
 		}
 		b.uploadRound(b.lifetime)
-		b.deleteDueObjects(b.lifetime, time.Now())
 	}
 }
 
-// kickUploader wakes the uploader (a segment rolled); never blocks.
+// tierJanitorLoop deletes objects whose manifest entries are gone once due,
+// and runs the orphan sweeper, until the broker stops.
+func (b *Broker) tierJanitorLoop() {
+	defer b.loops.Done()
+	deletes := time.NewTicker(max(b.cfg.Tier.ObjectDeleteDelay/2, 10*time.Millisecond))
+	defer deletes.Stop()
+	sweep := time.NewTicker(b.cfg.Tier.SweepInterval)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-b.lifetime.Done():
+			return
+		case now := <-deletes.C:
+			b.deleteDueObjects(b.lifetime, now)
+		case now := <-sweep.C:
+			b.sweepOrphans(b.lifetime, now)
+		}
+	}
+}
+
+// kickUploader wakes the uploader early; never blocks.
 func (b *Broker) kickUploader() {
 	select {
 	case b.tiering.kick <- struct{}{}:
@@ -53,31 +67,31 @@ func (b *Broker) kickUploader() {
 	}
 }
 
-// uploadRound uploads, for every led partition with tiering on, its sealed
-// segments wholly below the HW, UploadConcurrency partitions at a time, and
-// waits for them.
+// uploadRound refreshes the upload lag of every led partition with
+// tiering on and starts an upload of its pending segments where none runs,
+// at most UploadConcurrency at a time. It does not wait for the uploads:
+// one hanging on an unreachable bucket must not stop the lag (and so the
+// throttling) of the others from being updated.
 func (b *Broker) uploadRound(ctx context.Context) {
-	sem := make(chan struct{}, b.cfg.Tier.UploadConcurrency)
-	var wg sync.WaitGroup
 	for _, p := range b.parts.localPartitions() {
 		if p.leader() != b.cfg.NodeID || !b.tieringEnabled(p.config()) || p.config().RemoteLogCopyDisable {
 			continue
 		}
-		if !b.claimUpload(p) {
+		b.updateUploadLag(p)
+		if len(b.pendingSegments(p)) == 0 || !b.claimUpload(p) {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
+		b.tiering.running.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer b.tiering.running.Done()
 			err := b.uploadPartition(ctx, p)
 			b.releaseUpload(p, err)
 		}()
 	}
-	wg.Wait()
 }
 
-// claimUpload marks p busy unless it is uploading or backing off.
+// claimUpload marks p busy and takes an upload slot, unless p is uploading
+// or backing off, or every slot is taken.
 func (b *Broker) claimUpload(p *partition) bool {
 	t := &b.tiering
 	t.mu.Lock()
@@ -89,6 +103,11 @@ func (b *Broker) claimUpload(p *partition) bool {
 		t.parts[key] = st
 	}
 	if st.busy || time.Now().Before(st.notBefore) {
+		return false
+	}
+	select {
+	case t.slots <- struct{}{}:
+	default:
 		return false
 	}
 	st.busy = true
@@ -103,6 +122,8 @@ func (b *Broker) releaseUpload(p *partition, err error) {
 	defer t.mu.Unlock()
 	st := t.parts[tp(p)]
 	st.busy = false
+	<-t.slots
+	b.kickUploader() // a slot is free: other partitions need not wait a whole interval
 	if err == nil || errors.Is(err, context.Canceled) {
 		st.failures, st.lastErr, st.notBefore = 0, "", time.Time{}
 		return
