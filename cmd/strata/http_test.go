@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/strata-log/strata/tier"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -88,5 +91,38 @@ func TestTierStatusBeforeBrokerStarts(t *testing.T) {
 	if code := run(context.Background(), c, []string{"tier", "status", "--http", h.addr.String()}); code != 1 ||
 		!strings.Contains(out.String(), "503") {
 		t.Fatalf("exit %d output %q", code, out.String())
+	}
+}
+
+func TestColdReaderMetrics(t *testing.T) {
+	h, err := startHTTP("127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	var hits atomic.Int64
+	hits.Store(7)
+	h.serveCold(func() tier.ColdStats {
+		return tier.ColdStats{BlockHits: hits.Load(), BlockMisses: 3, SharedGets: 1, Gets: 4, GetBytes: 4096, GetErrors: 2,
+			ReadAheadBlocks: 5, CorruptBlocks: 1, IndexHits: 9, IndexMisses: 6, CachedBytes: 8192, QuotaWait: 1500 * time.Millisecond}
+	})
+	base := "http://" + h.addr.String()
+	_, body := get(t, base+"/metrics")
+	for _, line := range []string{
+		"strata_cold_cache_hits_total 7", "strata_cold_cache_misses_total 3", "strata_cold_shared_gets_total 1",
+		"strata_cold_gets_total 4", "strata_cold_get_bytes_total 4096", "strata_cold_get_errors_total 2",
+		"strata_cold_read_ahead_blocks_total 5", "strata_cold_corrupt_blocks_total 1",
+		"strata_cold_index_cache_hits_total 9", "strata_cold_index_cache_misses_total 6",
+		"strata_cold_cache_bytes 8192", "strata_cold_quota_wait_seconds_total 1.5",
+		"# TYPE strata_cold_cache_hits_total counter", "# TYPE strata_cold_cache_bytes gauge",
+	} {
+		if !strings.Contains(body, "\n"+line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+	// Read at scrape time, not at registration.
+	hits.Store(11)
+	if _, body := get(t, base+"/metrics"); !strings.Contains(body, "\nstrata_cold_cache_hits_total 11\n") {
+		t.Errorf("cold metrics must be read from the snapshot at each scrape")
 	}
 }

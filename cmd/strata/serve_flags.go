@@ -14,6 +14,7 @@ import (
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/tier"
 )
 
 // serveFlags holds the raw values of `strata serve`'s flags (DESIGN.md §11
@@ -42,6 +43,12 @@ type serveFlags struct {
 	tierOrphanGrace       time.Duration
 	tierUploadInterval    time.Duration
 	tierSweepInterval     time.Duration
+	// Cold reader (tier.ColdConfig): reads below the local log start.
+	coldCacheBytes     int64
+	coldFetchSize      int64
+	coldWorkers        int
+	coldReadAhead      int
+	coldBytesPerSecond int64
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -75,6 +82,21 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"how often partitions are checked for sealed segments to upload")
 	fs.DurationVar(&f.tierSweepInterval, "tier-sweep-interval", 10*time.Minute,
 		"how often the orphan sweeper lists the bucket")
+	f.registerCold(fs)
+}
+
+// registerCold registers the cold reader's flags; defaults are tier's.
+func (f *serveFlags) registerCold(fs *flag.FlagSet) {
+	fs.Int64Var(&f.coldCacheBytes, "cold-cache-bytes", tier.DefaultColdCacheBytes,
+		"bytes of bucket blocks the cold reader caches (LRU; at least 2 × --cold-fetch-size)")
+	fs.Int64Var(&f.coldFetchSize, "cold-fetch-size", tier.DefaultColdFetchSize,
+		"bytes per ranged GET of the cold reader (rounded down to whole chunks of the object; at least 65536)")
+	fs.IntVar(&f.coldWorkers, "cold-workers", tier.DefaultColdWorkers,
+		"cold reader GETs in flight (its own pool, separate from the hot path)")
+	fs.IntVar(&f.coldReadAhead, "cold-read-ahead", tier.DefaultColdReadAhead,
+		"blocks fetched ahead of a sequential cold reader (0: no read-ahead)")
+	fs.Int64Var(&f.coldBytesPerSecond, "cold-bytes-per-second", 0,
+		"cap on the cold reader's GET byte rate (0: unlimited)")
 }
 
 // envName is the environment variable that can set a flag:
@@ -177,6 +199,10 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	if err := f.checkGroupFlags(); err != nil {
 		return cfg, err
 	}
+	cold, err := f.coldConfig()
+	if err != nil {
+		return cfg, err
+	}
 	cfg.embedded = metadata.EmbeddedConfig{Dir: filepath.Join(cfg.dataDir, "etcd")}
 	cfg.metadata = metadata.Config{Endpoints: cfg.etcdEndpoints, Cluster: f.cluster}
 	// Check the cluster name now (a usage error) rather than at Open; the
@@ -205,6 +231,7 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 			UploadInterval:    f.tierUploadInterval,
 			SweepInterval:     f.tierSweepInterval,
 		},
+		Cold: cold,
 	}
 	if f.groupInitialRebalanceDelay == 0 {
 		cfg.broker.Group.InitialRebalanceDelay = -1 // 0 means "default" in group.Config
@@ -223,6 +250,38 @@ func (f *serveFlags) checkGroupFlags() error {
 		return usageErrorf("--offsets-retention %s: want > 0", f.offsetsRetention)
 	}
 	return nil
+}
+
+// coldConfig validates the cold reader's flags. Zero means "default" in
+// tier.ColdConfig, so a zero size or worker count is rejected here rather
+// than silently replaced, and --cold-read-ahead 0 maps to ReadAhead -1 (off).
+func (f *serveFlags) coldConfig() (tier.ColdConfig, error) {
+	switch {
+	case f.coldCacheBytes <= 0:
+		return tier.ColdConfig{}, usageErrorf("--cold-cache-bytes %d: want > 0", f.coldCacheBytes)
+	case f.coldFetchSize <= 0:
+		return tier.ColdConfig{}, usageErrorf("--cold-fetch-size %d: want > 0", f.coldFetchSize)
+	case f.coldWorkers <= 0:
+		return tier.ColdConfig{}, usageErrorf("--cold-workers %d: want > 0", f.coldWorkers)
+	case f.coldReadAhead < 0:
+		return tier.ColdConfig{}, usageErrorf("--cold-read-ahead %d: want ≥ 0", f.coldReadAhead)
+	case f.coldBytesPerSecond < 0:
+		return tier.ColdConfig{}, usageErrorf("--cold-bytes-per-second %d: want ≥ 0 (0: unlimited)", f.coldBytesPerSecond)
+	}
+	c := tier.ColdConfig{
+		CacheBytes:     f.coldCacheBytes,
+		FetchSize:      f.coldFetchSize,
+		Workers:        f.coldWorkers,
+		ReadAhead:      f.coldReadAhead,
+		BytesPerSecond: f.coldBytesPerSecond,
+	}
+	if c.ReadAhead == 0 {
+		c.ReadAhead = -1
+	}
+	if err := c.Validate(); err != nil {
+		return tier.ColdConfig{}, usageErrorf("--cold-cache-bytes/--cold-fetch-size: %v", err)
+	}
+	return c, nil
 }
 
 // checkAddresses validates --listen, --advertise, --http and --etcd.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/tier"
 )
 
 func parseServeForTest(t *testing.T, args []string, env map[string]string) (serveConfig, error) {
@@ -186,5 +187,66 @@ func TestCommandsExitCodes(t *testing.T) {
 		if code := run(context.Background(), c, tc.args); code != tc.code || !strings.Contains(out.String(), tc.out) {
 			t.Errorf("%v: exit %d output %q; want exit %d containing %q", tc.args, code, out.String(), tc.code, tc.out)
 		}
+	}
+}
+
+func TestServeColdReaderFlags(t *testing.T) {
+	cfg, err := parseServeForTest(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tier.ColdConfig{CacheBytes: tier.DefaultColdCacheBytes, FetchSize: tier.DefaultColdFetchSize,
+		Workers: tier.DefaultColdWorkers, ReadAhead: tier.DefaultColdReadAhead}
+	if cfg.broker.Cold != want {
+		t.Errorf("default cold config = %+v, want %+v", cfg.broker.Cold, want)
+	}
+	env := map[string]string{
+		"STRATA_COLD_CACHE_BYTES":      "33554432",
+		"STRATA_COLD_FETCH_SIZE":       "1048576",
+		"STRATA_COLD_WORKERS":          "2",
+		"STRATA_COLD_READ_AHEAD":       "5",
+		"STRATA_COLD_BYTES_PER_SECOND": "1000000",
+	}
+	if cfg, err = parseServeForTest(t, nil, env); err != nil {
+		t.Fatal(err)
+	}
+	want = tier.ColdConfig{CacheBytes: 32 << 20, FetchSize: 1 << 20, Workers: 2, ReadAhead: 5, BytesPerSecond: 1e6}
+	if cfg.broker.Cold != want {
+		t.Errorf("env cold config = %+v, want %+v", cfg.broker.Cold, want)
+	}
+	args := []string{"--cold-workers", "4", "--cold-read-ahead", "0", "--cold-bytes-per-second=0"}
+	if cfg, err = parseServeForTest(t, args, env); err != nil {
+		t.Fatal(err)
+	}
+	// --cold-read-ahead 0 turns read-ahead off: ReadAhead -1 (0 would mean the default).
+	want = tier.ColdConfig{CacheBytes: 32 << 20, FetchSize: 1 << 20, Workers: 4, ReadAhead: -1}
+	if cfg.broker.Cold != want {
+		t.Errorf("flags over env: cold config = %+v, want %+v", cfg.broker.Cold, want)
+	}
+}
+
+func TestServeRejectsBadColdReaderFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"cache below two fetches", []string{"--cold-cache-bytes", "1048576", "--cold-fetch-size", "1048576"}, nil, "CacheBytes"},
+		{"fetch below a chunk", []string{"--cold-fetch-size", "4096"}, nil, "FetchSize"},
+		{"zero cache", []string{"--cold-cache-bytes", "0"}, nil, "--cold-cache-bytes"},
+		{"zero fetch size", []string{"--cold-fetch-size", "0"}, nil, "--cold-fetch-size"},
+		{"zero workers", []string{"--cold-workers", "0"}, nil, "--cold-workers"},
+		{"negative read-ahead", []string{"--cold-read-ahead", "-1"}, nil, "--cold-read-ahead"},
+		{"negative quota env", nil, map[string]string{"STRATA_COLD_BYTES_PER_SECOND": "-5"}, "--cold-bytes-per-second"},
+		{"non-numeric env", nil, map[string]string{"STRATA_COLD_CACHE_BYTES": "1GiB"}, "STRATA_COLD_CACHE_BYTES"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseServeForTest(t, tc.args, tc.env)
+			if err == nil || !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a usage error mentioning %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -26,13 +26,14 @@ type tierSource struct {
 }
 
 // serveTier publishes the broker's tier status on /v1/tier/status and its
-// tiering and object-store counters on /metrics.
+// tiering, object-store and cold reader counters on /metrics.
 func (h *httpServer) serveTier(b *broker.Broker, bucket *tier.Bucket) {
 	src := &tierSource{broker: b, bucket: bucket}
 	h.tier.Store(src)
 	if err := h.reg.Register(&tierCollector{src: src}); err != nil {
 		h.log.Warn("registering tier metrics", "err", err)
 	}
+	h.serveCold(b.ColdStats)
 }
 
 // tierStatus answers GET /v1/tier/status[?topic=T] with a JSON array of
