@@ -159,7 +159,7 @@ func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan stru
 		return
 	}
 	resp.SetVersion(d.req.GetVersion())
-	s.frame = appendResponseFrame(nil, d.hdr.correlationID, resp)
+	s.frame = appendResponseFrame(make([]byte, 0, responseSizeHint(resp)), d.hdr.correlationID, resp)
 }
 
 // releaseOrder lets the next Produce request of the connection start. The

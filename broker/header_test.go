@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -135,5 +136,34 @@ func TestEditList(t *testing.T) {
 	got = joinList(editList(splitList("delete,compact"), splitList("delete"), false))
 	if got != "compact" {
 		t.Fatalf("subtract: %q", got)
+	}
+}
+
+// TestResponseSizeHintCoversFetch: a fetch response frame is encoded into
+// the hinted buffer without growing it (one allocation per response).
+func TestResponseSizeHintCoversFetch(t *testing.T) {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 16
+	for ti := 0; ti < 3; ti++ {
+		topic := kmsg.NewFetchResponseTopic()
+		topic.Topic = fmt.Sprintf("topic-%d", ti)
+		for pi := 0; pi < 4; pi++ {
+			part := kmsg.NewFetchResponseTopicPartition()
+			part.Partition = int32(pi)
+			part.RecordBatches = make([]byte, 100_000*(pi+1))
+			for a := 0; a < pi; a++ {
+				part.AbortedTransactions = append(part.AbortedTransactions, kmsg.NewFetchResponseTopicPartitionAbortedTransaction())
+			}
+			topic.Partitions = append(topic.Partitions, part)
+		}
+		resp.Topics = append(resp.Topics, topic)
+	}
+	hint := responseSizeHint(resp)
+	frame := appendResponseFrame(make([]byte, 0, hint), 7, resp)
+	if cap(frame) != hint {
+		t.Fatalf("frame buffer grew from %d to %d bytes (encoded %d)", hint, cap(frame), len(frame))
+	}
+	if len(frame) < 1_200_000 {
+		t.Fatalf("encoded frame is %d bytes, want the record batches in it", len(frame))
 	}
 }
