@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,9 +47,7 @@ func (b *Broker) replaceConfigs(ctx context.Context, rr kmsg.AlterConfigsRequest
 	}
 	mutate := func(m map[string]string) error {
 		clear(m)
-		for k, v := range next {
-			m[k] = v
-		}
+		maps.Copy(m, next)
 		return nil
 	}
 	return b.alterTopicConfigs(ctx, rr.ResourceName, mutate, validateOnly)

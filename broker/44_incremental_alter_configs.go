@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -101,7 +102,7 @@ func applyIncrementalOp(m map[string]string, c kmsg.IncrementalAlterConfigsReque
 			d, _ := metadata.LookupTopicConfig(c.Name)
 			current = d.Default
 		}
-		m[c.Name] = joinList(editList(splitList(current), splitList(*c.Value), c.Op == kmsg.IncrementalAlterConfigOpAppend))
+		m[c.Name] = strings.Join(editList(splitList(current), splitList(*c.Value), c.Op == kmsg.IncrementalAlterConfigOpAppend), ",")
 	}
 }
 
@@ -116,17 +117,6 @@ func editList(list, items []string, add bool) []string {
 		return list
 	}
 	return slices.DeleteFunc(list, func(s string) bool { return slices.Contains(items, s) })
-}
-
-func joinList(list []string) string {
-	out := ""
-	for i, s := range list {
-		if i > 0 {
-			out += ","
-		}
-		out += s
-	}
-	return out
 }
 
 // alterTopicConfigs runs mutate on the topic's overrides: on a copy when

@@ -129,11 +129,11 @@ func TestLooksLikePartitionDir(t *testing.T) {
 }
 
 func TestEditList(t *testing.T) {
-	got := joinList(editList(splitList("delete"), splitList("compact, delete"), true))
+	got := strings.Join(editList(splitList("delete"), splitList("compact, delete"), true), ",")
 	if got != "delete,compact" {
 		t.Fatalf("append: %q", got)
 	}
-	got = joinList(editList(splitList("delete,compact"), splitList("delete"), false))
+	got = strings.Join(editList(splitList("delete,compact"), splitList("delete"), false), ",")
 	if got != "compact" {
 		t.Fatalf("subtract: %q", got)
 	}
