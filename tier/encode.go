@@ -231,16 +231,28 @@ func (b *indexBuilder) readBatch(br *bufio.Reader, remaining int64) (hotlog.Batc
 // framing, magic 2, CRC-32C and record count <= lastOffsetDelta+1 (compacted
 // batches may hold fewer records). Errors wrap hotlog.ErrCorruptBatch.
 func CheckStoredBatch(b []byte) (hotlog.BatchHeader, error) {
+	h, err := checkStoredBatchFrame(b)
+	if err != nil {
+		return h, err
+	}
+	const crcStart = 21 // attributes: first byte covered by the CRC
+	if got := crc32c(b[crcStart:h.Size()]); got != h.CRC {
+		return h, fmt.Errorf("%w: crc %08x, computed %08x", hotlog.ErrCorruptBatch, h.CRC, got)
+	}
+	return h, nil
+}
+
+// checkStoredBatchFrame is CheckStoredBatch without the batch CRC, for
+// bytes already covered by a verified chunk CRC (the cold reader's cache):
+// the encoder checked every batch's CRC before computing the chunk CRCs, so
+// checking it again per read would only repeat work on the read path.
+func checkStoredBatchFrame(b []byte) (hotlog.BatchHeader, error) {
 	h, err := hotlog.ParseBatchHeader(b)
 	if err != nil {
 		return h, err
 	}
 	if h.Magic != 2 {
 		return h, fmt.Errorf("%w: magic %d", hotlog.ErrCorruptBatch, h.Magic)
-	}
-	const crcStart = 21 // attributes: first byte covered by the CRC
-	if got := crc32c(b[crcStart:h.Size()]); got != h.CRC {
-		return h, fmt.Errorf("%w: crc %08x, computed %08x", hotlog.ErrCorruptBatch, h.CRC, got)
 	}
 	if h.LastOffsetDelta < 0 || h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 || h.BaseOffset < 0 {
 		return h, fmt.Errorf("%w: base offset %d, record count %d, lastOffsetDelta %d",
