@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
 )
@@ -63,8 +64,30 @@ type Config struct {
 	// Cold configures the cold reader that serves offsets below the local
 	// log start from the bucket (coldpath.go; tier.ColdConfig documents
 	// fields and defaults). Unused when ObjectStore is nil.
-	Cold   tier.ColdConfig
-	Logger *slog.Logger
+	Cold tier.ColdConfig
+	// Replication (issue 5; replica.go, fetcher.go).
+	//
+	// PeerAddresses overrides the host:port used to reach other brokers
+	// for replication, by node id (default: their advertised address).
+	// For NAT, and for the test harness's fault-injecting proxies.
+	PeerAddresses map[int32]string
+	// ReplicaLagTimeMax (replica.lag.time.max.ms): a follower that has not
+	// caught up for this long leaves the ISR. Default 30s.
+	ReplicaLagTimeMax time.Duration
+	// ReplicaFetchMaxWait (replica.fetch.wait.max.ms): a follower's fetch
+	// long-poll. Default 500ms.
+	ReplicaFetchMaxWait time.Duration
+	// DefaultReplicationFactor (default.replication.factor) for
+	// auto-created topics and CreateTopics with -1. Default 1.
+	DefaultReplicationFactor int16
+	// OffsetsTopicReplicationFactor (offsets.topic.replication.factor),
+	// capped by the live brokers when __consumer_offsets is created.
+	// Default 3.
+	OffsetsTopicReplicationFactor int16
+	// ControlledShutdownTimeout bounds how long Shutdown waits for the
+	// controller to move this broker's leaderships away. Default 30s.
+	ControlledShutdownTimeout time.Duration
+	Logger                    *slog.Logger
 }
 
 const (
@@ -93,6 +116,21 @@ func (c Config) withDefaults() Config {
 	if c.RegistrationTTL == 0 {
 		c.RegistrationTTL = defaultRegistrationTTL
 	}
+	if c.ReplicaLagTimeMax == 0 {
+		c.ReplicaLagTimeMax = 30 * time.Second
+	}
+	if c.ReplicaFetchMaxWait == 0 {
+		c.ReplicaFetchMaxWait = 500 * time.Millisecond
+	}
+	if c.DefaultReplicationFactor == 0 {
+		c.DefaultReplicationFactor = 1
+	}
+	if c.OffsetsTopicReplicationFactor == 0 {
+		c.OffsetsTopicReplicationFactor = 3
+	}
+	if c.ControlledShutdownTimeout == 0 {
+		c.ControlledShutdownTimeout = 30 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -113,6 +151,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: num.partitions %d", ErrInvalidConfig, c.DefaultPartitions)
 	case c.RetentionCheckInterval < 0 || c.MaxInFlightRequests < 1 || c.RegistrationTTL < 1:
 		return fmt.Errorf("%w: negative interval, in-flight bound or ttl", ErrInvalidConfig)
+	case c.ReplicaLagTimeMax < 0 || c.ReplicaFetchMaxWait < 0 || c.ControlledShutdownTimeout < 0 ||
+		c.DefaultReplicationFactor < 1 || c.OffsetsTopicReplicationFactor < 1:
+		return fmt.Errorf("%w: negative replication setting", ErrInvalidConfig)
 	case c.Durability != hotlog.DurabilityFsync && c.Durability != hotlog.DurabilityReplication:
 		return fmt.Errorf("%w: durability %d", ErrInvalidConfig, c.Durability)
 	}
@@ -176,6 +217,16 @@ type Broker struct {
 	cold *tier.ColdReader
 	// tiering is the uploader's and tier retention's state (tiering.go).
 	tiering tieringState
+
+	// reg is the live etcd registration (its Epoch decides which
+	// partition states this broker may lead). Guarded by regMu.
+	regMu sync.Mutex
+	reg   metadata.Registration
+	// fetchers are the follower fetchers, one per leader (fetcher.go).
+	fetchers *fetcherManager
+	// ctrl is this broker's controller candidate (controller package);
+	// nil until Start.
+	ctrl *controller.Controller
 
 	startOnce, shutdownOnce sync.Once
 }
@@ -252,10 +303,11 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		return err
 	}
 	b.groups.Start()
-	lost, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
+	reg, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
 	if err != nil {
 		return fmt.Errorf("broker: register: %w", err)
 	}
+	b.setRegistration(reg)
 	b.refreshBrokers(ctx)
 	b.loops.Add(2)
 	go b.retentionLoop()
@@ -264,13 +316,15 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		go b.tierLoop()
 		go b.tierJanitorLoop()
 	}
-	go b.watchLost(lost)
+	go b.watchLost(reg.Lost)
 	return nil
 }
 
 // watchLost registers again whenever the registration lease is lost.
-// Self-fencing of leadership comes with replication (issue 5); a single
-// node keeps serving meanwhile.
+// On loss the broker stops leading at once (registrationLost, replica.go):
+// the lease may expire on the server soon and the controller then elects
+// other leaders. The new registration has a new epoch, so the broker
+// leads again only where the controller elects it anew.
 func (b *Broker) watchLost(lost <-chan struct{}) {
 	defer b.loops.Done()
 	for {
@@ -279,12 +333,27 @@ func (b *Broker) watchLost(lost <-chan struct{}) {
 		case <-b.lifetime.Done():
 			return
 		}
-		b.log.Error("broker registration lease lost; registering again")
+		b.log.Error("broker registration lease lost; fencing leadership and registering again")
+		b.registrationLost()
 		lost = b.reregister()
 		if lost == nil {
 			return
 		}
 	}
+}
+
+// setRegistration records the live registration.
+func (b *Broker) setRegistration(reg metadata.Registration) {
+	b.regMu.Lock()
+	b.reg = reg
+	b.regMu.Unlock()
+}
+
+// registration is the current registration; Epoch 0 while unregistered.
+func (b *Broker) registration() metadata.Registration {
+	b.regMu.Lock()
+	defer b.regMu.Unlock()
+	return b.reg
 }
 
 // reregister retries RegisterBroker until it succeeds or the broker stops
@@ -296,9 +365,11 @@ func (b *Broker) reregister() <-chan struct{} {
 			return nil
 		case <-time.After(time.Second):
 		}
-		lost, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
+		reg, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
 		if err == nil {
-			return lost
+			b.setRegistration(reg)
+			b.registered()
+			return reg.Lost
 		}
 		b.log.Warn("registering broker", "err", err)
 	}

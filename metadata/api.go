@@ -123,6 +123,13 @@ type PartitionState struct {
 	LeaderEpoch int32
 	Replicas    []int32
 	ISR         []int32
+	// LeaderBrokerEpoch is the registration epoch (BrokerInfo.Epoch) of
+	// Leader when the controller elected it. A broker leads only while its
+	// own registration has this epoch: after a restart (a new
+	// registration) it waits until the controller raises the leader epoch.
+	// 0 in states the controller never wrote (initial states): nobody
+	// leads them until it does.
+	LeaderBrokerEpoch int64
 	// Version is the etcd mod revision of this record; CAS compares on it.
 	Version int64 `json:"-"`
 }
@@ -133,6 +140,22 @@ type BrokerInfo struct {
 	Host   string
 	Port   int32
 	Rack   string
+	// Epoch identifies one registration of the broker (its etcd lease id,
+	// set by RegisterBroker): it changes at every restart or re-register.
+	Epoch int64
+	// Draining is set by SetDraining on a controlled shutdown: the
+	// controller moves leadership away and takes it out of ISRs.
+	Draining bool
+}
+
+// Registration is a live broker registration (RegisterBroker).
+type Registration struct {
+	// Epoch is the registration's BrokerInfo.Epoch.
+	Epoch int64
+	// Lost is closed when the registration ends (see RegisterBroker).
+	Lost <-chan struct{}
+	// Info is what was registered (with Epoch set).
+	Info BrokerInfo
 }
 
 // Event is one change seen by a watch of the metadata.

@@ -26,17 +26,16 @@ import (
 // A registration replaces an existing one for the same node id: a broker
 // restarting after a crash must not wait for its old lease to expire. Two
 // live brokers with one id are therefore not detected here.
-func (s *Store) RegisterBroker(ctx context.Context, b BrokerInfo, ttl int64) (lost <-chan struct{}, err error) {
-	value, err := encodeBroker(b)
-	if err != nil {
-		return nil, err
+func (s *Store) RegisterBroker(ctx context.Context, b BrokerInfo, ttl int64) (Registration, error) {
+	if err := checkBroker(b); err != nil {
+		return Registration{}, err
 	}
 	if ttl <= 0 {
-		return nil, fmt.Errorf("metadata: broker lease TTL %d, want > 0 seconds", ttl)
+		return Registration{}, fmt.Errorf("metadata: broker lease TTL %d, want > 0 seconds", ttl)
 	}
-	leaseID, err := s.grantAndPut(ctx, s.keys.broker(b.NodeID), string(value), ttl)
+	leaseID, b, err := s.grantAndPutBroker(ctx, b, ttl)
 	if err != nil {
-		return nil, err
+		return Registration{}, err
 	}
 	keepCtx, stopKeep := context.WithCancel(s.baseCtx)
 	stopOnCtx := context.AfterFunc(ctx, stopKeep)
@@ -45,7 +44,7 @@ func (s *Store) RegisterBroker(ctx context.Context, b BrokerInfo, ttl int64) (lo
 		stopOnCtx()
 		stopKeep()
 		s.revoke(leaseID)
-		return nil, s.wrapErr(err)
+		return Registration{}, s.wrapErr(err)
 	}
 	lostCh := make(chan struct{})
 	s.background.Add(1)
@@ -57,22 +56,54 @@ func (s *Store) RegisterBroker(ctx context.Context, b BrokerInfo, ttl int64) (lo
 		stopKeep()
 		s.revoke(leaseID)
 	}()
-	return lostCh, nil
+	return Registration{Epoch: b.Epoch, Lost: lostCh, Info: b}, nil
 }
 
-// grantAndPut creates a lease and puts key under it.
-func (s *Store) grantAndPut(ctx context.Context, key, value string, ttl int64) (clientv3.LeaseID, error) {
+// grantAndPutBroker creates a lease and puts the broker under it, with the
+// lease id as its registration epoch.
+func (s *Store) grantAndPutBroker(ctx context.Context, b BrokerInfo, ttl int64) (clientv3.LeaseID, BrokerInfo, error) {
 	rctx, cancel := s.requestCtx(ctx)
 	defer cancel()
 	grant, err := s.client.Grant(rctx, ttl)
 	if err != nil {
-		return 0, s.wrapErr(err)
+		return 0, b, s.wrapErr(err)
 	}
-	if _, err := s.client.Put(rctx, key, value, clientv3.WithLease(grant.ID)); err != nil {
+	b.Epoch, b.Draining = int64(grant.ID), false
+	value, err := encodeBroker(b)
+	if err != nil {
 		s.revoke(grant.ID)
-		return 0, s.wrapErr(err)
+		return 0, b, err
 	}
-	return grant.ID, nil
+	if _, err := s.client.Put(rctx, s.keys.broker(b.NodeID), string(value), clientv3.WithLease(grant.ID)); err != nil {
+		s.revoke(grant.ID)
+		return 0, b, s.wrapErr(err)
+	}
+	return grant.ID, b, nil
+}
+
+// SetDraining marks a live registration as draining (controlled
+// shutdown): the controller then moves leadership away from the broker and
+// takes it out of ISRs. The key stays under the registration's lease; it
+// fails if the registration is gone.
+func (s *Store) SetDraining(ctx context.Context, reg Registration) error {
+	b := reg.Info
+	b.Draining = true
+	value, err := encodeBroker(b)
+	if err != nil {
+		return err
+	}
+	key := s.keys.broker(b.NodeID)
+	lease := clientv3.LeaseID(reg.Epoch)
+	resp, err := s.txn(ctx,
+		[]clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(key), "=", lease)},
+		[]clientv3.Op{clientv3.OpPut(key, string(value), clientv3.WithLease(lease))})
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("metadata: set draining: registration %d of broker %d is gone", reg.Epoch, b.NodeID)
+	}
+	return nil
 }
 
 // keepAlive consumes renewals until the lease is gone, ctx ends, or no

@@ -138,10 +138,11 @@ func validateIDSet(list []int32) error {
 
 // partitionRecord is the JSON of partitions/<topicId>/<partition>.
 type partitionRecord struct {
-	Leader      int32   `json:"leader"`
-	LeaderEpoch int32   `json:"leaderEpoch"`
-	Replicas    []int32 `json:"replicas"`
-	ISR         []int32 `json:"isr"`
+	Leader            int32   `json:"leader"`
+	LeaderEpoch       int32   `json:"leaderEpoch"`
+	Replicas          []int32 `json:"replicas"`
+	ISR               []int32 `json:"isr"`
+	LeaderBrokerEpoch int64   `json:"leaderBrokerEpoch,omitempty"`
 }
 
 func encodePartitionState(st PartitionState) ([]byte, error) {
@@ -152,7 +153,8 @@ func encodePartitionState(st PartitionState) ([]byte, error) {
 	if isr == nil {
 		isr = []int32{}
 	}
-	return json.Marshal(partitionRecord{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, Replicas: st.Replicas, ISR: isr})
+	return json.Marshal(partitionRecord{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, Replicas: st.Replicas, ISR: isr,
+		LeaderBrokerEpoch: st.LeaderBrokerEpoch})
 }
 
 // decodePartitionState decodes and checks a state; rev is the key's ModRevision.
@@ -161,7 +163,8 @@ func decodePartitionState(value []byte, rev int64) (PartitionState, error) {
 	if err := json.Unmarshal(value, &rec); err != nil {
 		return PartitionState{}, fmt.Errorf("%w: partition state: %v", ErrCorrupt, err)
 	}
-	st := PartitionState{Leader: rec.Leader, LeaderEpoch: rec.LeaderEpoch, Replicas: rec.Replicas, ISR: rec.ISR, Version: rev}
+	st := PartitionState{Leader: rec.Leader, LeaderEpoch: rec.LeaderEpoch, Replicas: rec.Replicas, ISR: rec.ISR,
+		LeaderBrokerEpoch: rec.LeaderBrokerEpoch, Version: rev}
 	if err := checkPartitionState(st); err != nil {
 		return PartitionState{}, fmt.Errorf("%w: partition state: %v", ErrCorrupt, err)
 	}
@@ -220,10 +223,12 @@ func initialPartitionState(replicas []int32) PartitionState {
 
 // brokerRecord is the JSON of brokers/<nodeId>.
 type brokerRecord struct {
-	NodeID int32  `json:"nodeId"`
-	Host   string `json:"host"`
-	Port   int32  `json:"port"`
-	Rack   string `json:"rack,omitempty"`
+	NodeID   int32  `json:"nodeId"`
+	Host     string `json:"host"`
+	Port     int32  `json:"port"`
+	Rack     string `json:"rack,omitempty"`
+	Epoch    int64  `json:"epoch,omitempty"`
+	Draining bool   `json:"draining,omitempty"`
 }
 
 func encodeBroker(b BrokerInfo) ([]byte, error) {

@@ -367,13 +367,13 @@ func testBrokerLease(t *testing.T, e *env) {
 	ctx, observer := testCtx(t), e.store
 	// Clean stop: cancelling the registration revokes the lease at once.
 	regCtx, cancelReg := context.WithCancel(ctx)
-	lost1, err := observer.RegisterBroker(regCtx, metadata.BrokerInfo{NodeID: 1, Host: "127.0.0.1", Port: 9092}, 2)
+	reg1, err := observer.RegisterBroker(regCtx, metadata.BrokerInfo{NodeID: 1, Host: "127.0.0.1", Port: 9092}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Crash: a store whose client dies cannot renew or revoke its lease.
 	crashing := e.open(t)
-	lost2, err := crashing.RegisterBroker(ctx, metadata.BrokerInfo{NodeID: 2, Host: "127.0.0.1", Port: 9093, Rack: "r1"}, 2)
+	reg2, err := crashing.RegisterBroker(ctx, metadata.BrokerInfo{NodeID: 2, Host: "127.0.0.1", Port: 9093, Rack: "r1"}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,14 +381,14 @@ func testBrokerLease(t *testing.T, e *env) {
 		t.Fatalf("brokers %v, want [1 2]", got)
 	}
 	time.Sleep(3 * time.Second) // longer than the TTL: keepalive must hold both
-	if got := brokerIDs(t, observer); !slices.Equal(got, []int32{1, 2}) || isClosed(lost1) || isClosed(lost2) {
-		t.Fatalf("after one TTL with keepalive: brokers %v, lost %v %v", got, isClosed(lost1), isClosed(lost2))
+	if got := brokerIDs(t, observer); !slices.Equal(got, []int32{1, 2}) || isClosed(reg1.Lost) || isClosed(reg2.Lost) {
+		t.Fatalf("after one TTL with keepalive: brokers %v, lost %v %v", got, isClosed(reg1.Lost), isClosed(reg2.Lost))
 	}
 	cancelReg()
-	waitFor(t, 5*time.Second, "lost closed after cancel", func() bool { return isClosed(lost1) })
+	waitFor(t, 5*time.Second, "lost closed after cancel", func() bool { return isClosed(reg1.Lost) })
 	waitFor(t, 5*time.Second, "broker 1 gone after cancel", func() bool { return slices.Equal(brokerIDs(t, observer), []int32{2}) })
 	crashing.Client().Close()
-	waitFor(t, 10*time.Second, "lost closed after the client died", func() bool { return isClosed(lost2) })
+	waitFor(t, 10*time.Second, "lost closed after the client died", func() bool { return isClosed(reg2.Lost) })
 	waitFor(t, 15*time.Second, "broker 2 gone after its lease expired", func() bool { return len(brokerIDs(t, observer)) == 0 })
 	// Re-registering an id replaces the old registration.
 	if _, err := observer.RegisterBroker(ctx, metadata.BrokerInfo{NodeID: 3, Host: "a", Port: 1}, 5); err != nil {
@@ -594,7 +594,7 @@ func TestBrokerFencesBeforeLeaseExpiry(t *testing.T) {
 	etcd := metadatatest.StartExternalProcess(t)
 	s := openStore(t, etcd.Endpoints, "fence")
 	const ttl = 6
-	lost, err := s.RegisterBroker(testCtx(t), metadata.BrokerInfo{NodeID: 1, Host: "h", Port: 1}, ttl)
+	reg, err := s.RegisterBroker(testCtx(t), metadata.BrokerInfo{NodeID: 1, Host: "h", Port: 1}, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +606,7 @@ func TestBrokerFencesBeforeLeaseExpiry(t *testing.T) {
 	t.Logf("paused at %v", paused)
 	t.Cleanup(func() { etcd.Resume() })
 	select {
-	case <-lost:
+	case <-reg.Lost:
 		// The last renewal was answered at or before the pause, so the
 		// server's lease lives at least until paused + ~ttl.
 		if elapsed := time.Since(paused); elapsed >= ttl*time.Second {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,14 @@ type serveFlags struct {
 	coldWorkers        int
 	coldReadAhead      int
 	coldBytesPerSecond int64
+	// Replication (broker/replica.go, fetcher.go; controller).
+	peerAddresses                 string
+	leaseTTL                      time.Duration
+	replicaLagTimeMax             time.Duration
+	replicaFetchMaxWait           time.Duration
+	defaultReplicationFactor      int
+	offsetsTopicReplicationFactor int
+	controlledShutdownTimeout     time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -83,6 +92,67 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.tierSweepInterval, "tier-sweep-interval", 10*time.Minute,
 		"how often the orphan sweeper lists the bucket")
 	f.registerCold(fs)
+	f.registerReplication(fs)
+}
+
+// registerReplication registers the cluster and replication flags.
+func (f *serveFlags) registerReplication(fs *flag.FlagSet) {
+	fs.StringVar(&f.peerAddresses, "peer-address", "",
+		"comma-separated `id=host:port` overrides for reaching other brokers (default: their advertised address)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second,
+		"TTL of the broker's etcd registration lease; a broker cut off from etcd stops leading after 2/3 of it")
+	fs.DurationVar(&f.replicaLagTimeMax, "replica-lag-time-max", 30*time.Second,
+		"a follower not caught up for this long leaves the ISR (replica.lag.time.max.ms)")
+	fs.DurationVar(&f.replicaFetchMaxWait, "replica-fetch-wait-max", 500*time.Millisecond,
+		"long-poll of a follower's fetch (replica.fetch.wait.max.ms)")
+	fs.IntVar(&f.defaultReplicationFactor, "default-replication-factor", 1,
+		"replication factor of auto-created topics and CreateTopics with -1 (default.replication.factor)")
+	fs.IntVar(&f.offsetsTopicReplicationFactor, "offsets-topic-replication-factor", 3,
+		"replication factor of __consumer_offsets, capped by the live brokers (offsets.topic.replication.factor)")
+	fs.DurationVar(&f.controlledShutdownTimeout, "controlled-shutdown-timeout", 30*time.Second,
+		"how long SIGTERM waits for leadership to move to other brokers before exiting")
+}
+
+// replicationConfig validates the replication flags into cfg.
+func (f *serveFlags) replicationConfig(cfg *broker.Config) error {
+	switch {
+	case f.leaseTTL < time.Second:
+		return usageErrorf("--lease-ttl %s: want ≥ 1s", f.leaseTTL)
+	case f.replicaLagTimeMax <= 0 || f.replicaFetchMaxWait <= 0 || f.controlledShutdownTimeout <= 0:
+		return usageErrorf("--replica-lag-time-max, --replica-fetch-wait-max and --controlled-shutdown-timeout must be > 0")
+	case f.defaultReplicationFactor < 1 || f.defaultReplicationFactor > 32767,
+		f.offsetsTopicReplicationFactor < 1 || f.offsetsTopicReplicationFactor > 32767:
+		return usageErrorf("--default-replication-factor and --offsets-topic-replication-factor must be ≥ 1")
+	}
+	peers, err := parsePeerAddresses(f.peerAddresses)
+	if err != nil {
+		return err
+	}
+	cfg.PeerAddresses = peers
+	cfg.RegistrationTTL = int64((f.leaseTTL + time.Second - 1) / time.Second)
+	cfg.ReplicaLagTimeMax = f.replicaLagTimeMax
+	cfg.ReplicaFetchMaxWait = f.replicaFetchMaxWait
+	cfg.DefaultReplicationFactor = int16(f.defaultReplicationFactor)
+	cfg.OffsetsTopicReplicationFactor = int16(f.offsetsTopicReplicationFactor)
+	cfg.ControlledShutdownTimeout = f.controlledShutdownTimeout
+	return nil
+}
+
+// parsePeerAddresses parses "2=127.0.0.1:9093,3=host:9094".
+func parsePeerAddresses(s string) (map[int32]string, error) {
+	out := map[int32]string{}
+	for _, item := range splitList(s) {
+		id, addr, ok := strings.Cut(item, "=")
+		n, err := strconv.ParseInt(strings.TrimSpace(id), 10, 32)
+		if !ok || err != nil || n < 0 {
+			return nil, usageErrorf("--peer-address %q: want id=host:port", item)
+		}
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+			return nil, usageErrorf("--peer-address %q: want id=host:port", item)
+		}
+		out[int32(n)] = addr
+	}
+	return out, nil
 }
 
 // registerCold registers the cold reader's flags; defaults are tier's.
@@ -232,6 +302,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 			SweepInterval:     f.tierSweepInterval,
 		},
 		Cold: cold,
+	}
+	if err := f.replicationConfig(&cfg.broker); err != nil {
+		return cfg, err
 	}
 	if f.groupInitialRebalanceDelay == 0 {
 		cfg.broker.Group.InitialRebalanceDelay = -1 // 0 means "default" in group.Config
