@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,8 +16,8 @@ import (
 func (b *Broker) handleMetadata(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	brokers := b.brokers()
-	for _, info := range brokers {
+	view := b.brokerView()
+	for _, info := range view.list {
 		br := kmsg.NewMetadataResponseBroker()
 		br.NodeID, br.Host, br.Port = info.NodeID, info.Host, info.Port
 		if info.Rack != "" {
@@ -27,26 +26,23 @@ func (b *Broker) handleMetadata(ctx context.Context, _ *requestContext, kreq kms
 		resp.Brokers = append(resp.Brokers, br)
 	}
 	resp.ClusterID = kmsg.StringPtr(b.clusterID)
-	resp.ControllerID = b.cfg.NodeID
+	resp.ControllerID = b.controllerID()
 	resp.AuthorizedOperations = authorizedOperationsUnknown
-	live := func(node int32) bool {
-		return slices.ContainsFunc(brokers, func(i metadata.BrokerInfo) bool { return i.NodeID == node })
-	}
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range b.parts.allTopics() {
-			resp.Topics = append(resp.Topics, metadataTopic(t, live))
+			resp.Topics = append(resp.Topics, metadataTopic(t, view))
 		}
 		return resp, nil
 	}
 	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && !b.cfg.DisableAutoCreateTopics
 	for _, rt := range req.Topics {
-		resp.Topics = append(resp.Topics, b.metadataForRequested(ctx, rt, autoCreate, live))
+		resp.Topics = append(resp.Topics, b.metadataForRequested(ctx, rt, autoCreate, view))
 	}
 	return resp, nil
 }
 
 // metadataForRequested answers one requested topic, by name or (v10+) id.
-func (b *Broker) metadataForRequested(ctx context.Context, rt kmsg.MetadataRequestTopic, autoCreate bool, live func(int32) bool) kmsg.MetadataResponseTopic {
+func (b *Broker) metadataForRequested(ctx context.Context, rt kmsg.MetadataRequestTopic, autoCreate bool, view brokerView) kmsg.MetadataResponseTopic {
 	if rt.Topic == nil {
 		t, ok := b.parts.topicByID(rt.TopicID)
 		if !ok {
@@ -55,7 +51,7 @@ func (b *Broker) metadataForRequested(ctx context.Context, rt kmsg.MetadataReque
 			mt.AuthorizedOperations = authorizedOperationsUnknown
 			return mt
 		}
-		return metadataTopic(t, live)
+		return metadataTopic(t, view)
 	}
 	name := *rt.Topic
 	errTopic := func(code int16) kmsg.MetadataResponseTopic {
@@ -65,7 +61,7 @@ func (b *Broker) metadataForRequested(ctx context.Context, rt kmsg.MetadataReque
 		return mt
 	}
 	if t, ok := b.parts.topic(name); ok {
-		return metadataTopic(t, live)
+		return metadataTopic(t, view)
 	}
 	if validateTopicName(name) != nil {
 		return errTopic(kerr.InvalidTopicException.Code)
@@ -78,13 +74,13 @@ func (b *Broker) metadataForRequested(ctx context.Context, rt kmsg.MetadataReque
 		b.log.Warn("auto-creating topic", "topic", name, "err", err)
 		return errTopic(kerr.LeaderNotAvailable.Code) // retriable: the client asks again
 	}
-	return metadataTopic(t, live)
+	return metadataTopic(t, view)
 }
 
 // autoCreateTopic creates name with the default partition count and
-// replication factor 1; losing a race to another creator is fine.
+// replication factor; losing a race to another creator is fine.
 func (b *Broker) autoCreateTopic(ctx context.Context, name string) (topicView, error) {
-	spec := topicSpec{name: name, partitions: b.cfg.DefaultPartitions, replicationFactor: 1}
+	spec := topicSpec{name: name, partitions: b.cfg.DefaultPartitions, replicationFactor: b.cfg.DefaultReplicationFactor}
 	replicas, code, msg := b.placeReplicas(spec)
 	if code != 0 {
 		return topicView{}, errors.New(msg)
@@ -100,7 +96,7 @@ func (b *Broker) autoCreateTopic(ctx context.Context, name string) (topicView, e
 }
 
 // metadataTopic describes one known topic.
-func metadataTopic(t topicView, live func(int32) bool) kmsg.MetadataResponseTopic {
+func metadataTopic(t topicView, view brokerView) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.topic.Name)
 	mt.TopicID = t.topic.ID
@@ -109,15 +105,15 @@ func metadataTopic(t topicView, live func(int32) bool) kmsg.MetadataResponseTopi
 	for i, st := range t.states {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = int32(i)
-		mp.Leader, mp.LeaderEpoch = st.Leader, st.LeaderEpoch
+		mp.Leader, mp.LeaderEpoch = view.leaderOf(st), st.LeaderEpoch
 		mp.Replicas, mp.ISR = nonNil(st.Replicas), nonNil(st.ISR)
 		mp.OfflineReplicas = []int32{}
 		for _, r := range st.Replicas {
-			if !live(r) {
+			if !view.live(r) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 			}
 		}
-		if st.Leader < 0 || !live(st.Leader) {
+		if mp.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)

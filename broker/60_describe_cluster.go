@@ -11,7 +11,7 @@ import (
 // 2 asks for KRaft controllers, which Strata does not have.
 const endpointTypeBrokers = 1
 
-// handleDescribeCluster reports the cluster id, this node as controller and
+// handleDescribeCluster reports the cluster id, the elected controller and
 // the live brokers.
 func (b *Broker) handleDescribeCluster(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
@@ -23,7 +23,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, _ *requestContext, kre
 		return resp, nil
 	}
 	resp.ClusterID = b.clusterID
-	resp.ControllerID = b.cfg.NodeID
+	resp.ControllerID = b.controllerID()
 	resp.ClusterAuthorizedOperations = authorizedOperationsUnknown
 	for _, info := range b.brokers() {
 		br := kmsg.NewDescribeClusterResponseBroker()

@@ -309,6 +309,14 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	}
 	b.setRegistration(reg)
 	b.refreshBrokers(ctx)
+	ctrl, err := controller.Start(b.lifetime, controller.Config{
+		NodeID: b.cfg.NodeID, Store: b.store, SessionTTL: time.Duration(b.cfg.RegistrationTTL) * time.Second,
+		Logger: b.log.With("component", "controller"),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: controller: %w", err)
+	}
+	b.ctrl = ctrl
 	b.loops.Add(2)
 	go b.retentionLoop()
 	if b.objects != nil {
@@ -392,6 +400,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 }
 
 func (b *Broker) shutdown(ctx context.Context) error {
+	// Hand leadership over while still serving, so clients meet the new
+	// leaders through NOT_LEADER_OR_FOLLOWER instead of a dead socket.
+	b.handOverLeadership(ctx)
+	if b.ctrl != nil {
+		_ = b.ctrl.Close()
+	}
 	if b.ln != nil {
 		_ = b.ln.Close()
 	}

@@ -49,10 +49,6 @@ func groupHandlers(b *Broker) map[int16]handlerFunc {
 // offsetsTopicSegmentBytes is Kafka's offsets.topic.segment.bytes.
 const offsetsTopicSegmentBytes = 100 << 20
 
-// offsetsTopicReplicationFactor is Kafka's offsets.topic.replication.factor,
-// capped by the live brokers.
-const offsetsTopicReplicationFactor = 3
-
 // newCoordinator builds the coordinator from the broker's config.
 func (b *Broker) newCoordinator() (*group.Coordinator, error) {
 	cfg := b.cfg.Group
@@ -139,7 +135,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) (topicView, error) {
 	if t, ok := b.parts.topic(group.OffsetsTopic); ok {
 		return t, nil
 	}
-	rf := min(offsetsTopicReplicationFactor, len(b.brokers()))
+	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.brokers()))
 	replicas := roundRobin(b.brokers(), 0, int(b.groups.Partitions()), rf)
 	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{
 		Name: group.OffsetsTopic, Replicas: replicas, Internal: true,
@@ -166,11 +162,9 @@ func (b *Broker) coordinatorOf(ctx context.Context, key string) (metadata.Broker
 		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code,
 			fmt.Sprintf("%s has %d partitions, offsets.topic.num.partitions is %d", group.OffsetsTopic, len(t.states), b.groups.Partitions())
 	}
-	leader := t.states[p].Leader
-	for _, info := range b.brokers() {
-		if info.NodeID == leader {
-			return info, 0, ""
-		}
+	view := b.brokerView()
+	if info, ok := view.find(view.leaderOf(t.states[p])); ok {
+		return info, 0, ""
 	}
 	return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code, fmt.Sprintf("partition %d of %s has no live leader", p, group.OffsetsTopic)
 }

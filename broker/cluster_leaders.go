@@ -1,0 +1,109 @@
+package broker
+
+// Cluster-level views the admin half answers with (Metadata, DescribeCluster,
+// FindCoordinator) and the controlled shutdown (SIGTERM hands leadership
+// over before the broker exits).
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/strata-log/strata/metadata"
+)
+
+// brokerView is the live brokers at one moment, for one response.
+type brokerView struct {
+	list []metadata.BrokerInfo
+}
+
+func (b *Broker) brokerView() brokerView { return brokerView{list: b.brokers()} }
+
+func (v brokerView) find(node int32) (metadata.BrokerInfo, bool) {
+	i := slices.IndexFunc(v.list, func(info metadata.BrokerInfo) bool { return info.NodeID == node })
+	if i < 0 {
+		return metadata.BrokerInfo{}, false
+	}
+	return v.list[i], true
+}
+
+func (v brokerView) live(node int32) bool {
+	_, ok := v.find(node)
+	return ok
+}
+
+// leaderOf is the partition's serving leader, or -1: the state's leader
+// must be live with the registration the controller elected (an initial
+// state, or a leader that restarted since, has no leader until the
+// controller writes a new state).
+func (v brokerView) leaderOf(st metadata.PartitionState) int32 {
+	if st.Leader < 0 {
+		return -1
+	}
+	info, ok := v.find(st.Leader)
+	if !ok || st.LeaderBrokerEpoch == 0 || (info.Epoch != 0 && info.Epoch != st.LeaderBrokerEpoch) {
+		return -1
+	}
+	return st.Leader
+}
+
+// controllerID is the elected controller as last observed (this node
+// before the controller started).
+func (b *Broker) controllerID() int32 {
+	if b.ctrl == nil {
+		return b.cfg.NodeID
+	}
+	if id := b.ctrl.ID(); id >= 0 {
+		return id
+	}
+	return -1
+}
+
+// ledPartitions counts the partitions whose committed state names this
+// broker leader, where another ISR member could take over.
+func (b *Broker) ledPartitionsWithSuccessor() int {
+	n := 0
+	for _, t := range b.parts.allTopics() {
+		for _, st := range t.states {
+			if st.Leader == b.cfg.NodeID && slices.ContainsFunc(st.ISR, func(id int32) bool {
+				return id != b.cfg.NodeID && b.isLive(id)
+			}) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// handOverLeadership is the controlled shutdown: mark the registration
+// draining, so the controller moves every leadership with a live successor
+// in the ISR to it and takes this broker out of ISRs, and wait for that,
+// at most ControlledShutdownTimeout (or ctx). Partitions without a
+// successor stay led here until the broker stops (Kafka does the same).
+func (b *Broker) handOverLeadership(ctx context.Context) {
+	reg := b.registration()
+	if reg.Epoch == 0 || len(b.brokers()) < 2 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.ControlledShutdownTimeout)
+	defer cancel()
+	if err := b.store.SetDraining(ctx, reg); err != nil {
+		b.log.Warn("controlled shutdown: marking draining failed", "err", err)
+		return
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left := b.ledPartitionsWithSuccessor()
+		if left == 0 {
+			b.log.Info("controlled shutdown: leadership handed over")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			b.log.Warn("controlled shutdown timed out; stopping with leaderships left", "partitions", left)
+			return
+		case <-tick.C:
+		}
+	}
+}
