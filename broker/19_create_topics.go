@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -157,7 +158,7 @@ func assignmentFromRequest(ra []kmsg.CreateTopicsRequestTopicReplicaAssignment) 
 }
 
 // placeReplicas validates a manual assignment against the live brokers, or
-// spreads replicas round-robin over them.
+// places replicas with controller.Assign (rack-aware, leaders spread).
 func (b *Broker) placeReplicas(spec topicSpec) ([][]int32, int16, string) {
 	brokers := b.brokers()
 	if spec.assignment != nil {
@@ -175,21 +176,13 @@ func (b *Broker) placeReplicas(spec topicSpec) ([][]int32, int16, string) {
 		return nil, kerr.InvalidReplicationFactor.Code,
 			fmt.Sprintf("replication factor: %d larger than available brokers: %d", spec.replicationFactor, len(brokers))
 	}
-	return roundRobin(brokers, 0, int(spec.partitions), int(spec.replicationFactor)), 0, ""
+	return controller.Assign(brokers, 0, int(spec.partitions), int(spec.replicationFactor)), 0, ""
 }
 
-// roundRobin assigns partitions [from, from+count) to rf consecutive
-// brokers starting at the partition's index, so leaders spread evenly.
+// roundRobin is controller.Assign under its old name, kept for the callers
+// outside this file (groups.go); new code calls controller.Assign.
 func roundRobin(brokers []metadata.BrokerInfo, from, count, rf int) [][]int32 {
-	out := make([][]int32, count)
-	for i := range out {
-		replicas := make([]int32, rf)
-		for r := range replicas {
-			replicas[r] = brokers[(from+i+r)%len(brokers)].NodeID
-		}
-		out[i] = replicas
-	}
-	return out
+	return controller.Assign(brokers, from, count, rf)
 }
 
 // checkAssignment: every partition has rf distinct, live replicas.
@@ -222,6 +215,7 @@ func (b *Broker) createTopic(ctx context.Context, req metadata.CreateTopicReques
 	if err := b.applyTopic(t, nil); err != nil {
 		return t, err
 	}
+	b.awaitLeaders(ctx, t.ID, 0)
 	b.log.Info("topic created", "topic", t.Name, "partitions", len(t.Replicas))
 	return t, nil
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/controller"
 )
 
 // handleCreatePartitions raises topics' partition counts.
@@ -57,6 +59,7 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	if err := b.applyTopic(updated, nil); err != nil {
 		return errorCode(err)
 	}
+	b.awaitLeaders(ctx, updated.ID, current)
 	b.log.Info("partitions added", "topic", rt.Topic, "partitions", len(updated.Replicas))
 	return 0, ""
 }
@@ -70,7 +73,7 @@ func (b *Broker) newPartitionReplicas(rt kmsg.CreatePartitionsRequestTopic, curr
 		if rf > len(brokers) {
 			return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d larger than available brokers %d", rf, len(brokers))
 		}
-		return roundRobin(brokers, current, newCount, rf), 0, ""
+		return controller.Assign(brokers, current, newCount, rf), 0, ""
 	}
 	if len(rt.Assignment) != newCount {
 		return nil, kerr.InvalidReplicaAssignment.Code,

@@ -311,7 +311,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	b.refreshBrokers(ctx)
 	ctrl, err := controller.Start(b.lifetime, controller.Config{
 		NodeID: b.cfg.NodeID, Store: b.store, SessionTTL: time.Duration(b.cfg.RegistrationTTL) * time.Second,
-		Logger: b.log.With("component", "controller"),
+		Logger: b.cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: controller: %w", err)

@@ -107,3 +107,41 @@ func (b *Broker) handOverLeadership(ctx context.Context) {
 		}
 	}
 }
+
+// leaderElectionWait bounds how long CreateTopics and CreatePartitions wait
+// for the controller to elect the new partitions' leaders.
+const leaderElectionWait = 5 * time.Second
+
+// awaitLeaders waits until every partition of the topic from index from on
+// has an elected, live leader in this broker's mirror, so a client that
+// creates a topic can produce at once (Kafka answers CreateTopics after
+// the controller set the leaders). It gives up after leaderElectionWait or
+// when ctx ends: clients then see LEADER_NOT_AVAILABLE and retry.
+func (b *Broker) awaitLeaders(ctx context.Context, id metadata.TopicID, from int) {
+	ctx, cancel := context.WithTimeout(ctx, leaderElectionWait)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !b.leadersElected(id, from) {
+		select {
+		case <-ctx.Done():
+			b.log.Warn("partitions still without leaders; clients will retry", "topic_id", id.String())
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (b *Broker) leadersElected(id metadata.TopicID, from int) bool {
+	t, ok := b.parts.topicByID(id)
+	if !ok {
+		return false
+	}
+	view := b.brokerView()
+	for i := from; i < len(t.states); i++ {
+		if view.leaderOf(t.states[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}

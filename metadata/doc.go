@@ -89,6 +89,9 @@
 //	AddPartitions       If topics/<name> ModRevision == read   Then put           Else re-read and retry
 //	CASPartitionState   If partitions/<id>/<p> ModRevision == st.Version (0: absent)
 //	                    and topic-ids/<id> exists              Then put           Else → ErrCASFailed
+//	CASPartitionStateGuarded  the same, and guard key CreateRevision == guard's
+//	                    (the controller's election key)        Else → ErrFenced if the guard failed,
+//	                                                               else ErrCASFailed
 //	AllocateProducerIDs If producer-ids/next ModRevision == read Then put next+count Else retry
 //	CommitTierEntry     If tier/<id>/<p>/<base> CreateRevision == 0
 //	                    and topic-ids/<id> exists              Then put   Else same key: ok;

@@ -73,6 +73,12 @@ func (s *Store) statesOf(t Topic, kvs []*mvccpb.KeyValue) []PartitionState {
 // Returns the new version. st must be consistent: leader -1 or a replica,
 // ISR within replicas (ErrInvalidReplicas otherwise).
 func (s *Store) CASPartitionState(ctx context.Context, id TopicID, partition int32, st PartitionState) (int64, error) {
+	return s.casPartitionState(ctx, id, partition, st, nil)
+}
+
+// casPartitionState is CASPartitionState with an optional fencing guard
+// (CASPartitionStateGuarded).
+func (s *Store) casPartitionState(ctx context.Context, id TopicID, partition int32, st PartitionState, guard *Guard) (int64, error) {
 	if partition < 0 || partition >= MaxPartitions {
 		return 0, fmt.Errorf("%w: partition %d", ErrInvalidPartitions, partition)
 	}
@@ -90,11 +96,19 @@ func (s *Store) CASPartitionState(ctx context.Context, id TopicID, partition int
 		// racing a delete would leave an orphan state behind.
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.topicID(id)), ">", 0))
 	}
-	tr, err := s.txn(ctx, cmps, []clientv3.Op{clientv3.OpPut(key, string(value))})
+	var orElse []clientv3.Op
+	if guard != nil {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(guard.Key), "=", guard.CreateRevision))
+		orElse = append(orElse, clientv3.OpGet(guard.Key, clientv3.WithKeysOnly()))
+	}
+	tr, err := s.txn(ctx, cmps, []clientv3.Op{clientv3.OpPut(key, string(value))}, orElse...)
 	if err != nil {
 		return 0, err
 	}
 	if !tr.Succeeded {
+		if guard != nil && !guard.holds(tr) {
+			return 0, fmt.Errorf("%w: guard %q (revision %d)", ErrFenced, guard.Key, guard.CreateRevision)
+		}
 		return 0, fmt.Errorf("%w: topic %s partition %d version %d", ErrCASFailed, id, partition, st.Version)
 	}
 	return tr.Header.Revision, nil

@@ -68,6 +68,7 @@ var storeCases = []storeCase{
 	{"AlterConfigsConflict", testAlterConfigsConflict},
 	{"AddPartitions", testAddPartitions},
 	{"PartitionCAS", testPartitionCAS},
+	{"GuardedPartitionCAS", testGuardedPartitionCAS},
 	{"BrokerLease", testBrokerLease},
 	{"Watch", testWatch},
 	{"WatchCompacted", testWatchCompacted},

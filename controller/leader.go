@@ -1,0 +1,265 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/metadata"
+)
+
+// maxParallelWrites bounds the partition state writes in flight: a broker
+// death changes every partition it led at once.
+const maxParallelWrites = 8
+
+// errWatchEnded: the metadata watch closed while ctx was alive.
+var errWatchEnded = errors.New("controller: metadata watch ended")
+
+// leader is the active controller's state, owned by the goroutine running
+// lead (no locks): the view of topics, states and brokers that Plan reads.
+type leader struct {
+	c     *Controller
+	store *metadata.Store
+	guard metadata.Guard
+	// topics holds every topic by id with its partition states; states
+	// only move forward (higher Version), whichever source brings them.
+	topics  map[metadata.TopicID]*TopicView
+	brokers []metadata.BrokerInfo
+	// brokersStale: a BrokersChanged event arrived since the last read.
+	brokersStale bool
+}
+
+// lead acts as controller until ctx ends or the election guard fails.
+func (c *Controller) lead(ctx context.Context, guard metadata.Guard) error {
+	l := &leader{c: c, store: c.cfg.Store, guard: guard}
+	wait := newBackoff(100*time.Millisecond, 2*time.Second)
+	for ctx.Err() == nil {
+		err := l.follow(ctx)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if errors.Is(err, metadata.ErrFenced) {
+			return err
+		}
+		if err != nil {
+			c.log.Warn("controller view broke, reloading", "err", err)
+			wait.wait(ctx)
+			continue
+		}
+		wait.reset() // Resync: reload at once
+	}
+	return context.Cause(ctx)
+}
+
+// follow loads a snapshot and keeps it current from the watch, planning
+// after changes (debounced) and periodically. It returns nil on Resync
+// (the caller reloads), or an error.
+func (l *leader) follow(ctx context.Context) error {
+	snap, err := l.store.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	l.load(snap)
+	watchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := l.store.Watch(watchCtx, snap.Revision+1)
+	ticker := time.NewTicker(l.c.cfg.ReplanInterval)
+	defer ticker.Stop()
+	planSoon := time.After(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-events:
+			if !ok {
+				return errWatchEnded
+			}
+			if ev.Kind == metadata.Resync {
+				return nil
+			}
+			if l.apply(ev) && planSoon == nil {
+				planSoon = time.After(l.c.cfg.Debounce)
+			}
+		case <-planSoon:
+			planSoon = nil
+			if again, err := l.replan(ctx); err != nil {
+				return err
+			} else if again {
+				planSoon = time.After(l.c.cfg.Debounce)
+			}
+		case <-ticker.C:
+			if _, err := l.replan(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// load replaces the view with a snapshot's.
+func (l *leader) load(snap metadata.Snapshot) {
+	l.topics = make(map[metadata.TopicID]*TopicView, len(snap.Topics))
+	for _, t := range snap.Topics {
+		l.topics[t.ID] = &TopicView{Topic: t, States: snap.Partitions[t.ID]}
+	}
+	l.brokers, l.brokersStale = snap.Brokers, false
+}
+
+// apply folds one event into the view; true if planning may be needed.
+func (l *leader) apply(ev metadata.Event) bool {
+	switch ev.Kind {
+	case metadata.TopicPut:
+		l.putTopic(*ev.Topic)
+	case metadata.TopicDeleted:
+		l.deleteTopic(ev.TopicID, ev.TopicName)
+	case metadata.PartitionPut:
+		l.putState(ev.TopicID, ev.Partition, *ev.State)
+	case metadata.BrokersChanged:
+		l.brokersStale = true
+	default:
+		return false // tier events do not concern the controller
+	}
+	return true
+}
+
+// putTopic stores a newer topic record; partitions it adds start in their
+// initial state.
+func (l *leader) putTopic(t metadata.Topic) {
+	tv, ok := l.topics[t.ID]
+	if !ok {
+		tv = &TopicView{}
+		l.topics[t.ID] = tv
+	} else if t.Revision <= tv.Topic.Revision {
+		return
+	}
+	tv.Topic = t
+	for p := len(tv.States); p < len(t.Replicas); p++ {
+		tv.States = append(tv.States, metadata.InitialPartitionState(t.Replicas[p]))
+	}
+}
+
+func (l *leader) deleteTopic(id metadata.TopicID, name string) {
+	if id.IsZero() {
+		for tid, tv := range l.topics {
+			if tv.Topic.Name == name {
+				id = tid
+			}
+		}
+	}
+	delete(l.topics, id)
+}
+
+// putState stores st if it is newer than the view's.
+func (l *leader) putState(id metadata.TopicID, partition int32, st metadata.PartitionState) {
+	tv, ok := l.topics[id]
+	if !ok || partition < 0 || int(partition) >= len(tv.States) {
+		return // the topic's record arrives first; a later reload fixes any gap
+	}
+	if st.Version > tv.States[partition].Version {
+		tv.States[partition] = st
+	}
+}
+
+// view is the current View for Plan (sharing the view's slices: Plan does
+// not modify them).
+func (l *leader) view() View {
+	v := View{Brokers: l.brokers, Topics: make([]TopicView, 0, len(l.topics))}
+	for _, tv := range l.topics {
+		v.Topics = append(v.Topics, *tv)
+	}
+	return v
+}
+
+// replan plans and writes. again reports that a write lost a race (the
+// view was refreshed) and a new plan should follow soon. Only ErrFenced
+// is returned as an error; other failures are logged and retried by the
+// next periodic plan.
+func (l *leader) replan(ctx context.Context) (again bool, err error) {
+	if l.brokersStale {
+		brokers, err := l.store.Brokers(ctx)
+		if err != nil {
+			l.c.log.Warn("cannot read brokers; planning later", "err", err)
+			return false, nil
+		}
+		l.brokers, l.brokersStale = brokers, false
+	}
+	changes := Plan(l.view())
+	if len(changes) == 0 {
+		return false, nil
+	}
+	results := l.write(ctx, changes)
+	return l.absorb(ctx, changes, results)
+}
+
+// writeResult is one change's outcome.
+type writeResult struct {
+	version int64
+	err     error
+}
+
+// write applies changes with guarded CAS, maxParallelWrites at a time.
+func (l *leader) write(ctx context.Context, changes []Change) []writeResult {
+	results := make([]writeResult, len(changes))
+	slots := make(chan struct{}, maxParallelWrites)
+	var wg sync.WaitGroup
+	for i, ch := range changes {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			v, err := l.store.CASPartitionStateGuarded(ctx, ch.TopicID, ch.Partition, ch.New, l.guard)
+			results[i] = writeResult{version: v, err: err}
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// absorb folds write results into the view: successes advance the state;
+// a lost race re-reads the topic's states; a gone topic leaves the view.
+func (l *leader) absorb(ctx context.Context, changes []Change, results []writeResult) (again bool, err error) {
+	var stale []metadata.TopicID
+	for i, ch := range changes {
+		res := results[i]
+		log := l.c.log.With("topic", ch.Topic, "partition", ch.Partition)
+		switch {
+		case res.err == nil:
+			st := ch.New
+			st.Version = res.version
+			l.putState(ch.TopicID, ch.Partition, st)
+			log.Info("partition state changed", "change", ch.String(), "version", res.version)
+		case errors.Is(res.err, metadata.ErrFenced):
+			err = res.err
+		case errors.Is(res.err, metadata.ErrCASFailed):
+			stale = append(stale, ch.TopicID)
+		case errors.Is(res.err, metadata.ErrTopicNotFound):
+			delete(l.topics, ch.TopicID)
+		default:
+			log.Warn("partition state write failed; retrying later", "change", ch.String(), "err", res.err)
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	slices.SortFunc(stale, func(a, b metadata.TopicID) int { return slices.Compare(a[:], b[:]) })
+	for _, id := range slices.Compact(stale) {
+		l.refreshTopic(ctx, id)
+	}
+	return len(stale) > 0, nil
+}
+
+// refreshTopic re-reads one topic's states after a lost CAS race.
+func (l *leader) refreshTopic(ctx context.Context, id metadata.TopicID) {
+	states, err := l.store.PartitionStates(ctx, id)
+	switch {
+	case errors.Is(err, metadata.ErrTopicNotFound):
+		delete(l.topics, id)
+	case err != nil:
+		l.c.log.Warn("cannot re-read partition states", "topic_id", id.String(), "err", err)
+	default:
+		for p, st := range states {
+			l.putState(id, int32(p), st)
+		}
+	}
+}
