@@ -17,10 +17,15 @@ import (
 //   - acks=0 gets no response; if any partition failed, the connection is
 //     closed instead, as Kafka does, so the client refreshes its metadata.
 //   - acks=1 answers after the leader's append (no fsync wait).
+//   - Only the partition's leader appends (NOT_LEADER_OR_FOLLOWER, with
+//     CurrentLeader and the leader's endpoint in v10+ answers).
 //   - acks=-1 checks min.insync.replicas against the ISR before appending
-//     (NOT_ENOUGH_REPLICAS), then waits until the HW passes the appended
-//     batches, bounded by the request timeout (REQUEST_TIMED_OUT). The HW
-//     includes the fsync under --durability=fsync (partitions.go).
+//     (NOT_ENOUGH_REPLICAS), then waits in the replica's purgatory until
+//     the HW (minimum LEO over the ISR) passes the appended batches:
+//     NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+//     min.insync.replicas meanwhile, REQUEST_TIMED_OUT at the request
+//     timeout. The leader's own LEO counts only once flushed under
+//     --durability=fsync (replica.go).
 //   - Batches are validated header-only and stored as sent (batches.go).
 //   - Idempotent batches (producerId >= 0) are accepted without sequence
 //     checks; duplicate detection and OUT_OF_ORDER_SEQUENCE_NUMBER come with
@@ -35,8 +40,7 @@ import (
 // pendingAck is an appended partition that waits for the HW (acks=-1).
 type pendingAck struct {
 	topic, partition int // indexes into the response
-	p                *partition
-	lastOffset       int64
+	wait             *ackWait
 }
 
 func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -44,6 +48,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	now := time.Now().UnixMilli()
 	var pending []pendingAck
+	var leaders leaderEndpoints
 	failed := false
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -53,8 +58,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 			sp, wait := b.producePartition(req, rt, &rt.Partitions[pi], now)
 			failed = failed || sp.ErrorCode != 0
 			if wait != nil {
-				wait.topic, wait.partition = ti, pi
-				pending = append(pending, *wait)
+				pending = append(pending, pendingAck{topic: ti, partition: pi, wait: wait})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -70,6 +74,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 	case -1:
 		b.waitAcks(ctx, req.TimeoutMillis, resp, pending)
 	}
+	b.addProduceLeaders(req, resp, &leaders)
 	return resp, nil
 }
 
@@ -77,7 +82,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 // the partition's answer and, for acks=-1, what to wait for.
 func (b *Broker) producePartition(req *kmsg.ProduceRequest, rt *kmsg.ProduceRequestTopic,
 	rp *kmsg.ProduceRequestTopicPartition, now int64,
-) (kmsg.ProduceResponseTopicPartition, *pendingAck) {
+) (kmsg.ProduceResponseTopicPartition, *ackWait) {
 	sp := kmsg.NewProduceResponseTopicPartition()
 	sp.Partition = rp.Partition
 	var p *partition
@@ -95,7 +100,7 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, rt *kmsg.ProduceRequ
 		b.setProduceError(&sp, err)
 		return sp, nil
 	}
-	res, logAppendTime, err := b.appendProduced(p, req, rp.Records, now)
+	res, logAppendTime, wait, err := b.appendProduced(p, req, rp.Records, now)
 	if err != nil {
 		b.setProduceError(&sp, err)
 		return sp, nil
@@ -103,58 +108,83 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, rt *kmsg.ProduceRequ
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = logAppendTime
 	sp.LogStartOffset = p.logStartOffset()
-	if req.Acks != -1 {
-		return sp, nil
-	}
-	return sp, &pendingAck{p: p, lastOffset: res.LastOffset}
+	return sp, wait
 }
 
-// appendProduced checks the request-level and topic rules and appends.
-func (b *Broker) appendProduced(p *partition, req *kmsg.ProduceRequest, records []byte, now int64) (hotlog.AppendResult, int64, error) {
+// appendProduced checks the request-level and topic rules and appends as
+// leader; for acks=-1 min.insync.replicas is checked against the ISR first
+// (NOT_ENOUGH_REPLICAS) and the returned waiter completes when the HW
+// passes the batches.
+func (b *Broker) appendProduced(p *partition, req *kmsg.ProduceRequest, records []byte, now int64) (hotlog.AppendResult, int64, *ackWait, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
-		return hotlog.AppendResult{}, -1, fmt.Errorf("%w: acks %d", errInvalidAcks, req.Acks)
+		return hotlog.AppendResult{}, -1, nil, fmt.Errorf("%w: acks %d", errInvalidAcks, req.Acks)
 	}
 	cfg := p.config()
 	batches, err := splitProduceRecords(records, rulesFor(cfg, req.Version), now)
 	if err != nil {
-		return hotlog.AppendResult{}, -1, err
+		return hotlog.AppendResult{}, -1, nil, err
 	}
-	if isr := produceISRSize(p); req.Acks == -1 && int(cfg.MinInsyncReplicas) > isr {
-		return hotlog.AppendResult{}, -1, fmt.Errorf("%w: isr %d, min.insync.replicas %d", errNotEnoughISR, isr, cfg.MinInsyncReplicas)
-	}
-	res, err := p.log.Append(batches.records, p.leaderEpoch())
+	res, wait, err := b.appendAsLeader(p, batches.records, req.Acks == -1, int64(req.TimeoutMillis))
 	if err != nil {
-		return res, -1, err
+		return res, -1, nil, err
 	}
-	return res, batches.logAppendTime, nil
+	return res, batches.logAppendTime, wait, nil
 }
 
-// produceISRSize is the ISR size min.insync.replicas is checked against.
-// A single node is its own ISR; issue 5 (replication) replaces this with
-// the partition's replicated state.
-func produceISRSize(*partition) int { return 1 }
-
-// waitAcks waits, under one deadline for the whole request, until the HW of
-// every pending partition passes its appended batches. Partitions that do
-// not get there in time answer REQUEST_TIMED_OUT (their data stays
-// appended, as in Kafka).
+// waitAcks waits, under one deadline for the whole request, for the
+// acks=all result of every pending partition: the replica answers when the
+// HW passes the batches (success, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if
+// the ISR shrank below min.insync.replicas), at the request timeout
+// (REQUEST_TIMED_OUT; the data stays appended, as in Kafka), or when
+// leadership ends (NOT_LEADER_OR_FOLLOWER).
 func (b *Broker) waitAcks(ctx context.Context, timeoutMillis int32, resp *kmsg.ProduceResponse, pending []pendingAck) {
 	if len(pending) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(max(timeoutMillis, 0))*time.Millisecond)
-	defer cancel()
+	backstop := time.NewTimer(time.Duration(max(timeoutMillis, 0))*time.Millisecond + ackBackstop)
+	defer backstop.Stop()
 	for _, w := range pending {
-		if err := w.p.waitHighWatermark(ctx, w.lastOffset); err != nil {
+		if err := b.awaitAck(ctx, w.wait, backstop.C); err != nil {
 			b.setProduceError(&resp.Topics[w.topic].Partitions[w.partition], err)
 		}
 	}
 }
 
+// addProduceLeaders fills, for v10+, each NOT_LEADER_OR_FOLLOWER
+// partition's CurrentLeader and the leaders' endpoints (KIP-951), so the
+// client retries at the right broker without a metadata round trip.
+func (b *Broker) addProduceLeaders(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, leaders *leaderEndpoints) {
+	if resp.Version < 10 {
+		return
+	}
+	for ti := range resp.Topics {
+		rt := &resp.Topics[ti]
+		for pi := range rt.Partitions {
+			sp := &rt.Partitions[pi]
+			if sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+				continue
+			}
+			var leader, epoch int32
+			if req.Version >= 13 {
+				leader, epoch = b.leaderHintByID(rt.TopicID, sp.Partition)
+			} else {
+				leader, epoch = b.leaderHintByName(rt.Topic, sp.Partition)
+			}
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
+			leaders.add(leader)
+		}
+	}
+	resp.Brokers = leaders.produceBrokers(b)
+}
+
 // setProduceError puts err into a partition answer (code and, v8+, the
 // message). Unexpected errors are logged: the client only sees a code.
 func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {
-	sp.ErrorCode = produceErrorCode(err)
+	if code, ok := replicationErrorCode(err); ok {
+		sp.ErrorCode = code
+	} else {
+		sp.ErrorCode = produceErrorCode(err)
+	}
 	msg := err.Error()
 	sp.ErrorMessage = &msg
 	if sp.ErrorCode == kerr.UnknownServerError.Code || sp.ErrorCode == kerr.KafkaStorageError.Code {

@@ -32,6 +32,7 @@ func createDataTopic(t *testing.T, adm *kadm.Client, name string, partitions int
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create %s: %v %v", name, err, resp.Err)
 	}
+	waitLeading(t, adm, name)
 	return resp.ID
 }
 

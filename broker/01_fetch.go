@@ -24,18 +24,27 @@ import (
 //   - Any partition error answers the fetch at once, as Kafka does.
 //   - read_committed reads up to the LSO, which equals the HW until
 //     transactions (issue 6); aborted transactions are then always empty.
-//   - ReplicaID >= 0 (follower fetch) is served as a consumer until
-//     replication (issue 5); see fetchReplicaID.
-//   - v14 and v15 change only follower fields; v16 adds leader endpoints
-//     for NOT_LEADER_OR_FOLLOWER (tagged, omitted on a single node).
+//   - Only the leader serves fetches; others answer NOT_LEADER_OR_FOLLOWER
+//     with CurrentLeader (v12+) and the leaders' endpoints (v16+).
+//   - A replica id >= 0 (ReplicaID before v15, ReplicaState.ID after; see
+//     fetchReplicaID) is a follower (replica_fetch.go): its fetch offset
+//     goes to the replica first (FollowerFetch: its error is the answer,
+//     and it may move the HW and the ISR), then it reads up to the LEO,
+//     not the HW, from the local log only: an offset below the local log
+//     start that the bucket holds answers OFFSET_MOVED_TO_TIERED_STORAGE.
+//     The answer carries the leader's HW and Kafka's log start.
 //   - Tiering (issue 4): the log start offset is the start across both
 //     tiers; offsets below the local log start are read from the bucket
 //     (coldpath.go) without holding up the request's hot partitions (see
 //     package fetch, "Cold reads"). A damaged or unreadable object is
 //     KAFKA_STORAGE_ERROR for that partition; its bytes are never served.
 
-// fetchSlot locates one requested partition in the response.
-type fetchSlot struct{ topic, partition int }
+// fetchSlot locates one requested partition in the response; follower is
+// the partition a follower's read was planned for (nil otherwise).
+type fetchSlot struct {
+	topic, partition int
+	follower         *partition
+}
 
 func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
@@ -44,8 +53,6 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
-	// TODO(issue 5): fetchReplicaID(req) >= 0 is a follower: read up to the
-	// LEO, report its fetch offset to replication, ignore isolation.
 	freq, slots := b.planFetch(req, resp)
 	fetcher, err := fetch.New(fetch.Config{})
 	if err != nil {
@@ -58,7 +65,11 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 		}
 		sp := &resp.Topics[slots[i].topic].Partitions[slots[i].partition]
 		fillFetchPartition(sp, res, freq.Isolation)
+		if p := slots[i].follower; p != nil {
+			fillFollowerPositions(sp, p)
+		}
 	}
+	b.addFetchLeaders(req, resp)
 	return resp, nil
 }
 
@@ -83,6 +94,10 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (fe
 	if freq.Isolation != fetch.ReadCommitted {
 		freq.Isolation = fetch.ReadUncommitted
 	}
+	replicaID := fetchReplicaID(req)
+	if replicaID >= 0 {
+		freq.Isolation = fetch.ReadUncommitted // a follower reads up to the LEO
+	}
 	var slots []fetchSlot
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -94,13 +109,21 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (fe
 			sp.Partition = rp.Partition
 			sp.RecordBatches = []byte{} // librdkafka reads a null record set as corrupt
 			pr := fetch.PartitionRequest{Offset: rp.FetchOffset, MaxBytes: int(rp.PartitionMaxBytes)}
-			if p, code := b.fetchablePartition(req.Version, rt, rp); code != 0 {
+			slot := fetchSlot{topic: ti, partition: pi}
+			if replicaID >= 0 {
+				p, code := b.followerFetchPartition(req.Version, replicaID, rt, rp)
+				if code != 0 {
+					sp.ErrorCode, sp.HighWatermark = code, -1
+				} else {
+					pr.Partition, slot.follower = followerSource{p}, p
+				}
+			} else if p, code := b.fetchablePartition(req.Version, rt, rp); code != 0 {
 				sp.ErrorCode, sp.HighWatermark = code, -1
 			} else {
 				pr.Partition = b.fetchPartition(p)
 			}
 			freq.Partitions = append(freq.Partitions, pr)
-			slots = append(slots, fetchSlot{topic: ti, partition: pi})
+			slots = append(slots, slot)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

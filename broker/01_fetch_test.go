@@ -102,7 +102,8 @@ func TestFetchAnswers(t *testing.T) {
 		}
 	})
 	t.Run("current leader epoch", func(t *testing.T) {
-		for epoch, want := range map[int32]int16{-1: 0, 0: 0, 1: kerr.UnknownLeaderEpoch.Code} {
+		e := leaderEpochOf(t, b, "f")
+		for epoch, want := range map[int32]int16{-1: 0, e - 1: kerr.FencedLeaderEpoch.Code, e: 0, e + 1: kerr.UnknownLeaderEpoch.Code} {
 			req := newFetchReq("f", id, 0, 1, 0)
 			req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
 			if sp := fetchOnePartition(t, cl, req); sp.ErrorCode != want {

@@ -29,6 +29,9 @@ import (
 //     index, then their batches through the cold cache), then the hot log;
 //     none gives offset -1 and timestamp -1.
 //
+// Only the leader answers (NOT_LEADER_OR_FOLLOWER). A replica id >= 0
+// (a follower or a debugging tool) gets the LEO for -1.
+//
 // Every answer carries the partition's current leader epoch: on a single
 // node it is >= the epoch of the returned offset's batch, so a client's
 // OffsetForLeaderEpoch validation of it never reports truncation. Exact
@@ -53,7 +56,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *requestContext, kreq
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		for pi := range rt.Partitions {
-			st.Partitions = append(st.Partitions, b.listPartitionOffset(ctx, rt.Topic, &rt.Partitions[pi], iso))
+			st.Partitions = append(st.Partitions, b.listPartitionOffset(ctx, rt.Topic, &rt.Partitions[pi], iso, req.ReplicaID >= 0))
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -61,7 +64,9 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *requestContext, kreq
 }
 
 // listPartitionOffset answers one partition.
-func (b *Broker) listPartitionOffset(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, iso fetch.IsolationLevel) kmsg.ListOffsetsResponseTopicPartition {
+func (b *Broker) listPartitionOffset(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition,
+	iso fetch.IsolationLevel, replica bool,
+) kmsg.ListOffsetsResponseTopicPartition {
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition = rp.Partition
 	p, code := b.lookupPartition(topic, rp.Partition)
@@ -70,6 +75,11 @@ func (b *Broker) listPartitionOffset(ctx context.Context, topic string, rp *kmsg
 	}
 	if code != 0 {
 		sp.ErrorCode = code
+		return sp
+	}
+	if replica && rp.Timestamp == listOffsetsLatest {
+		// A replica (Kafka's debug / follower id) sees the LEO, not the HW.
+		sp.Offset, sp.Timestamp, sp.LeaderEpoch = p.log.LogEndOffset(), -1, p.leaderEpoch()
 		return sp
 	}
 	offset, timestamp, epoch, err := b.listOffset(ctx, p, rp.Timestamp, iso)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/replication"
 )
 
 // OffsetForLeaderEpoch: v0-4.
@@ -15,8 +17,12 @@ import (
 // KIP-279). An epoch older or newer than everything known answers (-1, -1),
 // except the partition's current epoch, which ends at the LEO.
 // CurrentLeaderEpoch (v2+) is checked first as in every data-path API
-// (KIP-320). ReplicaID (v3+) will distinguish followers (issue 5); the
-// answer is the same for both.
+// (KIP-320). Only the leader answers (NOT_LEADER_OR_FOLLOWER). A follower
+// (ReplicaID >= 0, v3+; truncating by KIP-101) gets the replica's answer,
+// Replica.LeaderEpochEndOffset, which counts the leader's current epoch as
+// starting at its epoch start offset even before a batch of it is written
+// (replication/doc.go, "Truncation"); an epoch that ended in the bucket is
+// answered from there for both.
 //
 // Across tiers (issue 4): an epoch that ended in the bucket is answered
 // from the tiered objects' leader-epoch ranges (coldpath.go,
@@ -31,7 +37,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *requestCont
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			st.Partitions = append(st.Partitions, b.epochEndOffset(ctx, rt.Topic, rp))
+			st.Partitions = append(st.Partitions, b.epochEndOffset(ctx, rt.Topic, rp, req.ReplicaID >= 0 && req.Version >= 3))
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -39,7 +45,9 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *requestCont
 }
 
 // epochEndOffset answers one partition.
-func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition,
+	follower bool,
+) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 	sp.Partition = rp.Partition
 	p, code := b.lookupPartition(topic, rp.Partition)
@@ -49,6 +57,9 @@ func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.Offse
 	if code != 0 {
 		sp.ErrorCode = code
 		return sp
+	}
+	if follower {
+		return b.followerEpochEndOffset(ctx, p, rp, sp)
 	}
 	if current := p.leaderEpoch(); rp.LeaderEpoch == current {
 		// Kafka records the leader's epoch in its cache when it becomes
@@ -68,6 +79,32 @@ func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.Offse
 		return sp
 	}
 	sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+	return sp
+}
+
+// followerEpochEndOffset answers a follower from the leading replica; an
+// epoch that ended below the local log start comes from the bucket (the
+// hot log's epoch cache no longer knows it).
+func (b *Broker) followerEpochEndOffset(ctx context.Context, p *partition,
+	rp kmsg.OffsetForLeaderEpochRequestTopicPartition, sp kmsg.OffsetForLeaderEpochResponseTopicPartition,
+) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+	var epoch int32
+	var end int64
+	err := b.withReplica(p, func(r *replication.Replica) error {
+		var err error
+		epoch, end, err = r.LeaderEpochEndOffset(rp.LeaderEpoch)
+		return err
+	})
+	if err != nil {
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return sp
+	}
+	if rp.LeaderEpoch < p.leaderEpoch() {
+		if e, o, inBucket, err := b.coldEpochEndOffset(ctx, p, rp.LeaderEpoch); err == nil && inBucket {
+			epoch, end = e, o
+		}
+	}
+	sp.LeaderEpoch, sp.EndOffset = epoch, end
 	return sp
 }
 

@@ -23,16 +23,17 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 		return requestDirect(t, cl, req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
 	}
-	if sp := ask("ep", 0, -1); sp.ErrorCode != 0 || sp.LeaderEpoch != 0 || sp.EndOffset != 6 {
+	e := leaderEpochOf(t, b, "ep")
+	if sp := ask("ep", e, -1); sp.ErrorCode != 0 || sp.LeaderEpoch != e || sp.EndOffset != 6 {
 		t.Fatalf("current epoch: %+v", sp)
 	}
-	if sp := ask("empty", 0, 0); sp.ErrorCode != 0 || sp.LeaderEpoch != 0 || sp.EndOffset != 0 {
+	if sp := ask("empty", e, e); sp.ErrorCode != 0 || sp.LeaderEpoch != e || sp.EndOffset != 0 {
 		t.Fatalf("current epoch of an empty log: %+v", sp)
 	}
-	if sp := ask("ep", 3, 0); sp.ErrorCode != 0 || sp.LeaderEpoch != -1 || sp.EndOffset != -1 {
+	if sp := ask("ep", e+3, e); sp.ErrorCode != 0 || sp.LeaderEpoch != -1 || sp.EndOffset != -1 {
 		t.Fatalf("an epoch newer than any known is undefined, as in Kafka: %+v", sp)
 	}
-	if sp := ask("ep", 0, 1); sp.ErrorCode != kerr.UnknownLeaderEpoch.Code {
+	if sp := ask("ep", e, e+1); sp.ErrorCode != kerr.UnknownLeaderEpoch.Code {
 		t.Fatalf("newer current leader epoch: %+v", sp)
 	}
 	if sp := ask("nope", 0, -1); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {

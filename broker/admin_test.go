@@ -50,6 +50,7 @@ func startTestBroker(t *testing.T, endpoints []string, dataDir string, edit func
 	}
 	tb := &testBroker{b: b, store: store}
 	t.Cleanup(func() { tb.stop(t) })
+	startTestElector(t, tb) // replica_elect_test.go
 	return tb
 }
 
@@ -461,6 +462,7 @@ func TestRestartKeepsTopicsAndConfigs(t *testing.T) {
 	if c := configOf(t, adm2, "kept", "segment.bytes"); *c.Value != "2097152" {
 		t.Fatalf("segment.bytes after restart: %+v", c)
 	}
+	waitUntil(t, 10*time.Second, func() bool { _, code := again.b.lookupPartition("kept", 1); return code == 0 }) // re-elected
 	if p, code := again.b.lookupPartition("kept", 1); code != 0 || p.config().RetentionMs != 123456 {
 		t.Fatalf("partition after restart: code %d", code)
 	}

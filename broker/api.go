@@ -241,6 +241,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 		return nil, fmt.Errorf("%w: nil metadata store", ErrInvalidConfig)
 	}
 	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
+	b.fetchers = newFetcherManager(b)
 	b.manifest, b.objects = tier.NewManifest(), cfg.ObjectStore
 	if err := b.initColdReader(); err != nil {
 		return nil, err
@@ -317,6 +318,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		return fmt.Errorf("broker: controller: %w", err)
 	}
 	b.ctrl = ctrl
+	b.awaitController(ctx)
 	b.loops.Add(2)
 	go b.retentionLoop()
 	if b.objects != nil {
@@ -418,6 +420,7 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	waitTimeout(&b.inflight, time.Second)
 	b.lifetimeCancel()
 	b.loops.Wait()
+	b.fetchers.close()
 	b.closeColdReader()
 	closeErr := b.parts.closeAll(b.log)
 	b.log.Info("broker stopped")

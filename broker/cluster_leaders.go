@@ -145,3 +145,25 @@ func (b *Broker) leadersElected(id metadata.TopicID, from int) bool {
 	}
 	return true
 }
+
+// controllerWait bounds how long Start waits to learn the elected
+// controller (a fresh cluster elects in milliseconds; after a crash the
+// old controller's session must expire first, and Start does not wait
+// for that).
+const controllerWait = 2 * time.Second
+
+// awaitController waits until the elected controller is known, at most
+// controllerWait, so the first Metadata answers name it.
+func (b *Broker) awaitController(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, controllerWait)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for b.ctrl.ID() < 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -152,7 +152,7 @@ func TestColdReadsAcrossRestart(t *testing.T) {
 	tb.stop(t)
 
 	again := startTestBroker(t, endpoints, dir, coldBrokerConfig(mem))
-	p, _ := again.b.lookupPartition(coldTopic, 0)
+	p := waitLookup(t, again.b, coldTopic, 0)
 	waitUntil(t, 10*time.Second, func() bool { return p.logStartOffset() == 0 }) // manifest loaded
 	checkColdOffsets(t, again.b)
 	consumeColdFromStart(t, again.b)

@@ -27,15 +27,13 @@ type partitionState struct {
 	cfg        metadata.TopicConfig    // guarded by mu
 }
 
-// highWatermark is what consumers may read up to (exclusive). Single replica:
-// the durable prefix with fsync durability, the LEO with replication
-// durability. Issue 5 replaces it with the minimum LEO over the ISR.
-func (p *partition) highWatermark() int64 {
-	if p.durability == hotlog.DurabilityFsync {
-		return p.log.FlushedOffset()
-	}
-	return p.log.LogEndOffset()
-}
+// highWatermark is what consumers may read up to (exclusive): the HW
+// published by the partition's replica (replica.go). Leader: the minimum
+// LEO over the ISR, where the leader's own is its flushed offset with
+// fsync durability; follower: the leader's HW as last fetched, capped by
+// the local LEO. A single replica is its own ISR, so HW = flushed offset
+// (fsync) or LEO (replication durability).
+func (p *partition) highWatermark() int64 { return p.replica.hw.Load() }
 
 // lastStableOffset == highWatermark until transactions (issue 6).
 func (p *partition) lastStableOffset() int64 { return p.highWatermark() }
@@ -52,19 +50,28 @@ func (p *partition) config() metadata.TopicConfig {
 	return p.cfg
 }
 
+// leader is the partition's leader as this node serves it: this node while
+// its replica leads; otherwise the state's leader if that is another node,
+// else -1 (a state naming this node that it does not lead: an initial
+// state, a stale registration, a fenced leader).
 func (p *partition) leader() int32 {
+	if p.isLeader() {
+		return p.self
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.state.Leader == p.self {
+		return -1
+	}
 	return p.state.Leader
 }
 
-func (p *partition) changed() <-chan struct{} { return p.log.Changed() }
+// changed is closed the next time the published HW moves (what a
+// consumer's long poll waits for).
+func (p *partition) changed() <-chan struct{} { return p.replica.hwChanged.wait() }
 
 // waitHighWatermark blocks until highWatermark() > offset or ctx ends.
 func (p *partition) waitHighWatermark(ctx context.Context, offset int64) error {
-	if p.durability == hotlog.DurabilityFsync {
-		return p.log.WaitFlushed(ctx, offset)
-	}
 	for {
 		ch := p.changed()
 		if p.highWatermark() > offset {
@@ -99,6 +106,9 @@ type partitionManager struct {
 	byName  map[string]*topicEntry
 	byID    map[metadata.TopicID]*topicEntry
 	deleted map[metadata.TopicID]struct{} // ids this broker saw deleted
+	// repl is the broker-wide part of the replication shell (replica.go);
+	// not reset by init.
+	repl replicaManager
 }
 
 func (m *partitionManager) init() {
@@ -175,8 +185,16 @@ func (m *partitionManager) localPartitions() []*partition {
 	return out
 }
 
-// closeAll closes every log (shutdown).
+// closeAll retires every replica and closes every log (shutdown, after
+// the broker's lifetime ended, so the shell's goroutines are ending), then
+// waits for those goroutines (some may need m.mu to finish).
 func (m *partitionManager) closeAll(log *slog.Logger) error {
+	err := m.closeLogs(log)
+	m.repl.waitBackground(5 * time.Second)
+	return err
+}
+
+func (m *partitionManager) closeLogs(log *slog.Logger) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error
@@ -185,6 +203,7 @@ func (m *partitionManager) closeAll(log *slog.Logger) error {
 			if p == nil {
 				continue
 			}
+			p.replica.owner.retireReplica(p)
 			if err := p.log.Close(); err != nil && !errors.Is(err, hotlog.ErrClosed) {
 				log.Error("closing log", "topic", p.topic, "partition", p.index, "err", err)
 				errs = append(errs, err)

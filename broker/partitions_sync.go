@@ -44,8 +44,9 @@ func (b *Broker) startPartitions(ctx context.Context) error {
 	}
 	b.setBrokers(snap.Brokers)
 	events := b.store.Watch(b.lifetime, snap.Revision+1)
-	b.loops.Add(1)
+	b.loops.Add(2)
 	go b.watchLoop(events)
+	go b.tickLoop()
 	return nil
 }
 
@@ -140,20 +141,31 @@ func (b *Broker) applyTopic(t metadata.Topic, states []metadata.PartitionState) 
 	if err != nil {
 		return err
 	}
+	work, installed := b.installTopic(t, cfg, states, opened)
+	if !installed {
+		b.discardOpened(opened)
+		return nil
+	}
+	b.applyReplicaUpdates(work)
+	return nil
+}
+
+// installTopic updates the mirror of t and installs the opened logs; it
+// returns the replica states to apply (after b.parts.mu is released), and
+// false when t is gone or stale (the opened logs are then unused).
+// REQUIRES: b.parts.applyMu held.
+func (b *Broker) installTopic(t metadata.Topic, cfg metadata.TopicConfig, states []metadata.PartitionState,
+	opened map[int32]*partition,
+) ([]replicaUpdate, bool) {
+	m := &b.parts
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	installed := false
-	defer func() {
-		if !installed {
-			b.discardOpened(opened)
-		}
-	}()
 	if _, gone := m.deleted[t.ID]; gone {
-		return nil
+		return nil, false
 	}
 	e := m.byName[t.Name]
 	if e != nil && (e.topic.ID != t.ID || t.Revision < e.topic.Revision) {
-		return nil // a newer topic of that name, or a stale event
+		return nil, false // a newer topic of that name, or a stale event
 	}
 	if e == nil {
 		e = &topicEntry{}
@@ -163,9 +175,8 @@ func (b *Broker) applyTopic(t metadata.Topic, states []metadata.PartitionState) 
 	reconfigure := e.topic.Revision != 0 && e.cfg != cfg
 	e.topic, e.cfg = t, cfg
 	e.states = mergeStates(e.states, states, t.Replicas)
-	installed = true
 	b.syncPartitionsLocked(e, opened, reconfigure)
-	return nil
+	return replicaUpdates(e), true
 }
 
 // dropReplacedTopic removes the mirror (and logs) of an older topic with t's
@@ -257,6 +268,7 @@ func (b *Broker) missingPartitions(t metadata.Topic) []int32 {
 // discardOpened closes logs opened for a topic that turned out to be gone.
 func (b *Broker) discardOpened(opened map[int32]*partition) {
 	for _, p := range opened {
+		b.retireReplica(p)
 		if err := p.log.Close(); err != nil {
 			b.log.Warn("closing unused log", "topic", p.topic, "partition", p.index, "err", err)
 		}
@@ -281,7 +293,8 @@ func mergeStates(known, given []metadata.PartitionState, replicas [][]int32) []m
 }
 
 // syncPartitionsLocked installs the logs opened by openMissingPartitions and
-// pushes configs and states to the open ones.
+// pushes configs and states to the open ones' mirrors (the caller applies
+// them to the replicas after releasing b.parts.mu).
 // REQUIRES: b.parts.mu held for writing.
 func (b *Broker) syncPartitionsLocked(e *topicEntry, opened map[int32]*partition, reconfigure bool) {
 	for len(e.parts) < len(e.topic.Replicas) {
@@ -293,6 +306,10 @@ func (b *Broker) syncPartitionsLocked(e *topicEntry, opened map[int32]*partition
 			if o := opened[idx]; o != nil {
 				e.parts[i] = o
 				delete(opened, idx)
+				o.mu.Lock()
+				o.state, o.cfg = e.states[i], e.cfg
+				o.mu.Unlock()
+				b.startLogWatcher(o)
 			}
 			continue
 		}
@@ -319,34 +336,52 @@ func (b *Broker) openPartition(t metadata.Topic, cfg metadata.TopicConfig, state
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", name, index, err)
 	}
-	p := &partition{topic: name, topicID: t.ID, index: index, log: l, manifest: b.manifest}
+	core, err := b.newReplicaCore(l, cfg)
+	if err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("broker: replica %s-%d: %w", name, index, err)
+	}
+	p := &partition{topic: name, topicID: t.ID, index: index, log: l, manifest: b.manifest, self: b.cfg.NodeID, replica: core}
 	p.durability = b.cfg.Durability
 	p.state, p.cfg = state, cfg
 	return p, nil
 }
 
-// applyPartitionState records a partition's replicated state.
+// applyPartitionState records a partition's replicated state and applies
+// it to the local replica.
 func (b *Broker) applyPartitionState(id metadata.TopicID, index int32, st metadata.PartitionState) {
 	m := &b.parts
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	if u, ok := b.recordPartitionState(id, index, st); ok {
+		b.applyReplicaState(u.p, u.state, u.cfg)
+	}
+}
+
+// recordPartitionState updates the mirror; it returns the replica update
+// when this node has the partition open.
+// REQUIRES: b.parts.applyMu held.
+func (b *Broker) recordPartitionState(id metadata.TopicID, index int32, st metadata.PartitionState) (replicaUpdate, bool) {
+	m := &b.parts
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.byID[id]
 	if e == nil || index < 0 || int(index) >= len(e.states) {
-		return // the topic's own event brings it (or defaults match creation)
+		return replicaUpdate{}, false // the topic's own event brings it (or defaults match creation)
 	}
 	if st.Version != 0 && st.Version < e.states[index].Version {
-		return
+		return replicaUpdate{}, false
 	}
 	e.states[index] = st
-	if int(index) < len(e.parts) && e.parts[index] != nil {
-		p := e.parts[index]
-		p.mu.Lock()
-		p.state = st
-		p.mu.Unlock()
-	}
 	b.offsetsLeadershipLocked(e)
+	if int(index) >= len(e.parts) || e.parts[index] == nil {
+		return replicaUpdate{}, false
+	}
+	p := e.parts[index]
+	p.mu.Lock()
+	p.state = st
+	p.mu.Unlock()
+	return replicaUpdate{p: p, state: st, cfg: e.cfg}, true
 }
 
 // removeTopicAt handles a deletion seen by the watch at revision rev: a
@@ -391,6 +426,7 @@ func (b *Broker) removeEntryLocked(e *topicEntry) {
 		if p == nil {
 			continue
 		}
+		b.retireReplica(p)
 		if err := p.log.Remove(); err != nil && !errors.Is(err, hotlog.ErrClosed) {
 			b.log.Error("removing log", "topic", p.topic, "partition", p.index, "err", err)
 		}

@@ -48,24 +48,33 @@ type partition struct {
 	// uploadLag is the bytes of sealed segments not yet tiered, as of the
 	// uploader's last look (written by the uploader, read by Produce).
 	uploadLag atomic.Int64
+	// self is this broker's node id (the replica's id).
+	self int32
+	// replica is the partition's replication state machine and what the
+	// shell publishes from it (replica.go). Set at open, never nil.
+	replica *replicaCore
 	// state (config, leader epoch, ...) lives in partitions.go.
 	partitionState
 }
 
 // Methods the data path relies on (implemented in partitions.go):
 //
-//	func (p *partition) highWatermark() int64              // what consumers may read up to (exclusive)
+//	func (p *partition) highWatermark() int64              // what consumers may read up to (exclusive): the replica's HW
 //	func (p *partition) lastStableOffset() int64           // == highWatermark until transactions
 //	func (p *partition) leaderEpoch() int32
 //	func (p *partition) config() metadata.TopicConfig     // effective configs, updated on alter
-//	func (p *partition) changed() <-chan struct{}          // closed when HW/LEO/log start move
+//	func (p *partition) changed() <-chan struct{}          // closed when the HW moves
+//	func (p *partition) leader() int32                     // this node while its replica leads, else the state's other leader or -1
+//	func (p *partition) isLeader() bool                    // the replica leads now (replica.go)
 //	func (p *partition) waitHighWatermark(ctx context.Context, offset int64) error // until HW > offset
 //	func (p *partition) logStartOffset() int64      // Kafka's log start across both tiers (tiering.go)
 //	func (p *partition) localLogStartOffset() int64 // the hot log's start (tiering.go)
 //
 // Lookups on the broker (implemented in partitions.go), returning a Kafka
 // error code (0 when found): UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
-// NOT_LEADER_OR_FOLLOWER.
+// NOT_LEADER_OR_FOLLOWER (found only where this node's replica leads).
+// Replication (replica*.go): withReplica drives a partition's
+// replication.Replica; appendAsLeader appends as leader.
 //
 //	func (b *Broker) lookupPartition(topic string, index int32) (*partition, int16)
 //	func (b *Broker) lookupPartitionByID(id metadata.TopicID, index int32) (*partition, int16)

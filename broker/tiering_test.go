@@ -456,7 +456,7 @@ func TestTierRemoteRetentionAndDeleteRecords(t *testing.T) {
 	tb.stop(t)
 
 	again := startTestBroker(t, endpoints, dir, tierTestConfig(mem))
-	p2, _ := again.b.lookupPartition("ret", 0)
+	p2 := waitLookup(t, again.b, "ret", 0)
 	if p2.logStartOffset() != target {
 		t.Fatalf("log start after restart %d, want %d", p2.logStartOffset(), target)
 	}

@@ -25,6 +25,7 @@
 //	recovery-point-checkpoint        recovery point
 //	log-start-offset-checkpoint      log start offset
 //	clean-shutdown                   present only between a clean Close and the next Open
+//	reset-offset-checkpoint          present only while a ResetTo is unfinished (see "ResetTo")
 //	*.tmp                            a checkpoint being written; deleted on Open
 //
 // A segment is named by its base offset, the offset of its first batch (or, for
@@ -131,6 +132,18 @@
 // and checkpoints, and removed by Open (with a directory fsync) before the first
 // write. Its absence at Open means the last stop was unclean.
 //
+// # ResetTo
+//
+// ResetTo(offset) empties the log and restarts it at offset (a follower
+// whose fetch offset fell below the leader's local log start). Its commit
+// point is reset-offset-checkpoint (offset-checkpoint format, written
+// atomically). Then, each step atomic: every segment's files are deleted,
+// an empty segment <offset>.log is created, the log-start and
+// recovery-point checkpoints become offset, the leader-epoch checkpoint
+// empties, and the marker is removed. Open, before reading any checkpoint,
+// redoes these steps if the marker is present (they are idempotent), so a
+// crash at any point leaves the old log or the empty one at offset.
+//
 // # Recovery (Open)
 //
 //  1. Delete *.tmp files and index files without a .log.
@@ -180,6 +193,8 @@
 // appendMu serializes writers (Append, Truncate, retention, Close);
 // flushMu is held by a flush round and by whatever closes or truncates files;
 // mu guards the segment list and every published value and is held only
-// briefly (never across fsync). Reads hold mu.RLock while they pread, so a
-// segment is never closed under a reader. Lock order: appendMu, flushMu, mu.
+// briefly (never across fsync). Reads capture a segment's file, committed
+// end and generation under mu.RLock, pread without it, and discard the
+// result if the generation moved (truncated or closed meanwhile; read.go).
+// Lock order: appendMu, flushMu, mu.
 package hotlog

@@ -153,3 +153,165 @@ func (l *Log) Remove() error {
 	}
 	return os.RemoveAll(filepath.Clean(l.dir))
 }
+
+// resetFile marks a ResetTo in progress (see doc.go, "ResetTo"). Part of the
+// on-disk format; never change.
+const resetFile = "reset-offset-checkpoint"
+
+// ResetTo empties the log and restarts it at offset (Kafka's
+// truncateFullyAndStartAt): a follower whose fetch offset fell below the
+// leader's local log start (history tiered or deleted) continues from there.
+// Every segment is deleted; LogStartOffset, LogEndOffset, FlushedOffset and
+// the recovery point become offset and the epoch cache empties.
+//
+// Crash safety: the reset-offset-checkpoint, written atomically first, is
+// the commit point. A crash before it leaves the old log; after it, Open
+// finishes the reset (completeReset is idempotent), so reopening yields the
+// old log or the empty one at offset, never a mixture. Readers are blocked
+// for the duration (a few fsyncs).
+func (l *Log) ResetTo(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if offset < 0 || offset > maxOffset {
+		return fmt.Errorf("%w: reset to %d", ErrOffsetOutOfRange, offset)
+	}
+	if err := l.resetLocked(offset); err != nil {
+		return l.failLocked(fmt.Errorf("reset to %d: %w", offset, err))
+	}
+	l.notifyLocked()
+	return nil
+}
+
+// resetLocked does ResetTo's work. REQUIRES: appendMu, flushMu, mu held.
+func (l *Log) resetLocked(offset int64) error {
+	if err := writeOffsetCheckpoint(l.dir, resetFile, offset); err != nil {
+		return err
+	}
+	var closeErr error
+	for _, s := range l.mu.segments {
+		if err := s.closeFiles(); err != nil && closeErr == nil {
+			closeErr = err
+		}
+	}
+	// The old segments are gone from the log's view whatever happens next:
+	// on failure the log is fenced and Open completes the reset.
+	l.mu.segments, l.mu.unsynced = nil, nil
+	if closeErr != nil {
+		return closeErr
+	}
+	s, err := completeReset(l.dir, offset, nil)
+	if err != nil {
+		return err
+	}
+	if err := s.openIndexFiles(l.dir, os.O_CREATE|os.O_WRONLY|os.O_APPEND); err != nil {
+		s.file.Close()
+		return err
+	}
+	l.mu.segments = []*segment{s}
+	l.mu.epochs.entries = nil
+	l.mu.logStartOffset, l.mu.flushedOffset, l.mu.recoveryPoint = offset, offset, offset
+	return nil
+}
+
+// completeReset makes the directory hold only an empty segment at offset,
+// with every checkpoint at offset and no epochs, then removes the reset
+// marker. Each step is atomic and the whole is idempotent: it lists the
+// directory itself, so a crash at any step is finished by running it again.
+// It returns the new segment with its .log open (index files closed).
+// crashAfter, when not nil, is consulted after each step (tests simulate a
+// crash there by returning true: errSimulatedCrash).
+func completeReset(dir string, offset int64, crashAfter func(step int) bool) (*segment, error) {
+	step := 0
+	stop := func() bool {
+		step++
+		return crashAfter != nil && crashAfter(step)
+	}
+	bases, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, base := range bases {
+		if err := removeSegmentFiles(dir, base); err != nil {
+			return nil, err
+		}
+		if stop() {
+			return nil, errSimulatedCrash
+		}
+	}
+	s, err := createSegment(dir, offset)
+	if err != nil {
+		return nil, err
+	}
+	if err := finishResetFiles(dir, offset, stop); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	if err := s.closeIndexFiles(); err != nil {
+		s.file.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// finishResetFiles makes the new segment's directory entry durable, writes
+// the checkpoints of an empty log at offset, and removes the reset marker
+// (last: it is what makes Open redo the reset).
+func finishResetFiles(dir string, offset int64, stop func() bool) error {
+	steps := []func() error{
+		func() error { return syncDir(dir) },
+		func() error { return writeOffsetCheckpoint(dir, logStartOffsetFile, offset) },
+		func() error { return writeOffsetCheckpoint(dir, recoveryPointFile, offset) },
+		func() error { return writeFileAtomic(dir, leaderEpochFile, encodeEpochCheckpoint(nil)) },
+		func() error { return os.Remove(filepath.Join(dir, resetFile)) },
+		func() error { return syncDir(dir) },
+	}
+	for _, run := range steps {
+		if err := run(); err != nil {
+			return err
+		}
+		if stop() {
+			return errSimulatedCrash
+		}
+	}
+	return nil
+}
+
+// errSimulatedCrash ends completeReset early in crash tests.
+var errSimulatedCrash = errors.New("hotlog: simulated crash")
+
+// finishInterruptedReset completes a ResetTo that a crash interrupted (the
+// reset marker is present) before recovery reads the checkpoints; it
+// returns the segment bases recovery should open.
+func (l *Log) finishInterruptedReset(bases []int64) ([]int64, error) {
+	marker := filepath.Join(l.dir, resetFile)
+	if _, err := os.Stat(marker); err != nil {
+		return bases, nil
+	}
+	offset, ok := readOffsetCheckpoint(l.dir, resetFile)
+	if !ok || offset > maxOffset {
+		// It is written atomically, so this is damage, not a torn write.
+		// Keeping what is left of the old log is the safe side: at worst a
+		// prefix is gone, which the follower refetches or resets again.
+		l.logger.Error("hotlog: ignoring an unreadable reset marker", "dir", l.dir)
+		if err := os.Remove(marker); err != nil {
+			return nil, err
+		}
+		return bases, syncDir(l.dir)
+	}
+	l.logger.Warn("hotlog: finishing an interrupted reset", "dir", l.dir, "offset", offset)
+	s, err := completeReset(l.dir, offset, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.file.Close(); err != nil {
+		return nil, err
+	}
+	return []int64{offset}, nil
+}

@@ -36,6 +36,9 @@ func (l *Log) recover() error {
 	if err != nil {
 		return err
 	}
+	if bases, err = l.finishInterruptedReset(bases); err != nil {
+		return err
+	}
 	markerPath := filepath.Join(l.dir, cleanShutdownFile)
 	_, statErr := os.Stat(markerPath)
 	clean := statErr == nil

@@ -11,15 +11,23 @@ import (
 // segment is one .log file with its indexes.
 //
 // Ownership: file is opened at creation and closed only with Log.mu held
-// exclusively (so no reader is inside it). indexFile and timeFile are used by
-// the appender while the segment is active and closed by the flusher after
-// the segment is sealed and synced. Every other field is published state:
+// exclusively (closeFiles, which bumps gen). Reads pread it without the lock
+// (read.go) and check gen afterwards. indexFile and timeFile are used by the
+// appender while the segment is active and closed by the flusher after the
+// segment is sealed and synced. Every other field is published state:
 // written with Log.mu held exclusively, read with Log.mu held.
 type segment struct {
 	base      int64
 	file      *os.File
 	indexFile *os.File // nil once sealed and synced
 	timeFile  *os.File // nil once sealed and synced
+
+	// gen changes whenever bytes below size may change or the file closes:
+	// resetState (before a rescan: Truncate, recovery) and closeFiles bump
+	// it, with Log.mu held exclusively (or the segment unpublished). A read
+	// that saw the same gen before and after its unlocked pread read bytes
+	// that were committed and unchanged throughout.
+	gen uint64
 
 	size        int64 // bytes of whole batches; the file may hold more (unpublished or torn)
 	next        int64 // offset after the last batch; == base when empty
@@ -98,10 +106,15 @@ func (s *segment) track(h BatchHeader, pos int64, interval int, nowMs int64, idx
 	return idx, tidx
 }
 
-// resetState forgets everything about the batches (before a rebuild).
+// resetState forgets everything about the batches (before a rebuild) and
+// bumps gen: the bytes below the old size are about to change (Truncate).
+// REQUIRES: Log.mu held exclusively, or the segment unpublished.
 func (s *segment) resetState() {
-	*s = segment{base: s.base, file: s.file, indexFile: s.indexFile, timeFile: s.timeFile,
-		next: s.base, maxTimestamp: math.MinInt64, rollBaseMs: -1}
+	s.gen++
+	s.size, s.next = 0, s.base
+	s.offsetIndex, s.timeIndex = nil, nil
+	s.maxTimestamp, s.maxTimestampOffset = math.MinInt64, 0
+	s.rollBaseMs, s.bytesSinceIndex = -1, 0
 }
 
 // fits reports whether a batch run of n bytes ending at lastOffset can go in
@@ -166,8 +179,11 @@ func (s *segment) readBatch(pos int64, h BatchHeader) ([]byte, error) {
 	return b, nil
 }
 
-// closeFiles closes every open file of the segment.
+// closeFiles closes every open file of the segment and bumps gen, so a
+// read in progress discards what it read. REQUIRES: Log.mu held
+// exclusively, or the segment unpublished.
 func (s *segment) closeFiles() error {
+	s.gen++
 	err := s.closeIndexFiles()
 	if cerr := s.file.Close(); err == nil {
 		err = cerr

@@ -31,6 +31,12 @@ type ColdRead struct {
 // does. Every byte returned passed its chunk CRC and each batch its own
 // CRC; damage is ErrCorruptObject and nothing is returned. An offset past
 // the object's last offset gives ErrOffsetNotInObject.
+//
+// The result is read-only: when the batches lie in one cached block (the
+// usual case: a block is FetchSize, a read about a fetch's partition
+// bytes) it is a view of that block, not a copy. The block stays valid
+// while referenced even if the cache evicts it, so the cache bound counts
+// cached blocks, not answers still being written to a socket.
 func (c *ColdReader) Read(ctx context.Context, r ColdRead) ([]byte, error) {
 	x, err := c.Index(ctx, r.Object)
 	if err != nil {
@@ -45,7 +51,7 @@ func (c *ColdReader) Read(ctx context.Context, r ColdRead) ([]byte, error) {
 		return nil, err
 	}
 	c.scheduleReadAhead(r, x, start/c.blockSize(x))
-	cur := &coldCursor{c: c, ctx: ctx, obj: r.Object, x: x, pos: start}
+	cur := &coldCursor{c: c, ctx: ctx, obj: r.Object, x: x, pos: start, hold: true}
 	out, err := c.collect(cur, offset, max(r.MaxBytes, 1), r.UpTo)
 	if err != nil {
 		return nil, err
@@ -54,11 +60,15 @@ func (c *ColdReader) Read(ctx context.Context, r ColdRead) ([]byte, error) {
 	return out, nil
 }
 
-// collect cuts batches from cur under the Read limits.
+// collect cuts batches from cur under the Read limits: it walks the
+// headers to find the range [from, to) of the batches section to return,
+// then returns it as one view of a cached block, or a copy when it spans
+// blocks (cur holds the blocks it walked, so none is fetched twice).
 func (c *ColdReader) collect(cur *coldCursor, offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	batchesLen := cur.x.Footer.Sections[SectionBatches].Length
-	out := make([]byte, 0, min(int64(maxBytes), batchesLen-cur.pos))
+	from, to := int64(-1), int64(-1)
 	for cur.pos < batchesLen {
+		pos := cur.pos
 		batch, h, err := cur.next()
 		if err != nil {
 			return nil, err
@@ -66,15 +76,22 @@ func (c *ColdReader) collect(cur *coldCursor, offset int64, maxBytes int, upTo i
 		if h.LastOffset() < offset {
 			continue
 		}
-		if h.BaseOffset >= upTo || (len(out) > 0 && len(out)+len(batch) > maxBytes) {
+		n := int64(len(batch))
+		if h.BaseOffset >= upTo || (from >= 0 && to-from+n > int64(maxBytes)) {
 			break
 		}
-		out = append(out, batch...)
-		if len(out) >= maxBytes {
+		if from < 0 {
+			from = pos
+		}
+		to = pos + n
+		if to-from >= int64(maxBytes) {
 			break
 		}
 	}
-	return out, nil
+	if from < 0 {
+		return []byte{}, nil
+	}
+	return cur.bytes(from, to-from)
 }
 
 // OffsetForTimestamp finds the first record of obj at or after from with
@@ -119,9 +136,19 @@ type coldCursor struct {
 	ctx       context.Context
 	obj       ColdObject
 	x         *ObjectIndex
-	pos       int64  // position of the next batch in the batches section
-	lastBlock int64  // last block read
-	lastData  []byte // its bytes, nil before the first block
+	pos       int64 // position of the next batch in the batches section
+	lastBlock int64 // last block read
+	// hold keeps every block walked in held (a Read: a few blocks at most,
+	// its answer is cut from them); otherwise only the last one is kept
+	// (a walk over a whole object must not pin all of it).
+	hold bool
+	held []heldBlock
+}
+
+// heldBlock is a block a cursor keeps a reference to.
+type heldBlock struct {
+	index int64
+	data  []byte
 }
 
 // next returns the batch at cur.pos (a view of the cache when it lies in
@@ -180,11 +207,14 @@ func (cur *coldCursor) bytes(pos, n int64) ([]byte, error) {
 	return out, nil
 }
 
-// block returns block i, remembering the last one so that walking a block
-// takes the cache lock (and counts a hit or miss) once.
+// block returns block i, remembering the blocks held so that walking a
+// block takes the cache lock (and counts a hit or miss) once.
 func (cur *coldCursor) block(i int64) ([]byte, error) {
-	if cur.lastData != nil && cur.lastBlock == i {
-		return cur.lastData, nil
+	for _, b := range cur.held {
+		if b.index == i {
+			cur.lastBlock = i
+			return b.data, nil
+		}
 	}
 	data, err := cur.c.block(cur.ctx, cur.obj, cur.x, i)
 	if err == nil && int64(len(data)) != cur.c.blockLen(cur.x, i) {
@@ -193,7 +223,11 @@ func (cur *coldCursor) block(i int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur.lastBlock, cur.lastData = i, data
+	if !cur.hold {
+		cur.held = cur.held[:0]
+	}
+	cur.held = append(cur.held, heldBlock{index: i, data: data})
+	cur.lastBlock = i
 	return data, nil
 }
 

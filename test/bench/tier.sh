@@ -14,10 +14,13 @@
 #   3. ~512 MiB produced (1 KiB records, acks=all, flat out), then a wait
 #      until the upload lag is 0 and local disk holds <= 10 % of the data
 #      or stopped shrinking (about the active segments).
-#   4. Cold catch-up: a consumer (kgo defaults) reads offsets [0, tiered end)
-#      of every partition, i.e. every record that is in the bucket. Its
-#      MB/s counts the object bytes covering that range (the tier status'
-#      tieredBytes), so it compares with the raw baseline: ranged GETs
+#   4. Cold catch-up, twice: a consumer (kgo defaults) reads offsets
+#      [0, tiered end) of every partition, i.e. every record that is in the
+#      bucket; then the raw-fetch client (tierbench rawfetch.go: kmsg Fetch
+#      requests to the leader, batches CRC-checked but records not decoded,
+#      so the client's CPU is mostly out of the picture) reads the same.
+#      Both MB/s count the object bytes covering that range (the tier status'
+#      tieredBytes), so they compare with the raw baseline: ranged GETs
 #      (8 MiB, the cold path's fetch size; 8 in flight, its worker pool) of
 #      the same objects through the broker's own client stack
 #      (tier.OpenURL with the same URL: Retrying(Counting(aws-sdk s3))),
@@ -27,8 +30,9 @@
 #   6. Hot tail: a paced producer (BENCH_RATE records/s, 1 KiB) and a tail
 #      consumer; end-to-end latency from each record's intended send time
 #      (coordinated-omission corrected) in test/bench's HDR histogram, first
-#      without, then with a backfill consumer (its own process) reading
-#      [0, tiered end) over and over during the whole window.
+#      without, then with a backfill (its own process) reading
+#      [0, tiered end) over and over during the whole window: a kgo consumer,
+#      then the raw-fetch client (BENCH_BACKFILL_CLIENT picks one).
 #
 # Knobs (environment): BENCH_MIB (512) BENCH_PARTITIONS (4)
 #   BENCH_SEGMENT_BYTES (16 MiB) BENCH_LOCAL_RETENTION_BYTES (16 MiB)
@@ -36,8 +40,9 @@
 #   BENCH_RATE (2000) BENCH_HOT_SECONDS (20) BENCH_DURABILITY (replication)
 #   BENCH_FETCH_PARTITION_BYTES (0: kgo's 1 MiB; cold and backfill consumers)
 #   BENCH_BACKFILL_MBPS (0: flat out; a client-side cap on the backfill)
+#   BENCH_BACKFILL_CLIENT (both: kgo then raw; or kgo, raw)
 #   BENCH_DIR (/tmp) BENCH_KEEP=1 keeps the work directory (logs, data).
-# A run takes about 1.5 minutes on 2 cores (80 s measured), plus the build.
+# A run takes about 2 minutes on 2 cores (110 s measured), plus the build.
 set -euo pipefail
 export LC_ALL=C
 
@@ -52,6 +57,9 @@ hot_seconds=${BENCH_HOT_SECONDS:-20}
 durability=${BENCH_DURABILITY:-replication}
 fetch_part=${BENCH_FETCH_PARTITION_BYTES:-0}
 backfill_mbps=${BENCH_BACKFILL_MBPS:-0}
+backfill_client=${BENCH_BACKFILL_CLIENT:-both}
+case $backfill_client in both) backfill_clients="kgo raw" ;; kgo | raw) backfill_clients=$backfill_client ;;
+*) printf 'BENCH_BACKFILL_CLIENT=%s: want both, kgo or raw\n' "$backfill_client" >&2; exit 2 ;; esac
 minio_bin=${STRATA_MINIO_BIN:-$PWD/.tools/bin/minio}
 topic=tierbench
 bucket=strata-bench
@@ -134,32 +142,38 @@ tb() {
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
 print_table() {
-	local raw1 raw2 raw cold gets getb p99a p99b
+	local raw1 raw2 raw cold coldraw gets getb p99a c
 	raw1=$(field "${out[raw1]}" mb_per_sec) raw2=$(field "${out[raw2]}" mb_per_sec)
 	raw=$(calc %.2f "($raw1 > $raw2) ? $raw1 : $raw2")
-	cold=$(field "${out[cold]}" mb_per_sec)
+	cold=$(field "${out[cold]}" mb_per_sec) coldraw=$(field "${out[coldraw]}" mb_per_sec)
 	gets=$(field "${out[cold]}" gets) getb=$(field "${out[cold]}" get_bytes)
 	local objb
 	objb=$(field "${out[cold]}" object_bytes)
-	p99a=$(field "${out[hot]}" p99_ms) p99b=$(field "${out[hotbf]}" p99_ms)
-	printf '\n%-52s %12s %12s %8s\n' measurement value baseline ratio
-	printf '%-52s %12s %12s %8s\n' "cold catch-up MB/s (object bytes) vs raw GET MB/s" "$cold" "$raw" \
+	p99a=$(field "${out[hot]}" p99_ms)
+	printf '\n%-56s %12s %12s %8s\n' measurement value baseline ratio
+	printf '%-56s %12s %12s %8s\n' "cold catch-up MB/s, kgo consumer, vs raw GET MB/s" "$cold" "$raw" \
 		"$(calc %.2f "$cold / $raw")"
-	printf '%-52s %12s %12s\n' "  cold catch-up MB/s of record values" "$(field "${out[cold]}" value_mb_per_sec)" -
-	printf '%-52s %12s %12s\n' "  raw GET runs (before, after the cold read)" "$raw1" "$raw2"
-	printf '%-52s %12s %12s %8s\n' "hot-tail e2e p99 ms: with backfill vs without" "$p99b" "$p99a" \
-		"$(calc %.2f "$p99b / $p99a")"
-	printf '%-52s %12s %12s\n' "  hot-tail e2e p50 ms (with / without)" "$(field "${out[hotbf]}" p50_ms)" "$(field "${out[hot]}" p50_ms)"
-	printf '%-52s %12s %12s\n' "  hot-tail e2e p99.9 ms (with / without)" "$(field "${out[hotbf]}" p999_ms)" "$(field "${out[hot]}" p999_ms)"
-	printf '%-52s %12s %12s\n' "  backfill MB/s of values during the hot run" "$(field "${out[backfill]}" mb_per_sec)" -
-	printf '%-52s %12s %12s\n' "GETs per GiB (broker /metrics, per GiB GET bytes)" \
+	printf '%-56s %12s %12s %8s\n' "cold catch-up MB/s, raw fetch, vs raw GET MB/s" "$coldraw" "$raw" \
+		"$(calc %.2f "$coldraw / $raw")"
+	printf '%-56s %12s %12s\n' "  cold catch-up MB/s of record values (kgo)" "$(field "${out[cold]}" value_mb_per_sec)" -
+	printf '%-56s %12s %12s\n' "  raw GET runs (before, after the cold reads)" "$raw1" "$raw2"
+	for c in $backfill_clients; do
+		printf '%-56s %12s %12s %8s\n' "hot-tail e2e p99 ms: with $c backfill vs without" "$(field "${out[hotbf_$c]}" p99_ms)" "$p99a" \
+			"$(calc %.2f "$(field "${out[hotbf_$c]}" p99_ms) / $p99a")"
+		printf '%-56s %12s %12s\n' "  hot-tail e2e p50 ms (with $c backfill / without)" "$(field "${out[hotbf_$c]}" p50_ms)" "$(field "${out[hot]}" p50_ms)"
+		printf '%-56s %12s %12s\n' "  hot-tail e2e p99.9 ms (with $c backfill / without)" "$(field "${out[hotbf_$c]}" p999_ms)" "$(field "${out[hot]}" p999_ms)"
+		printf '%-56s %12s %12s\n' "  $c backfill MB/s during the hot run" "$(field "${out[backfill_$c]}" mb_per_sec)" -
+	done
+	printf '%-56s %12s %12s\n' "GETs per GiB (broker /metrics, per GiB GET bytes)" \
 		"$(calc %.1f "$gets / ($getb / 1073741824)")" \
 		"$(calc %.1f "$(field "${out[raw1]}" gets) / ($(field "${out[raw1]}" bytes) / 1073741824)")"
-	printf '%-52s %12s\n' "  broker GETs per GiB of objects consumed" "$(calc %.1f "$gets / ($objb / 1073741824)")"
-	printf '%-52s %12s\n' "  broker GETs / GET bytes during the cold read" "$gets / $getb"
+	printf '%-56s %12s\n' "  broker GETs per GiB of objects consumed (kgo run)" "$(calc %.1f "$gets / ($objb / 1073741824)")"
+	printf '%-56s %12s\n' "  broker GETs / GET bytes during the kgo cold read" "$gets / $getb"
 	printf '\nMB/s = 10^6 B/s. Cold and raw MB/s both count the bytes of the segment objects covering the\n'
 	printf 'tiered range (%s B); baseline = the better raw run (8 MiB ranged GETs, 8 in flight, same client\n' "$objb"
-	printf 'stack and URL as the broker). Hot tail: %s records/s of 1 KiB over %s partitions for %ss\n' "$rate" "$partitions" "$hot_seconds"
+	printf 'stack and URL as the broker). Raw fetch: kmsg Fetch requests, one in flight per broker, batch\n'
+	printf 'CRC-32C checked, records not decoded. Backfill MB/s: record values (kgo) or whole batches (raw).\n'
+	printf 'Hot tail: %s records/s of 1 KiB over %s partitions for %ss\n' "$rate" "$partitions" "$hot_seconds"
 	printf '(first 3 s not recorded), latency from intended send time to receipt by a tail consumer.\n'
 	printf 'GETs counted by the broker (every attempt, footer/index reads included); the baseline column\n'
 	printf 'is the raw run'"'"'s GETs per GiB (8 MiB ranges). Goals (issue 4): cold/raw >= 0.7, p99 ratio <= 1.2.\n'
@@ -167,18 +181,21 @@ print_table() {
 	printf 'backfill cap %s MB/s (0: none).\n' "$backfill_mbps"
 }
 
-# hot_with_backfill: the hot-tail run again, with the backfill consumer in
-# its own process started 2 s before and lasting past its end.
+# hot_with_backfill CLIENT: the hot-tail run again, with the backfill
+# (client kgo or raw) in its own process started 2 s before and lasting
+# past its end.
 hot_with_backfill() {
-	"$work/tierbench" backfill --brokers "$brokers" --http "$http_addr" --topic "$topic" \
+	local client=$1
+	"$work/tierbench" backfill --brokers "$brokers" --http "$http_addr" --topic "$topic" --client "$client" \
 		--duration "$((hot_seconds + 4))s" --fetch-max-partition-bytes "$fetch_part" \
 		--max-mb-per-sec "$backfill_mbps" >"$work/backfill.out" 2>>"$work/tierbench.log" &
 	backfill_pid=$!
 	sleep 2
-	tb hotbf hot --brokers "$brokers" --topic "$topic" --rate "$rate" --duration "${hot_seconds}s" --label with-backfill
+	tb "hotbf_$client" hot --brokers "$brokers" --topic "$topic" --rate "$rate" --duration "${hot_seconds}s" \
+		--label "with-$client-backfill"
 	wait "$backfill_pid" || fail "backfill failed" "$work/tierbench.log"
 	backfill_pid=""
-	out[backfill]=$(tail -n 1 "$work/backfill.out")
+	out[backfill_$client]=$(tail -n 1 "$work/backfill.out")
 	say "$(tail -n 1 "$work/backfill.out")"
 }
 
@@ -196,10 +213,12 @@ main() {
 		--records $((mib * 1024)) --record-size 1024 --acks all | tail -n 1 >&2
 	tb tiered wait-tiered --http "$http_addr" --topic "$topic"
 	tb raw1 rawget --object-store "$store_url" --topic "$topic"
-	tb cold cold --brokers "$brokers" --http "$http_addr" --topic "$topic" --fetch-max-partition-bytes "$fetch_part"
+	tb cold cold --brokers "$brokers" --http "$http_addr" --topic "$topic" --fetch-max-partition-bytes "$fetch_part" --client kgo
+	tb coldraw cold --brokers "$brokers" --http "$http_addr" --topic "$topic" --fetch-max-partition-bytes "$fetch_part" --client raw
 	tb raw2 rawget --object-store "$store_url" --topic "$topic"
 	tb hot hot --brokers "$brokers" --topic "$topic" --rate "$rate" --duration "${hot_seconds}s" --label alone
-	hot_with_backfill
+	local c
+	for c in $backfill_clients; do hot_with_backfill "$c"; done
 	print_table
 }
 

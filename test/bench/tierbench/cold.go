@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -12,7 +13,7 @@ import (
 
 // coldRead is what one pass over [0, tiered end) measured.
 type coldRead struct {
-	records, valueBytes int64
+	records, valueBytes int64 // valueBytes: record values (kgo) or whole batches (raw)
 	elapsed             time.Duration
 	complete            bool // every partition reached its end
 }
@@ -89,6 +90,21 @@ func readCold(ctx context.Context, brokers []string, topic string, ends map[int3
 	return res, nil
 }
 
+// coldReader is readCold (kgo consumer) or readColdRaw (raw Fetch).
+type coldReader func(ctx context.Context, brokers []string, topic string, ends map[int32]int64, o coldOpts) (coldRead, error)
+
+// coldClient picks the client by its --client name; bytesName is what the
+// byte count means in the summary line.
+func coldClient(name string) (read coldReader, bytesName string, err error) {
+	switch name {
+	case "kgo":
+		return readCold, "value_bytes", nil
+	case "raw":
+		return readColdRaw, "batch_bytes", nil
+	}
+	return nil, "", fmt.Errorf("--client %q: want kgo or raw", name)
+}
+
 // pace sleeps until bytes read since start are within bytesPerSec.
 func pace(ctx context.Context, start time.Time, bytes int64, bytesPerSec float64) {
 	if bytesPerSec <= 0 {
@@ -110,7 +126,12 @@ func runCold(ctx context.Context, args []string) error {
 	topic := fs.String("topic", "", "topic")
 	maxPart := fs.Int("fetch-max-partition-bytes", 0, "kgo FetchMaxPartitionBytes (0: kgo's default, 1 MiB)")
 	timeout := fs.Duration("timeout", 120*time.Second, "give up after")
+	client := fs.String("client", "kgo", "kgo: a kgo consumer decoding every record; raw: raw Fetch requests (batches CRC-checked, records not decoded)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	read, bytesName, err := coldClient(*client)
+	if err != nil {
 		return err
 	}
 	ends, objBytes, err := tieredEnds(ctx, *httpAddr, *topic)
@@ -123,7 +144,7 @@ func runCold(ctx context.Context, args []string) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	res, err := readCold(rctx, brokerList(*brokers), *topic, ends, coldOpts{maxPartBytes: int32(*maxPart)})
+	res, err := read(rctx, brokerList(*brokers), *topic, ends, coldOpts{maxPartBytes: int32(*maxPart)})
 	if err != nil {
 		return err
 	}
@@ -135,10 +156,11 @@ func runCold(ctx context.Context, args []string) error {
 		return err
 	}
 	gets, getBytes := gets1-gets0, getBytes1-getBytes0
-	say("cold catch-up: %d records, %d value B (%d object B) in %.2fs: %.1f MB/s of objects, %.1f MB/s of values; broker GETs %d for %d B",
-		res.records, res.valueBytes, objBytes, res.elapsed.Seconds(), mbps(objBytes, res.elapsed), mbps(res.valueBytes, res.elapsed), gets, getBytes)
-	fmt.Printf("cold records=%d value_bytes=%d object_bytes=%d seconds=%.3f mb_per_sec=%.2f value_mb_per_sec=%.2f gets=%d get_bytes=%d\n",
-		res.records, res.valueBytes, objBytes, res.elapsed.Seconds(), mbps(objBytes, res.elapsed),
-		mbps(res.valueBytes, res.elapsed), gets, getBytes)
+	say("cold catch-up (%s client): %d records, %d %s (%d object B) in %.2fs: %.1f MB/s of objects, %.1f MB/s of %s; broker GETs %d for %d B",
+		*client, res.records, res.valueBytes, bytesName, objBytes, res.elapsed.Seconds(), mbps(objBytes, res.elapsed),
+		mbps(res.valueBytes, res.elapsed), bytesName, gets, getBytes)
+	fmt.Printf("cold client=%s records=%d %s=%d object_bytes=%d seconds=%.3f mb_per_sec=%.2f %s_mb_per_sec=%.2f gets=%d get_bytes=%d\n",
+		*client, res.records, bytesName, res.valueBytes, objBytes, res.elapsed.Seconds(), mbps(objBytes, res.elapsed),
+		strings.TrimSuffix(bytesName, "_bytes"), mbps(res.valueBytes, res.elapsed), gets, getBytes)
 	return nil
 }

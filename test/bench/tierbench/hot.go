@@ -181,8 +181,13 @@ func runBackfill(ctx context.Context, args []string) error {
 	topic := fs.String("topic", "", "topic")
 	duration := fs.Duration("duration", 30*time.Second, "run time")
 	maxPart := fs.Int("fetch-max-partition-bytes", 0, "kgo FetchMaxPartitionBytes (0: kgo's default, 1 MiB)")
-	rate := fs.Float64("max-mb-per-sec", 0, "client-side cap on value MB/s (0: flat out)")
+	rate := fs.Float64("max-mb-per-sec", 0, "client-side cap on value (kgo) or batch (raw) MB/s (0: flat out)")
+	client := fs.String("client", "kgo", "kgo: a kgo consumer decoding every record; raw: raw Fetch requests")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	read, bytesName, err := coldClient(*client)
+	if err != nil {
 		return err
 	}
 	opts := coldOpts{maxPartBytes: int32(*maxPart), bytesPerSec: *rate * 1e6}
@@ -196,7 +201,7 @@ func runBackfill(ctx context.Context, args []string) error {
 	var bytes int64
 	passes := 0
 	for ctx.Err() == nil {
-		r, err := readCold(ctx, brokerList(*brokers), *topic, ends, opts)
+		r, err := read(ctx, brokerList(*brokers), *topic, ends, opts)
 		if err != nil {
 			return err
 		}
@@ -206,7 +211,7 @@ func runBackfill(ctx context.Context, args []string) error {
 		}
 	}
 	elapsed := time.Since(start)
-	say("backfill: %d complete passes, %d value B in %.1fs: %.1f MB/s", passes, bytes, elapsed.Seconds(), mbps(bytes, elapsed))
-	fmt.Printf("backfill passes=%d value_bytes=%d seconds=%.3f mb_per_sec=%.2f\n", passes, bytes, elapsed.Seconds(), mbps(bytes, elapsed))
+	say("backfill (%s client): %d complete passes, %d %s in %.1fs: %.1f MB/s", *client, passes, bytes, bytesName, elapsed.Seconds(), mbps(bytes, elapsed))
+	fmt.Printf("backfill client=%s passes=%d %s=%d seconds=%.3f mb_per_sec=%.2f\n", *client, passes, bytesName, bytes, elapsed.Seconds(), mbps(bytes, elapsed))
 	return nil
 }

@@ -6,9 +6,9 @@
 //	tierbench mkbucket --endpoint URL ...   create the bucket (minio-go)
 //	tierbench wait-tiered ...               wait until most data is only in the bucket
 //	tierbench rawget ...                    raw ranged GETs of the topic's objects
-//	tierbench cold ...                      cold catch-up consumer, offsets [0, tiered end)
+//	tierbench cold [--client kgo|raw] ...   cold catch-up, offsets [0, tiered end)
 //	tierbench hot ...                       paced producer + tail consumer (e2e latency)
-//	tierbench backfill ...                  cold consumer over [0, tiered end), repeated
+//	tierbench backfill [--client kgo|raw]   cold reads of [0, tiered end), repeated
 //
 // Every measuring subcommand prints human lines on stderr and one
 // key=value summary line on stdout for the script. Benchmarks assert

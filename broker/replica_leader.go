@@ -1,0 +1,199 @@
+package broker
+
+// The leader's data path around the replica: appends (with acks=all
+// registration), the acks=all purgatory wait, replication errors as Kafka
+// codes, and where clients should go instead (NOT_LEADER_OR_FOLLOWER with
+// the current leader and its endpoint, where the protocol allows).
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/replication"
+)
+
+// ackWait is an appended acks=all partition waiting for the HW.
+type ackWait struct {
+	id     uint64
+	result chan error
+}
+
+// appendAsLeader appends validated batches while p's replica leads, stamped
+// with its epoch, and reports the new LEO. With acksAll it first checks
+// min.insync.replicas (ErrNotEnoughReplicas, nothing appended) and then
+// registers an acks=all waiter for the appended batches (timeoutMs of
+// logical time). Errors: replication.ErrNotLeader, the machine's, or the
+// log's.
+func (b *Broker) appendAsLeader(p *partition, records []byte, acksAll bool, timeoutMs int64) (hotlog.AppendResult, *ackWait, error) {
+	var res hotlog.AppendResult
+	var wait *ackWait
+	err := b.withReplica(p, func(r *replication.Replica) error {
+		if r.Role() != replication.RoleLeader {
+			return replication.ErrNotLeader
+		}
+		if acksAll {
+			if err := r.CheckAcksAll(); err != nil {
+				return err
+			}
+		}
+		var err error
+		if res, err = p.log.Append(records, r.LeaderEpoch()); err != nil {
+			return err
+		}
+		if err := b.reportLocalLogLocked(p, r); err != nil {
+			return err
+		}
+		if !acksAll {
+			return nil
+		}
+		id, ch := b.parts.repl.acks.register()
+		w := replication.AckWaiter{ID: id, RequiredOffset: res.LastOffset + 1, TimeoutMs: max(timeoutMs, 0)}
+		if err := r.WaitForAcks(w); err != nil {
+			b.parts.repl.acks.forget(id)
+			return err
+		}
+		wait = &ackWait{id: id, result: ch}
+		return nil
+	})
+	if errors.Is(err, errPartitionClosed) {
+		err = hotlog.ErrClosed
+	}
+	return res, wait, err
+}
+
+// appendLeader appends batches to p while its replica leads (acks=1
+// semantics): the path for the broker's own writes, such as the group
+// coordinator's offsets log.
+func (b *Broker) appendLeader(p *partition, records []byte) (hotlog.AppendResult, error) {
+	res, _, err := b.appendAsLeader(p, records, false, 0)
+	return res, err
+}
+
+// awaitAck waits for w's result. The replica answers by its own timeout
+// (Tick); the wall-clock deadline is a backstop should it never answer.
+func (b *Broker) awaitAck(ctx context.Context, w *ackWait, deadline <-chan time.Time) error {
+	select {
+	case err := <-w.result:
+		return err
+	case <-ctx.Done():
+		b.parts.repl.acks.forget(w.id)
+		return ctx.Err()
+	case <-deadline:
+		b.parts.repl.acks.forget(w.id)
+		return replication.ErrTimedOut
+	}
+}
+
+// ackBackstop is added to a produce timeout for awaitAck's deadline: the
+// replica's own timeout normally answers first (within a tick).
+const ackBackstop = time.Second
+
+// replicationErrorCode maps the replication machine's errors to Kafka
+// codes (replication/doc.go); ok is false for other errors.
+func replicationErrorCode(err error) (code int16, ok bool) {
+	switch {
+	case errors.Is(err, replication.ErrNotLeader), errors.Is(err, replication.ErrNotFollower),
+		errors.Is(err, replication.ErrUnknownReplica):
+		return kerr.NotLeaderForPartition.Code, true
+	case errors.Is(err, replication.ErrStaleEpoch):
+		return kerr.FencedLeaderEpoch.Code, true
+	case errors.Is(err, replication.ErrUnknownEpoch):
+		return kerr.UnknownLeaderEpoch.Code, true
+	case errors.Is(err, replication.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code, true
+	case errors.Is(err, replication.ErrNotEnoughReplicasAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend.Code, true
+	case errors.Is(err, replication.ErrNotEnoughReplicas):
+		return kerr.NotEnoughReplicas.Code, true
+	case errors.Is(err, replication.ErrTimedOut), errors.Is(err, replication.ErrTooManyWaiters):
+		return kerr.RequestTimedOut.Code, true
+	}
+	return 0, false
+}
+
+// leaderHint is where clients should send a partition's requests: its
+// serving leader (-1 when it has none, or when the state names this node
+// but it does not lead, e.g. after a restart) and the state's leader epoch.
+func (b *Broker) leaderHint(t topicView, index int32) (leader, epoch int32) {
+	if index < 0 || int(index) >= len(t.states) {
+		return -1, -1
+	}
+	st := t.states[index]
+	leader = b.brokerView().leaderOf(st)
+	if leader == b.cfg.NodeID && !b.leadsState(st) {
+		leader = -1
+	}
+	return leader, st.LeaderEpoch
+}
+
+// leaderHintByName / leaderHintByID look the topic up for leaderHint.
+func (b *Broker) leaderHintByName(topic string, index int32) (int32, int32) {
+	t, ok := b.parts.topic(topic)
+	if !ok {
+		return -1, -1
+	}
+	return b.leaderHint(t, index)
+}
+
+func (b *Broker) leaderHintByID(id metadata.TopicID, index int32) (int32, int32) {
+	t, ok := b.parts.topicByID(id)
+	if !ok {
+		return -1, -1
+	}
+	return b.leaderHint(t, index)
+}
+
+// leaderEndpoints collects the registrations of leaders named in hints
+// (NodeEndpoints of Produce v10+ and Fetch v16+), in node id order.
+type leaderEndpoints struct{ ids []int32 }
+
+func (l *leaderEndpoints) add(id int32) {
+	if id >= 0 && !slices.Contains(l.ids, id) {
+		l.ids = append(l.ids, id)
+	}
+}
+
+func (l *leaderEndpoints) infos(b *Broker) []metadata.BrokerInfo {
+	view := b.brokerView()
+	slices.Sort(l.ids)
+	var out []metadata.BrokerInfo
+	for _, id := range l.ids {
+		if info, ok := view.find(id); ok {
+			out = append(out, info)
+		}
+	}
+	return out
+}
+
+func (l *leaderEndpoints) produceBrokers(b *Broker) []kmsg.ProduceResponseBroker {
+	var out []kmsg.ProduceResponseBroker
+	for _, info := range l.infos(b) {
+		e := kmsg.NewProduceResponseBroker()
+		e.NodeID, e.Host, e.Port = info.NodeID, info.Host, info.Port
+		if info.Rack != "" {
+			e.Rack = kmsg.StringPtr(info.Rack)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (l *leaderEndpoints) fetchBrokers(b *Broker) []kmsg.FetchResponseBroker {
+	var out []kmsg.FetchResponseBroker
+	for _, info := range l.infos(b) {
+		e := kmsg.NewFetchResponseBroker()
+		e.NodeID, e.Host, e.Port = info.NodeID, info.Host, info.Port
+		if info.Rack != "" {
+			e.Rack = kmsg.StringPtr(info.Rack)
+		}
+		out = append(out, e)
+	}
+	return out
+}

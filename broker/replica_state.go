@@ -1,0 +1,152 @@
+package broker
+
+// Applying partition states from metadata to the replicas (the contract's
+// RULE): broker N leads partition P iff state.Leader == N and
+// state.LeaderBrokerEpoch is N's live registration epoch. A state naming
+// another live leader makes this replica its follower; anything else (no
+// leader, this node named by a stale registration, not a replica any more)
+// makes it stop leading and fetching.
+
+import (
+	"errors"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/replication"
+)
+
+// replicaUpdate is one state to apply to one open partition's replica.
+type replicaUpdate struct {
+	p     *partition
+	state metadata.PartitionState
+	cfg   metadata.TopicConfig
+}
+
+// replicaUpdates lists the open partitions of e with their states.
+// REQUIRES: b.parts.mu held (read or write).
+func replicaUpdates(e *topicEntry) []replicaUpdate {
+	var out []replicaUpdate
+	for i, p := range e.parts {
+		if p != nil && i < len(e.states) {
+			out = append(out, replicaUpdate{p: p, state: e.states[i], cfg: e.cfg})
+		}
+	}
+	return out
+}
+
+// applyReplicaUpdates applies states collected under b.parts.mu, after it
+// is released (withReplica may do I/O and take b.parts.mu).
+// REQUIRES: b.parts.applyMu held (states are applied in metadata order).
+func (b *Broker) applyReplicaUpdates(work []replicaUpdate) {
+	for _, u := range work {
+		b.applyReplicaState(u.p, u.state, u.cfg)
+	}
+}
+
+// leadsState is the RULE: this broker leads st while its live
+// registration (whose Lost channel is still open) has st's
+// LeaderBrokerEpoch. Initial states (LeaderBrokerEpoch 0) are led by
+// nobody until the controller writes them.
+func (b *Broker) leadsState(st metadata.PartitionState) bool {
+	if st.Leader != b.cfg.NodeID || st.LeaderBrokerEpoch == 0 {
+		return false
+	}
+	reg := b.registration()
+	if reg.Epoch != st.LeaderBrokerEpoch {
+		return false
+	}
+	if reg.Lost != nil {
+		select {
+		case <-reg.Lost:
+			return false
+		default:
+		}
+	}
+	return true
+}
+
+// applyReplicaState drives p's replica to st. The registration check runs
+// under the replica's lock, so it cannot interleave with
+// registrationLost's step-down of the same partition.
+func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg metadata.TopicConfig) {
+	err := b.withReplica(p, func(r *replication.Replica) error {
+		if err := r.SetMinInsyncReplicas(minInsync(cfg)); err != nil {
+			return err
+		}
+		switch {
+		case b.leadsState(st):
+			return b.becomeLeaderLocked(p, r, st)
+		case st.Leader >= 0 && st.Leader != b.cfg.NodeID && hostsReplica(st.Replicas, b.cfg.NodeID):
+			return r.BecomeFollower(replication.FollowerState{
+				Epoch: st.LeaderEpoch, Leader: st.Leader,
+				LEO: p.log.LogEndOffset(), HighWatermark: r.HighWatermark(),
+			})
+		}
+		return stepDown(r, st.LeaderEpoch, p.log)
+	})
+	switch {
+	case err == nil, errors.Is(err, errPartitionClosed):
+	case errors.Is(err, replication.ErrStaleEpoch):
+		// An older state than the replica knows (a late event), or a
+		// restarted replica asked to lead an epoch its log holds: the
+		// controller raises the epoch.
+		b.log.Debug("partition state not applied", "topic", p.topic, "partition", p.index,
+			"leader", st.Leader, "epoch", st.LeaderEpoch, "err", err)
+	default:
+		b.log.Warn("applying partition state to replica", "topic", p.topic, "partition", p.index,
+			"leader", st.Leader, "epoch", st.LeaderEpoch, "err", err)
+	}
+}
+
+// becomeLeaderLocked feeds BecomeLeader with the local log's positions and
+// remembers the state the replica then leads with (the ISR CAS base).
+// REQUIRES: p.replica.mu held.
+func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st metadata.PartitionState) error {
+	durable := p.log.FlushedOffset() // first: durable <= LEO
+	leo := p.log.LogEndOffset()
+	err := r.BecomeLeader(replication.LeaderState{
+		Epoch: st.LeaderEpoch, Version: st.Version, Replicas: st.Replicas, ISR: st.ISR,
+		LEO: leo, DurableOffset: durable, HighWatermark: b.inheritedHighWatermark(p, r),
+	})
+	if err != nil {
+		return err
+	}
+	if s := r.Status(); s.Role == replication.RoleLeader && s.LeaderEpoch == st.LeaderEpoch && s.Version == st.Version {
+		p.replica.led = st
+		p.replica.reportedLEO.Store(leo)
+		p.replica.reportedFlushed.Store(durable)
+	}
+	return nil
+}
+
+// inheritedHighWatermark is the HW a replica brings into leadership: its
+// own (as follower, or as leader before), or, for a replica that never had
+// one since the broker started, the end of the partition's gap-free run in
+// the bucket (only committed offsets are tiered). Without an HW checkpoint
+// a restarted leader otherwise starts at 0 and waits for its followers.
+func (b *Broker) inheritedHighWatermark(p *partition, r *replication.Replica) int64 {
+	hw := r.HighWatermark()
+	if end, ok := p.manifest.ContiguousEnd(p.topicID, p.index); ok {
+		hw = max(hw, end)
+	}
+	return hw
+}
+
+// stepDown makes r neither lead nor fetch: BecomeFollower of no leader. A
+// leader moves past the epoch it led (a replica may not follow in an epoch
+// it led); a replica that never had a role keeps RoleNone, and with it the
+// machine's restart rule.
+// REQUIRES: the partition's replica mu held.
+func stepDown(r *replication.Replica, epoch int32, l *hotlog.Log) error {
+	switch r.Role() {
+	case replication.RoleNone:
+		return nil
+	case replication.RoleLeader:
+		epoch = max(epoch, r.LeaderEpoch()+1)
+	default:
+		epoch = max(epoch, r.LeaderEpoch(), 0)
+	}
+	return r.BecomeFollower(replication.FollowerState{
+		Epoch: epoch, Leader: -1, LEO: l.LogEndOffset(), HighWatermark: r.HighWatermark(),
+	})
+}

@@ -1,0 +1,228 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Broker is one slot of the cluster: fixed node id, addresses, data dir and
+// proxies; the process behind it comes and goes.
+type Broker struct {
+	c         *Cluster
+	ID        int32
+	Addr      string // Kafka listener, also what clients use
+	HTTPAddr  string // /readyz, /metrics, /v1/tier/status
+	DataDir   string
+	LogPath   string // stdout+stderr of every run, appended
+	EtcdProxy *Proxy
+
+	mu struct {
+		sync.Mutex
+		started bool          // started at least once
+		cmd     *exec.Cmd     // current or last process
+		exited  chan struct{} // closed when cmd was reaped
+		paused  bool          // SIGSTOPped
+		cut     bool
+	}
+}
+
+// Started says the broker was started at least once.
+func (b *Broker) Started() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.started
+}
+
+// Running says a process is alive (possibly SIGSTOPped).
+func (b *Broker) Running() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.runningLocked()
+}
+
+// REQUIRES: b.mu held.
+func (b *Broker) runningLocked() bool {
+	if b.mu.exited == nil {
+		return false
+	}
+	select {
+	case <-b.mu.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Paused says the process is SIGSTOPped.
+func (b *Broker) Paused() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.paused && b.runningLocked()
+}
+
+// IsCut says the broker's links are cut.
+func (b *Broker) IsCut() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.cut
+}
+
+// Log returns everything the broker printed (all runs).
+func (b *Broker) Log() string {
+	data, _ := os.ReadFile(b.LogPath)
+	return string(data)
+}
+
+// start launches the process and waits for /readyz and the serving line.
+func (b *Broker) start() {
+	t := b.c.t
+	t.Helper()
+	if b.Running() {
+		t.Fatalf("broker %d already running", b.ID)
+	}
+	f, err := os.OpenFile(b.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := b.c.args(b)
+	fmt.Fprintf(f, "=== %s start: %s %s\n", time.Now().Format(time.RFC3339Nano), b.c.bin, strings.Join(args, " "))
+	cmd := exec.Command(b.c.bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = cleanEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		t.Fatalf("start broker %d: %v", b.ID, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(exited)
+	}()
+	b.mu.Lock()
+	b.mu.started, b.mu.cmd, b.mu.exited, b.mu.paused = true, cmd, exited, false
+	b.mu.Unlock()
+	if err := b.waitReady(exited); err != nil {
+		t.Fatalf("broker %d not ready: %v\n%s", b.ID, err, tailString(b.Log(), logTailBytes))
+	}
+}
+
+// cleanEnv is the test's environment without STRATA_* (only flags configure
+// the brokers).
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STRATA_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func (b *Broker) waitReady(exited <-chan struct{}) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("process exited during start")
+		default:
+		}
+		if resp, err := client.Get("http://" + b.HTTPAddr + "/readyz"); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.Contains(b.Log(), "strata: serving kafka on") {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready within %v", readyTimeout)
+}
+
+// signal sends sig to the running process.
+func (b *Broker) signal(sig syscall.Signal) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.runningLocked() {
+		return fmt.Errorf("broker %d is not running", b.ID)
+	}
+	return b.mu.cmd.Process.Signal(sig)
+}
+
+// waitExit waits for the current process to be reaped.
+func (b *Broker) waitExit(timeout time.Duration) error {
+	b.mu.Lock()
+	exited := b.mu.exited
+	b.mu.Unlock()
+	if exited == nil {
+		return nil
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("broker %d did not exit within %v", b.ID, timeout)
+	}
+}
+
+// kill SIGKILLs the process if it runs and waits for it (cleanup: no t).
+func (b *Broker) kill() {
+	if b.signal(syscall.SIGKILL) == nil {
+		_ = b.waitExit(exitTimeout)
+	}
+}
+
+// ExitCode is the last process's exit code (-1 while running or killed).
+func (b *Broker) ExitCode() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.cmd == nil || b.mu.cmd.ProcessState == nil || b.runningLocked() {
+		return -1
+	}
+	return b.mu.cmd.ProcessState.ExitCode()
+}
+
+// MetricSum adds every sample of a Prometheus metric on /metrics.
+func (b *Broker) MetricSum(ctx context.Context, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.HTTPAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+			sum += v
+		}
+	}
+	return sum, nil
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
