@@ -31,7 +31,7 @@ func startTestBroker(t *testing.T, endpoints []string, dataDir string, edit func
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})); _ = io.Discard
 	store, err := metadata.Open(ctx, metadata.Config{Endpoints: endpoints, Cluster: "test", Logger: logger})
 	if err != nil {
 		t.Fatal(err)

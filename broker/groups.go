@@ -66,20 +66,28 @@ func (b *Broker) topicExists(name string) bool {
 }
 
 // offsetsLog is a local partition of __consumer_offsets as the coordinator
-// sees it.
+// sees it. Writes go through the replica's leader path, so they are
+// replicated and counted toward the HW like any produce; the coordinator
+// answers a commit once the HW passes it (WaitDurable).
 type offsetsLog struct {
-	p    *partition
-	node int32 // this broker
+	b *Broker
+	p *partition
 }
 
 var _ group.OffsetsLog = offsetsLog{}
 
 func (l offsetsLog) Append(batch []byte) (int64, error) {
-	if l.p.leader() != l.node {
+	if !l.p.isLeader() {
 		return 0, group.ErrNotLeader
 	}
-	res, err := l.p.log.Append(batch, l.p.leaderEpoch())
-	return res.BaseOffset, err
+	res, err := l.b.appendLeader(l.p, batch)
+	if err != nil {
+		if _, ok := replicationErrorCode(err); ok {
+			return 0, fmt.Errorf("%w: %v", group.ErrNotLeader, err)
+		}
+		return 0, err
+	}
+	return res.BaseOffset, nil
 }
 
 func (l offsetsLog) WaitDurable(ctx context.Context, offset int64) error {
@@ -104,8 +112,8 @@ func (b *Broker) offsetsLeadershipLocked(e *topicEntry) {
 	for i, p := range e.parts {
 		idx := int32(i)
 		switch {
-		case p != nil && p.leader() == b.cfg.NodeID:
-			b.groups.BecomeLeader(idx, offsetsLog{p: p, node: b.cfg.NodeID})
+		case p != nil && p.isLeader():
+			b.groups.BecomeLeader(idx, offsetsLog{b: b, p: p})
 		case b.groups.Leads(idx):
 			b.groups.Resign(idx)
 		}

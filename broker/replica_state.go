@@ -9,6 +9,7 @@ package broker
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
@@ -102,6 +103,17 @@ func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg
 // remembers the state the replica then leads with (the ISR CAS base).
 // REQUIRES: p.replica.mu held.
 func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st metadata.PartitionState) error {
+	if committedProposal(r, st) {
+		// The watch brought our own ISR write before the CAS answer did:
+		// commit it as such (an expanded follower then counts as caught
+		// up now, as ISRCommitted does, and is not dropped at the next
+		// tick); the late answer finds no proposal and is ignored.
+		if err := r.ISRCommitted(st.Version); err != nil {
+			return err
+		}
+		p.replica.led = st
+		return nil
+	}
 	durable := p.log.FlushedOffset() // first: durable <= LEO
 	leo := p.log.LogEndOffset()
 	err := r.BecomeLeader(replication.LeaderState{
@@ -117,6 +129,24 @@ func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st met
 		p.replica.reportedFlushed.Store(durable)
 	}
 	return nil
+}
+
+// committedProposal reports whether st is the outcome of r's ISR proposal
+// in flight: same epoch and replicas, a newer version, the proposed ISR.
+func committedProposal(r *replication.Replica, st metadata.PartitionState) bool {
+	s := r.Status()
+	if s.Role != replication.RoleLeader || s.Proposal == nil || s.LeaderEpoch != st.LeaderEpoch ||
+		st.Version <= s.Version || !slices.Equal(s.Replicas, st.Replicas) {
+		return false
+	}
+	return sameMembers(s.Proposal.ISR, st.ISR)
+}
+
+func sameMembers(a, b []int32) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // inheritedHighWatermark is the HW a replica brings into leadership: its

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/tier/objstore"
 )
 
 // Leader-side replication tests: broker 1 runs in-process; broker 2 is a
@@ -35,8 +36,13 @@ type replicaRig struct {
 // applied the state the elector wrote for it.
 func newReplicaRig(t *testing.T, durability hotlog.Durability, replicas []int32, configs map[string]string) *replicaRig {
 	t.Helper()
+	return newReplicaRigWith(t, replicas, configs, func(c *Config) { c.Durability = durability })
+}
+
+func newReplicaRigWith(t *testing.T, replicas []int32, configs map[string]string, edit func(*Config)) *replicaRig {
+	t.Helper()
 	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), func(c *Config) {
-		c.Durability = durability
+		edit(c)
 		c.ReplicaLagTimeMax = 600 * time.Millisecond
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -200,6 +206,11 @@ func TestISRShrinkAndMinInsyncReplicas(t *testing.T) {
 	if sp := <-done; sp.ErrorCode != 0 || sp.BaseOffset != 3 {
 		t.Fatalf("acks=all after the ISR healed: %+v", sp)
 	}
+	// Both changes were counted as committed, whichever of the CAS answer
+	// and the watch event came first.
+	if s := rig.partition(t).replicationStatus(); s.Counters.ISRShrinks != 1 || s.Counters.ISRExpands != 1 {
+		t.Fatalf("counters %+v", s.Counters)
+	}
 }
 
 func TestFollowerFetchErrors(t *testing.T) {
@@ -308,5 +319,73 @@ func TestRegistrationLostStopsLeading(t *testing.T) {
 	waitUntil(t, 10*time.Second, func() bool { return rig.partition(t).isLeader() })
 	if sp := produceRaw(t, rig.b, rig.topic, 1, buildBatch(batchSpec{records: 1, timestamp: 1})); sp.ErrorCode != 0 || sp.BaseOffset != 1 {
 		t.Fatalf("produce after re-election: %+v", sp)
+	}
+}
+
+// followAlong fetches as the fake follower from the LEO on, over and over,
+// so the leader's HW keeps up with its LEO; it stops with the test.
+func (rig *replicaRig) followAlong(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	epoch := rig.epoch(t)
+	go func() {
+		defer close(done)
+		offset := int64(0)
+		for ctx.Err() == nil {
+			req := newFetchReq(rig.topic, rig.id, offset, 1, 100)
+			req.ReplicaID, req.ReplicaState.ID = fakeFollower, fakeFollower
+			req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
+			resp, err := rig.cl.SeedBrokers()[0].Request(ctx, req)
+			if err != nil {
+				continue
+			}
+			sp := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+			if sp.ErrorCode == kerr.OffsetMovedToTieredStorage.Code {
+				offset = rig.partition(t).localLogStartOffset()
+			}
+			offset = nextFetchOffset(sp.RecordBatches, offset)
+		}
+	}()
+}
+
+// nextFetchOffset is the offset after the last whole batch in batches.
+func nextFetchOffset(batches []byte, offset int64) int64 {
+	for len(batches) > 0 {
+		var rb kmsg.RecordBatch
+		if rb.ReadFrom(batches) != nil {
+			break
+		}
+		offset = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+		batches = batches[12+int(rb.Length):]
+	}
+	return offset
+}
+
+func TestFollowerFetchBelowLocalStartIsTiered(t *testing.T) {
+	mem := objstore.NewMemStore()
+	rig := newReplicaRigWith(t, []int32{1, fakeFollower}, map[string]string{
+		"internal.segment.bytes": "65536", "local.retention.bytes": "65536", "retention.ms": "-1",
+	}, tierTestConfig(mem))
+	rig.followAlong(t)
+	producer := newDataClient(t, rig.b, kgo.ProducerBatchMaxBytes(16<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	records := make([]*kgo.Record, 600)
+	for i := range records {
+		records[i] = &kgo.Record{Topic: rig.topic, Value: tierValue(0, int64(i))}
+	}
+	produceSyncAll(t, producer, records) // acks=all: the follower's fetches move the HW
+	p := rig.partition(t)
+	waitUntil(t, 30*time.Second, func() bool { return p.localLogStartOffset() > 0 })
+	epoch := rig.epoch(t)
+	if sp := rig.followerFetch(t, fakeFollower, 0, epoch); sp.ErrorCode != kerr.OffsetMovedToTieredStorage.Code {
+		t.Fatalf("follower fetch below the local log start: %+v", sp)
+	}
+	start := p.localLogStartOffset()
+	if sp := rig.followerFetch(t, fakeFollower, start, epoch); sp.ErrorCode != 0 || len(sp.RecordBatches) == 0 || sp.LogStartOffset != 0 {
+		t.Fatalf("follower fetch at the local log start %d: %+v", start, sp)
+	}
+	// A consumer below the local start is served from the bucket.
+	if sp := fetchOnePartition(t, rig.cl, newFetchReq(rig.topic, rig.id, 0, 1, 5000)); sp.ErrorCode != 0 || len(sp.RecordBatches) == 0 {
+		t.Fatalf("consumer fetch from the bucket: %+v", sp)
 	}
 }

@@ -87,6 +87,13 @@ func (l *Log) checkReadLocked(offset, upTo int64) (done bool, err error) {
 	if l.mu.closed {
 		return true, ErrClosed
 	}
+	if len(l.mu.segments) == 0 {
+		// Only after a failed ResetTo, which fenced the log (mu.err set).
+		if err := l.usableLocked(); err != nil {
+			return true, err
+		}
+		return true, fmt.Errorf("%w: no segments", ErrStorage)
+	}
 	if offset < l.mu.logStartOffset || offset > l.leoLocked() {
 		return true, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.mu.logStartOffset, l.leoLocked())
 	}

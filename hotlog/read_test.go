@@ -31,8 +31,9 @@ func checkReadResult(b []byte, offset int64) error {
 
 // TestReadConcurrentWithTruncateRetentionClose: Read preads without the
 // log's lock, so a writer truncates the active segment (and re-appends
-// batches of another layout over the same positions), deletes old segments
-// and finally closes the log while readers hammer the tail and the head.
+// batches of another layout over the same positions), deletes old segments,
+// resets the log, and finally closes it while readers hammer the tail and
+// the head.
 // A reader must only ever get valid, contiguous batches holding its offset,
 // or ErrOffsetOutOfRange / ErrClosed: never an I/O error from a closed or
 // shortened file, never a corrupt batch, never a panic.
@@ -100,7 +101,8 @@ func hammerRead(l *Log, rng *rand.Rand) (int, error) {
 }
 
 // writeTruncateDelete appends batches of varying size, truncating the tail
-// every few rounds and deleting the oldest records now and then.
+// every few rounds, deleting the oldest records now and then, and sometimes
+// resetting the log past its end (a follower behind the leader's start).
 func writeTruncateDelete(t *testing.T, l *Log, rounds int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(42, 7))
@@ -114,6 +116,10 @@ func writeTruncateDelete(t *testing.T, l *Log, rounds int) {
 			}
 		case i%50 == 49:
 			if err := l.DeleteRecordsBefore(leo - 40); err != nil {
+				t.Fatal(err)
+			}
+		case i%97 == 96:
+			if err := l.ResetTo(leo + 10); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -102,7 +102,7 @@ main() {
 	local race=()
 	if [[ "${STRATA_TEST_RACE:-}" == 1 ]]; then race=(-race); fi
 	local unit_pkgs
-	unit_pkgs=$(go list ./... | grep -v '/test/e2e$') || die "go list ./... failed"
+	unit_pkgs=$(go list ./... | grep -v -e '/test/e2e$' -e '/test/cluster$') || die "go list ./... failed"
 
 	step "go vet" go vet ./...
 	# shellcheck disable=SC2086 # word splitting of the package list is intended
@@ -121,6 +121,10 @@ main() {
 		export STRATA_BIN="$bindir/strata"
 		step "e2e (embedded etcd)" go test -count=1 -timeout 720s -v ./test/e2e/
 		step "e2e (external etcd)" env STRATA_TEST_ETCD=external go test -count=1 -timeout 720s -v ./test/e2e/
+		# Clusters of broker processes behind fault-injecting proxies (issue 5):
+		# one package at a time, after the rest, so their timings are not
+		# squeezed by parallel unit tests on a small machine.
+		step "cluster (brokers as processes, faults)" go test -count=1 -timeout 900s -v ./test/cluster/
 	fi
 
 	if ((${#failed[@]} > 0)); then

@@ -12,7 +12,9 @@ package tier
 //	                        in flight  → wait for the same GET (shared)
 //	                        miss       → new flight: worker slot, quota, GET,
 //	                                     every CRC chunk checked, then cached
-//	                  ─► whole batches cut verbatim, KIP-74 limits
+//	                  ─► whole batches cut verbatim, KIP-74 limits: a view
+//	                     of the block when they lie in one (no copy), else
+//	                     a copy assembled from the blocks walked
 //	                  ─► read-ahead: the next ReadAhead blocks of a
 //	                     sequential reader start in the background
 //
@@ -26,7 +28,10 @@ package tier
 // that gives up (max wait passed) still leaves the block in the cache for
 // its next try. Blocks live in process memory ([]byte from the GET body),
 // never in files, so cold reads do not touch the page cache nor any hot
-// segment file.
+// segment file. Answers may be views of cached blocks (read-only): an
+// evicted block stays in memory until the last answer cut from it is
+// dropped, so the memory of the cold path is CacheBytes plus the answers
+// still being sent.
 //
 // Lock order: ColdReader.mu only; it is never held across I/O or while
 // waiting on a flight, the quota or a worker slot.

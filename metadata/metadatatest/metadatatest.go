@@ -97,6 +97,7 @@ func startExternalOnce(t testing.TB, bin string) (*External, error) {
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "test="+peerURL,
 		"--logger", "zap", "--log-level", "error")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
 	output := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = output, output
 	if err := cmd.Start(); err != nil {

@@ -41,6 +41,7 @@
 #   BENCH_FETCH_PARTITION_BYTES (0: kgo's 1 MiB; cold and backfill consumers)
 #   BENCH_BACKFILL_MBPS (0: flat out; a client-side cap on the backfill)
 #   BENCH_BACKFILL_CLIENT (both: kgo then raw; or kgo, raw)
+#   BENCH_SERVE_FLAGS (extra `strata serve` flags, e.g. "--cold-workers 2")
 #   BENCH_DIR (/tmp) BENCH_KEEP=1 keeps the work directory (logs, data).
 # A run takes about 2 minutes on 2 cores (110 s measured), plus the build.
 set -euo pipefail
@@ -116,7 +117,7 @@ start_server() {
 	store_url="s3://$bucket?endpoint=http://$minio_addr&region=us-east-1&access-key=$access&secret-key=$secret"
 	"$work/strata" serve --data-dir "$work/data" --listen 127.0.0.1:0 --http "$http_addr" \
 		--durability "$durability" --object-store "$store_url" --log-level warn \
-		--log-retention-check-interval 1s --tier-upload-interval 500ms \
+		--log-retention-check-interval 1s --tier-upload-interval 500ms ${BENCH_SERVE_FLAGS:-} \
 		>"$work/serve.out" 2>"$work/serve.log" &
 	server_pid=$!
 	local deadline=$((SECONDS + 90))
@@ -178,7 +179,7 @@ print_table() {
 	printf 'GETs counted by the broker (every attempt, footer/index reads included); the baseline column\n'
 	printf 'is the raw run'"'"'s GETs per GiB (8 MiB ranges). Goals (issue 4): cold/raw >= 0.7, p99 ratio <= 1.2.\n'
 	printf 'One run on a shared 2-core machine; --durability %s; consumer FetchMaxPartitionBytes %s (0: 1 MiB);\n' "$durability" "$fetch_part"
-	printf 'backfill cap %s MB/s (0: none).\n' "$backfill_mbps"
+	printf 'backfill cap %s MB/s (0: none); extra serve flags: %s\n' "$backfill_mbps" "${BENCH_SERVE_FLAGS:-none}"
 }
 
 # hot_with_backfill CLIENT: the hot-tail run again, with the backfill

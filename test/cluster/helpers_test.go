@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/test/history"
 )
@@ -180,4 +181,21 @@ func dirBytes(dir string) int64 {
 func timed(t *testing.T, what string) func() {
 	start := time.Now()
 	return func() { t.Logf("%s took %v", what, time.Since(start).Round(time.Millisecond)) }
+}
+
+// produceSync produces recs and waits for every outcome, at most timeout:
+// an idempotent kgo producer never fails an in-flight record on its own,
+// so a cluster that never acknowledges must not hang the test.
+func produceSync(t *testing.T, cl *kgo.Client, timeout time.Duration, recs ...*kgo.Record) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cl.ProduceSync(context.Background(), recs...).FirstErr() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		cl.Close() // fails what is left, ending the goroutine
+		<-done
+		return fmt.Errorf("%d records not acknowledged within %v", len(recs), timeout)
+	}
 }

@@ -71,7 +71,7 @@ func TestTwoOfThreeDown(t *testing.T) {
 	}
 	one := c.Client(kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
-	if err := one.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("acks-one")}).FirstErr(); err != nil {
+	if err := produceSync(t, one, time.Minute, &kgo.Record{Partition: 0, Value: []byte("acks-one")}); err != nil {
 		t.Fatalf("acks=1 with one broker of three: %v", err)
 	}
 
@@ -80,7 +80,7 @@ func TestTwoOfThreeDown(t *testing.T) {
 	}
 	waitISR(t, c, topic, 0, []int32{1, 2, 3})
 	all := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
-	if err := all.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("acks-all-healed")}).FirstErr(); err != nil {
+	if err := produceSync(t, all, time.Minute, &kgo.Record{Partition: 0, Value: []byte("acks-all-healed")}); err != nil {
 		t.Fatalf("acks=all after the ISR healed: %v", err)
 	}
 	got := readAll(t, c, topic, 0)

@@ -196,3 +196,33 @@ func TestMetadataFollowsChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestAddedBrokerJoins: a broker started later with an empty disk shows up
+// in Metadata and, as a replica of a topic created afterwards with RF 4,
+// gets in sync and takes acks=all writes with the others.
+func TestAddedBrokerJoins(t *testing.T) {
+	defer timed(t, "TestAddedBrokerJoins")()
+	c := Start(t, Config{Spare: 1})
+	added := c.AddBroker()
+	c.WaitFor(fmt.Sprintf("broker %d in Metadata", added.ID), electionTimeout, func() (bool, string) {
+		resp, err := c.Metadata(context.Background(), 1)
+		if err != nil {
+			return false, err.Error()
+		}
+		var ids []int32
+		for _, b := range resp.Brokers {
+			ids = append(ids, b.NodeID)
+		}
+		return slices.Contains(ids, added.ID), fmt.Sprint("brokers ", ids)
+	})
+	const topic = "four"
+	c.CreateTopic(topic, 2, 4, map[string]string{"min.insync.replicas": "4"})
+	for p := int32(0); p < 2; p++ {
+		waitISR(t, c, topic, p, []int32{1, 2, 3, 4})
+	}
+	produceNumbered(t, c, topic, 0, 0, 10)
+	produceNumbered(t, c, topic, 1, 0, 10)
+	for p := int32(0); p < 2; p++ {
+		waitISR(t, c, topic, p, []int32{1, 2, 3, 4})
+	}
+}

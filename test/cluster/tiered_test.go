@@ -116,13 +116,11 @@ func produceNumbered(t *testing.T, c *Cluster, topic string, p int32, from, n in
 	t.Helper()
 	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.DefaultProduceTopic(topic))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	var recs []*kgo.Record
 	for i := from; i < from+n; i++ {
 		recs = append(recs, &kgo.Record{Partition: p, Value: []byte(tailValue(i))})
 	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := produceSync(t, cl, 2*time.Minute, recs...); err != nil {
 		t.Fatalf("produce %d records: %v", n, err)
 	}
 	cl.Close()

@@ -76,7 +76,11 @@ func (c *checker) checkPositions() {
 	for value, positions := range at {
 		if len(positions) > 1 {
 			list := sortedPositions(positions)
-			c.add(Duplicate, list[0].partition, list[0].offset, value, "read at %s", positionsString(list))
+			detail := "read at " + positionsString(list)
+			if a, ok := c.attempts[value]; ok && a.Outcome == Acked {
+				detail += fmt.Sprintf("; acknowledged to %s at p%d@%d", a.Producer, a.Partition, a.Offset)
+			}
+			c.add(Duplicate, list[0].partition, list[0].offset, value, "%s", detail)
 		}
 	}
 }
