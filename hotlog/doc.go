@@ -26,6 +26,7 @@
 //	log-start-offset-checkpoint      log start offset
 //	clean-shutdown                   present only between a clean Close and the next Open
 //	reset-offset-checkpoint          present only while a ResetTo is unfinished (see "ResetTo")
+//	00000000000000052340.snapshot    producer state as of offset 52340 (see "Producer-state snapshots")
 //	*.tmp                            a checkpoint being written; deleted on Open
 //
 // A segment is named by its base offset, the offset of its first batch (or, for
@@ -161,6 +162,7 @@
 //  5. The leader-epoch cache drops entries at or past the LEO and learns the
 //     epochs of the scanned batches; the log start offset is clamped to
 //     [first segment base, LEO].
+//  6. The producer state is rebuilt (see "Producer-state snapshots").
 //
 // # Durability
 //
@@ -187,6 +189,78 @@
 // end of what its manifest holds, so a segment not yet uploaded is never
 // deleted by retention. Segments wholly below the log start offset
 // (DeleteRecords) go regardless.
+//
+// # Producer state (producers.go)
+//
+// Per producer id (batches with producerId >= 0, Kafka's hasProducerId) the
+// log keeps: the producer epoch; the last five data batches of that epoch
+// (firstSeq, lastSeq, baseOffset, lastOffset, maxTimestamp), oldest first;
+// the last timestamp (maxTimestamp of its last batch or marker); and, for
+// transactions (issue 6), the coordinator epoch and the first offset of
+// the open transaction (-1: none). A batch's lastSeq is baseSequence +
+// lastOffsetDelta, wrapping from MaxInt32 to 0; seq b follows seq a when
+// b == a+1, or a == MaxInt32 and b == 0.
+//
+// Append (the leader path; Kafka's ProducerAppendInfo, origin CLIENT)
+// checks each idempotent data batch under appendMu, before offsets are
+// assigned, in this order:
+//
+//  1. duplicate: the producer's epoch equals the batch's and one of its
+//     remembered batches has the same firstSeq and lastSeq: nothing is
+//     written, the result holds the original offsets and Duplicate.
+//  2. batch epoch < known epoch: ErrInvalidProducerEpoch.
+//  3. batch epoch > known epoch (a new epoch): the first sequence must be 0,
+//     else ErrOutOfOrderSequence.
+//  4. same epoch: the first sequence must follow the last one remembered
+//     (a new epoch with no batch yet expects 0), else ErrOutOfOrderSequence.
+//  5. unknown producer (never seen, or expired): any sequence is accepted,
+//     as Kafka does since KIP-360 (2.5); the broker therefore never answers
+//     UNKNOWN_PRODUCER_ID to a produce. ErrUnknownProducerID is reserved.
+//
+// Batches of one append are checked against the state left by the ones
+// before them; any failure rejects the whole append. Control batches are
+// not checked. AppendReplicated (followers) and recovery apply batches
+// without checks (origin REPLICATION): the leader already decided, and a
+// follower mirrors its log. A control batch (transaction marker) sets the
+// epoch and ends the open transaction.
+//
+// Producers whose last timestamp is at least ProducerIDExpiration old
+// (producer.id.expiration.ms, 24h) and that have no open transaction are
+// dropped by ApplyRetention and when the state is rebuilt. The log start
+// moving does not drop producers (KIP-360): their state lives until expiry.
+//
+// # Producer-state snapshots
+//
+// <offset:020>.snapshot holds the state as of offset (every batch below it
+// applied, none at or above). One is written at every roll (offset = the
+// new segment's base) and at a clean Close (offset = LEO), atomically
+// (temp file, fsync, rename, directory fsync). All integers big-endian:
+//
+//	offset  size  field
+//	     0     2  version (= 1)
+//	     2     4  crc             CRC-32C (Castagnoli) of bytes 6..end
+//	     6     8  offset          == the file name
+//	    14     4  producerCount
+//	    18     …  producerCount entries, producer ids strictly increasing:
+//	                8  producerId (>= 0)
+//	                2  producerEpoch
+//	                4  coordinatorEpoch       (-1: none)
+//	                8  currentTxnFirstOffset  (-1: none; else < offset)
+//	                8  lastTimestamp
+//	                1  batchCount (0..5)
+//	                batchCount x 36 bytes, oldest first, offsets increasing:
+//	                  4 firstSeq, 4 lastSeq, 8 baseOffset, 8 lastOffset (< offset),
+//	                  8 maxTimestamp
+//
+// Decoding bounds the file (256 MiB) and every count by the bytes present,
+// and rejects trailing bytes. The state is rebuilt (Open after recovery,
+// Truncate) thus: delete snapshots above the LEO; load the newest one at
+// or below it, deleting (with a warning) any that fails to decode and
+// trying the next older, or starting empty at offset 0; apply the headers
+// of the batches from its offset to the LEO (header-only reads); expire.
+// Retention (deleteOldestSegments) deletes every snapshot older than the
+// newest one at or below the log start offset. ResetTo deletes them all
+// and empties the state.
 //
 // # Concurrency and lock order
 //

@@ -133,7 +133,7 @@ type readView struct {
 // viewLocked captures s for a read of maxBytes. REQUIRES: mu held.
 func (l *Log) viewLocked(s *segment, maxBytes int) readView {
 	return readView{s: s, gen: s.gen, file: s.file, base: s.base, end: s.size, index: s.offsetIndex,
-		want:   max(int64(maxBytes), BatchHeaderSize),
+		want: max(int64(maxBytes), BatchHeaderSize),
 		// Index entries are at least IndexIntervalBytes apart, and at most that
 		// plus one batch: twice the interval usually covers the walk.
 		window: min(max(2*int64(l.mu.cfg.IndexIntervalBytes), BatchHeaderSize), maxScanWindow)}
