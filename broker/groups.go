@@ -94,12 +94,19 @@ func (l offsetsLog) WaitDurable(ctx context.Context, offset int64) error {
 	return l.p.waitHighWatermark(ctx, offset)
 }
 
+// Read and HighWatermark bound the coordinator's load of a partition it
+// starts leading. They use the log end, not the HW, as Kafka's coordinator
+// does: a new leader's HW trails the records it already holds by one fetch
+// round of its followers, so loading to the HW would forget offsets
+// committed just before the leader moved. Everything in the new leader's
+// log stays (a leader never truncates its own log) and becomes committed
+// as its followers catch up.
 func (l offsetsLog) Read(offset int64, maxBytes int) ([]byte, error) {
-	return l.p.log.Read(offset, maxBytes, l.p.highWatermark())
+	return l.p.log.Read(offset, maxBytes, l.p.log.LogEndOffset())
 }
 
 func (l offsetsLog) LogStartOffset() int64 { return l.p.log.LogStartOffset() }
-func (l offsetsLog) HighWatermark() int64  { return l.p.highWatermark() }
+func (l offsetsLog) HighWatermark() int64  { return l.p.log.LogEndOffset() }
 
 // offsetsLeadershipLocked tells the coordinator which partitions of
 // __consumer_offsets this node leads. Idempotent.
