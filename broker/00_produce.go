@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,10 +28,18 @@ import (
 //     timeout. The leader's own LEO counts only once flushed under
 //     --durability=fsync (replica.go).
 //   - Batches are validated header-only and stored as sent (batches.go).
-//   - Idempotent batches (producerId >= 0) are accepted without sequence
-//     checks; duplicate detection and OUT_OF_ORDER_SEQUENCE_NUMBER come with
-//     issue 6, which also brings transactional batches (rejected now with
-//     INVALID_TXN_STATE) and v12 (KIP-890 implicit AddPartitionsToTxn).
+//   - Idempotent batches (producerId >= 0) are checked against the
+//     partition's producer state, which the log keeps and every replica
+//     rebuilds from its own log (hotlog/doc.go, "Producer state"): a retry
+//     of one of the producer's last five batches is a success with the
+//     ORIGINAL base offset, nothing appended (acks=-1 still waits until
+//     the HW passes the original batch); a sequence gap or a new epoch not
+//     starting at 0 is OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is
+//     INVALID_PRODUCER_EPOCH; an unknown producer is accepted at any
+//     sequence (KIP-360, as Kafka 2.5+), so UNKNOWN_PRODUCER_ID is mapped
+//     but not produced. Transactional batches (rejected now with
+//     INVALID_TXN_STATE) and v12 (KIP-890 implicit AddPartitionsToTxn)
+//     come with issue 6.
 //   - v13 addresses topics by id; the lookup is here, but the version is not
 //     advertised until v12 is.
 //   - Produce requests of one connection are appended in order (conn.go);
@@ -182,6 +191,8 @@ func (b *Broker) addProduceLeaders(req *kmsg.ProduceRequest, resp *kmsg.ProduceR
 func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {
 	if code, ok := replicationErrorCode(err); ok {
 		sp.ErrorCode = code
+	} else if code, ok := producerStateErrorCode(err); ok {
+		sp.ErrorCode = code
 	} else {
 		sp.ErrorCode = produceErrorCode(err)
 	}
@@ -190,6 +201,19 @@ func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, err err
 	if sp.ErrorCode == kerr.UnknownServerError.Code || sp.ErrorCode == kerr.KafkaStorageError.Code {
 		b.log.Warn("produce failed", "partition", sp.Partition, "err", err)
 	}
+}
+
+// producerStateErrorCode maps the log's idempotent-producer errors.
+func producerStateErrorCode(err error) (code int16, ok bool) {
+	switch {
+	case errors.Is(err, hotlog.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code, true
+	case errors.Is(err, hotlog.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code, true
+	case errors.Is(err, hotlog.ErrUnknownProducerID):
+		return kerr.UnknownProducerID.Code, true
+	}
+	return 0, false
 }
 
 // dataPathVersions are the supported version ranges of the data-path APIs

@@ -31,7 +31,7 @@ func startTestBroker(t *testing.T, endpoints []string, dataDir string, edit func
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})); _ = io.Discard
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store, err := metadata.Open(ctx, metadata.Config{Endpoints: endpoints, Cluster: "test", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,6 @@ func startTestBroker(t *testing.T, endpoints []string, dataDir string, edit func
 	}
 	tb := &testBroker{b: b, store: store}
 	t.Cleanup(func() { tb.stop(t) })
-	startTestElector(t, tb) // replica_elect_test.go
 	return tb
 }
 

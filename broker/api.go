@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/broker/group"
-	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
 )

@@ -90,6 +90,12 @@ func produceColdHistory(t *testing.T, b *Broker) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Let the uploader and local retention settle, so the offsets checked
+	// next do not move under the checks.
+	waitUntil(t, 60*time.Second, func() bool { return len(b.pendingSegments(p)) == 0 })
+	for prev := int64(-1); prev != p.localLogStartOffset(); time.Sleep(300 * time.Millisecond) {
+		prev = p.localLogStartOffset()
+	}
 }
 
 func (b *Broker) uploadStateOf(p *partition) uploadState {

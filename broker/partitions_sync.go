@@ -275,13 +275,15 @@ func (b *Broker) discardOpened(opened map[int32]*partition) {
 	}
 }
 
-// mergeStates returns one state per partition: the given ones first, then
-// those already known, then defaults.
+// mergeStates returns one state per partition: a given one unless the
+// known one is newer (a state read before the watch delivered a newer
+// one must not bring an old leader back), then those already known, then
+// defaults.
 func mergeStates(known, given []metadata.PartitionState, replicas [][]int32) []metadata.PartitionState {
 	out := make([]metadata.PartitionState, len(replicas))
 	for i := range out {
 		switch {
-		case i < len(given) && given[i].Replicas != nil:
+		case i < len(given) && given[i].Replicas != nil && (i >= len(known) || given[i].Version >= known[i].Version):
 			out[i] = given[i]
 		case i < len(known):
 			out[i] = known[i]

@@ -68,6 +68,10 @@ type replicaCore struct {
 	// accepted BecomeLeader inputs and committed ISR changes: the base of
 	// the next ISR compare-and-swap. Guarded by mu.
 	led metadata.PartitionState
+	// appliedVersion is the newest partition-state version applied (or
+	// written by this leader); older states are stale and ignored.
+	// Guarded by mu.
+	appliedVersion int64
 
 	// Published after each withReplica; read lock-free.
 	hw    atomic.Int64
@@ -287,7 +291,8 @@ func (b *Broker) startLogWatcher(p *partition) {
 // backwards (a leader's log only grows).
 func (b *Broker) reportLocalLog(p *partition) {
 	c := p.replica
-	if p.log.FlushedOffset() <= c.reportedFlushed.Load() && p.log.LogEndOffset() <= c.reportedLEO.Load() {
+	fsync := b.cfg.Durability == hotlog.DurabilityFsync
+	if (!fsync || p.log.FlushedOffset() <= c.reportedFlushed.Load()) && p.log.LogEndOffset() <= c.reportedLEO.Load() {
 		return
 	}
 	err := b.withReplica(p, func(r *replication.Replica) error {

@@ -117,6 +117,7 @@ func (b *Broker) isrOutcome(p *partition, prop replication.ISRProposal, version 
 		}
 		p.replica.led.ISR = slices.Clone(prop.ISR)
 		p.replica.led.Version = version
+		p.replica.appliedVersion = max(p.replica.appliedVersion, version)
 		return nil
 	})
 	switch {

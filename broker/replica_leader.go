@@ -30,7 +30,8 @@ type ackWait struct {
 // min.insync.replicas (ErrNotEnoughReplicas, nothing appended) and then
 // registers an acks=all waiter for the appended batches (timeoutMs of
 // logical time). Errors: replication.ErrNotLeader, the machine's, or the
-// log's.
+// log's. A retried idempotent batch (res.Duplicate) appends nothing and
+// res holds the original offsets, so its waiter waits for the original.
 func (b *Broker) appendAsLeader(p *partition, records []byte, acksAll bool, timeoutMs int64) (hotlog.AppendResult, *ackWait, error) {
 	var res hotlog.AppendResult
 	var wait *ackWait

@@ -74,6 +74,10 @@ func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg
 		if err := r.SetMinInsyncReplicas(minInsync(cfg)); err != nil {
 			return err
 		}
+		if st.Version < p.replica.appliedVersion {
+			return nil // read before a newer state was applied
+		}
+		p.replica.appliedVersion = st.Version
 		switch {
 		case b.leadsState(st):
 			return b.becomeLeaderLocked(p, r, st)

@@ -53,12 +53,20 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock for segment.ms and retention. Default time.Now.
 	Now func() time.Time
+	// ProducerIDExpiration drops a producer's state once its last batch's
+	// timestamp is this old and it has no open transaction
+	// (producer.id.expiration.ms). <= 0: DefaultProducerIDExpiration (24h).
+	ProducerIDExpiration time.Duration
 }
 
 // AppendResult says where an append landed.
 type AppendResult struct {
 	BaseOffset int64 // offset of the first record of the first batch
 	LastOffset int64 // offset of the last record of the last batch
+	// Duplicate: the append retried a batch the log already holds (same
+	// producer id, epoch and sequences); nothing was written and the
+	// offsets are the original batch's.
+	Duplicate bool
 }
 
 // OffsetTime is an (offset, timestamp) pair returned by timestamp look-ups.

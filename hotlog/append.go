@@ -42,8 +42,14 @@ func splitBatches(b []byte) ([]BatchHeader, error) {
 // to end in batches, rewriting baseOffset and partitionLeaderEpoch in place
 // (the caller hands over ownership of the slice), and writes them to the
 // active segment, rolling first if needed. It does not wait for fsync.
+//
+// Idempotent batches (producerId >= 0) are checked against the producer
+// state first (doc.go, "Producer state"): a retry of one of a producer's
+// last five batches writes nothing and returns the original offsets with
+// Duplicate set; ErrInvalidProducerEpoch and ErrOutOfOrderSequence reject
+// the whole append.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
-	return l.append(batches, func(leo int64, hdrs []BatchHeader) error {
+	return l.append(batches, true, func(leo int64, hdrs []BatchHeader) error {
 		next := leo
 		for i := range hdrs {
 			hdrs[i].BaseOffset, hdrs[i].PartitionLeaderEpoch = next, leaderEpoch
@@ -56,9 +62,10 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
 // AppendReplicated appends batches fetched from the leader as they are:
 // their offsets and leader epochs are kept (for the replication fetcher). The
 // first batch must start at or after LogEndOffset and offsets must increase;
-// otherwise ErrOffsetOutOfRange. The epoch cache learns each batch's epoch.
+// otherwise ErrOffsetOutOfRange. The epoch cache learns each batch's epoch
+// and the producer state each batch's producer, without any check.
 func (l *Log) AppendReplicated(batches []byte) (AppendResult, error) {
-	return l.append(batches, func(leo int64, hdrs []BatchHeader) error {
+	return l.append(batches, false, func(leo int64, hdrs []BatchHeader) error {
 		next := leo
 		for _, h := range hdrs {
 			if h.BaseOffset < next || h.BaseOffset > maxOffset {
@@ -70,8 +77,10 @@ func (l *Log) AppendReplicated(batches []byte) (AppendResult, error) {
 	})
 }
 
-// append writes batches whose offsets assign sets (given the LEO).
-func (l *Log) append(batches []byte, assign func(leo int64, hdrs []BatchHeader) error) (AppendResult, error) {
+// append writes batches whose offsets assign sets (given the LEO). client
+// says the batches come from a producer (leader path): the producer state
+// checks them before any offset is assigned.
+func (l *Log) append(batches []byte, client bool, assign func(leo int64, hdrs []BatchHeader) error) (AppendResult, error) {
 	hdrs, err := splitBatches(batches)
 	if err != nil {
 		return AppendResult{}, err
@@ -89,6 +98,14 @@ func (l *Log) append(batches []byte, assign func(leo int64, hdrs []BatchHeader) 
 	if leo > maxOffset {
 		return AppendResult{}, fmt.Errorf("%w: log end offset %d near overflow", ErrOffsetOutOfRange, leo)
 	}
+	if client {
+		if b, dup := l.producers.duplicateOf(hdrs); dup {
+			return AppendResult{BaseOffset: b.baseOffset, LastOffset: b.lastOffset, Duplicate: true}, nil
+		}
+		if err := l.producers.checkClient(hdrs); err != nil {
+			return AppendResult{}, err
+		}
+	}
 	if err := assign(leo, hdrs); err != nil {
 		return AppendResult{}, err
 	}
@@ -103,6 +120,9 @@ func (l *Log) append(batches []byte, assign func(leo int64, hdrs []BatchHeader) 
 	}
 	if err := l.writeBatches(batches, hdrs); err != nil {
 		return AppendResult{}, err
+	}
+	for _, h := range hdrs {
+		l.producers.apply(h)
 	}
 	if l.durability == DurabilityFsync {
 		l.flusher.schedule()
@@ -126,7 +146,8 @@ func (l *Log) maybeRoll(n, lastOffset int64) error {
 	return l.roll()
 }
 
-// roll seals the active segment and starts a new one at the LEO.
+// roll seals the active segment and starts a new one at the LEO, with a
+// producer-state snapshot as of the LEO.
 // REQUIRES: appendMu held; the active segment is not empty.
 func (l *Log) roll() error {
 	l.mu.RLock()
@@ -136,6 +157,7 @@ func (l *Log) roll() error {
 	if err != nil {
 		return l.fail(fmt.Errorf("roll to %d: %w", leo, err))
 	}
+	l.writeProducerSnapshot(leo)
 	l.mu.Lock()
 	l.mu.unsynced = append(l.mu.unsynced, l.activeLocked())
 	l.mu.segments = append(l.mu.segments, s)

@@ -71,7 +71,10 @@ func (l *Log) truncateLocked(offset int64) error {
 	if err := syncDir(l.dir); err != nil {
 		return err
 	}
-	return l.checkpointAfterTruncateLocked()
+	if err := l.checkpointAfterTruncateLocked(); err != nil {
+		return err
+	}
+	return l.rebuildProducersLocked()
 }
 
 // checkpointAfterTruncateLocked pulls every offset down to the new LEO and
@@ -143,6 +146,7 @@ func (l *Log) shutdownCleanlyLocked() error {
 	if err := writeFileAtomic(l.dir, leaderEpochFile, encodeEpochCheckpoint(l.mu.epochs.entries)); err != nil {
 		return err
 	}
+	l.writeProducerSnapshot(leo) // the next Open then reads no batch headers
 	return writeFileAtomic(l.dir, cleanShutdownFile, nil)
 }
 
@@ -216,6 +220,7 @@ func (l *Log) resetLocked(offset int64) error {
 	}
 	l.mu.segments = []*segment{s}
 	l.mu.epochs.entries = nil
+	l.producers = newProducerTable()
 	l.mu.logStartOffset, l.mu.flushedOffset, l.mu.recoveryPoint = offset, offset, offset
 	return nil
 }
@@ -244,6 +249,10 @@ func completeReset(dir string, offset int64, crashAfter func(step int) bool) (*s
 		if stop() {
 			return nil, errSimulatedCrash
 		}
+	}
+	// Producer snapshots describe the old log: all go (the state empties).
+	if err := removeSnapshots(dir, func(int64) bool { return false }); err != nil {
+		return nil, err
 	}
 	s, err := createSegment(dir, offset)
 	if err != nil {

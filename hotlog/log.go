@@ -33,6 +33,10 @@ type Log struct {
 
 	flusher flushDriver // set at Open, stopped at Close
 
+	// producers is the idempotent-producer state (producers.go). Guarded
+	// by appendMu: every writer holds it, and so does every reader.
+	producers producerTable
+
 	// corruptReads counts reads that met damage; readers hold only mu.RLock.
 	corruptReads atomic.Int64
 

@@ -65,7 +65,10 @@ func (l *Log) recover() error {
 	} else if err := l.reopenActiveIndexes(); err != nil {
 		return err
 	}
-	return l.finishRecovery(logStart)
+	if err := l.finishRecovery(logStart); err != nil {
+		return err
+	}
+	return l.rebuildProducersLocked()
 }
 
 func (l *Log) loadEpochs() {

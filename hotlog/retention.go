@@ -37,6 +37,8 @@ func (l *Log) applyRetention(now time.Time, limit int64) (int, error) {
 	l.mu.RLock()
 	n := l.countDeletableLocked(now.UnixMilli(), limit)
 	l.mu.RUnlock()
+	// The periodic expiry of producer state rides on retention's schedule.
+	l.producers.expire(now.UnixMilli(), cfg.producerIDExpiration())
 	return n, l.deleteOldestSegments(n)
 }
 
@@ -104,6 +106,10 @@ func (l *Log) deleteOldestSegments(n int) error {
 	}
 	if err != nil {
 		return l.fail(fmt.Errorf("delete segments: %w", err))
+	}
+	if err := l.dropSnapshotsBelowLogStart(); err != nil {
+		// Stale snapshots only cost disk; the next deletion retries.
+		l.logger.Warn("hotlog: old producer snapshots not deleted", "dir", l.dir, "err", err)
 	}
 	return nil
 }
