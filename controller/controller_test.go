@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	"io"
 	"log/slog"
 	"os"
@@ -262,5 +263,37 @@ func TestControllerEtcdUnreachable(t *testing.T) {
 		if took := time.Since(start); took > closeWait+2*time.Second {
 			t.Fatalf("Close took %v with etcd hung", took)
 		}
+	}
+}
+
+// TestRestartedCandidateRevokesItsStaleCandidacy: a broker killed while
+// controller leaves its election key behind until its session expires. The
+// same node id starting again must not wait for that (a restarted single
+// node would have no controller, so no leaders, for a whole session TTL):
+// it revokes the dead incarnation's session and is elected at once. The
+// stale session here lives 60 s; the wait for the new one is 20 s at most.
+func TestRestartedCandidateRevokesItsStaleCandidacy(t *testing.T) {
+	s := openStore(t, metadatatest.StartEmbedded(t), "stale")
+	stale, err := concurrency.NewSession(s.Client(), concurrency.WithTTL(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Orphan()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := concurrency.NewElection(stale, s.ControllerPrefix()).Campaign(ctx, "1"); err != nil {
+		t.Fatalf("stale campaign: %v", err)
+	}
+	c := startCandidate(t, s, 1)
+	waitFor(t, "the restarted node elected despite its stale candidacy", c.Active)
+	ttl, err := s.Client().TimeToLive(context.Background(), stale.Lease())
+	if err != nil || ttl.TTL > 0 {
+		t.Fatalf("the stale session's lease is still alive: %+v, %v", ttl, err)
+	}
+	// Another node's candidacy is never revoked.
+	other := startCandidate(t, s, 2)
+	time.Sleep(500 * time.Millisecond)
+	if !c.Active() || other.Active() {
+		t.Fatalf("after a second candidate: node 1 active %v, node 2 active %v", c.Active(), other.Active())
 	}
 }

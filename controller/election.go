@@ -54,6 +54,7 @@ func (c *Controller) campaignOnce(ctx context.Context) (led bool, err error) {
 	}()
 	election := concurrency.NewElection(session, c.cfg.Store.ControllerPrefix())
 	defer c.endSession(session, election)
+	c.revokeStaleCandidacies(termCtx, session.Lease())
 	if err := election.Campaign(termCtx, strconv.Itoa(int(c.cfg.NodeID))); err != nil {
 		return false, err
 	}
@@ -151,4 +152,34 @@ func (c *Controller) readLeader(ctx context.Context, client *clientv3.Client, pr
 	}
 	c.observed.Store(id)
 	return resp.Header.Revision, nil
+}
+
+// revokeStaleCandidacies revokes the sessions of election keys that carry
+// this node's id but not this session: a previous incarnation of this
+// broker that died (kill -9) without resigning. Node ids are unique, so
+// such a key can only be ours; without this a restarted broker — a
+// restarted single node above all — would wait up to a session TTL for
+// its own dead candidacy to expire before anyone could re-elect leaders.
+// The broker registration replaces its old one the same way.
+func (c *Controller) revokeStaleCandidacies(ctx context.Context, own clientv3.LeaseID) {
+	client := c.cfg.Store.Client()
+	rctx, cancel := context.WithTimeout(ctx, resignTimeout)
+	defer cancel()
+	resp, err := client.Get(rctx, c.cfg.Store.ControllerPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		c.log.Debug("listing election keys", "err", err)
+		return
+	}
+	me := strconv.Itoa(int(c.cfg.NodeID))
+	for _, kv := range resp.Kvs {
+		lease := clientv3.LeaseID(kv.Lease)
+		if string(kv.Value) != me || lease == own || lease == clientv3.NoLease {
+			continue
+		}
+		if _, err := client.Revoke(rctx, lease); err != nil {
+			c.log.Debug("revoking a stale candidacy", "key", string(kv.Key), "err", err)
+			continue
+		}
+		c.log.Info("revoked this node's stale controller candidacy", "key", string(kv.Key))
+	}
 }

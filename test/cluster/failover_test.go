@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +92,33 @@ func produceToCut(t *testing.T, c *Cluster, w *Workload, direct *kgo.Client, top
 		w.H.Unknown(value)
 	}
 	t.Logf("acks=all write %q to the cut broker: %v", value, err)
+}
+
+// TestControlledShutdownHandsOver (issue 5): SIGTERM on a leader moves its
+// leaderships to other in-sync replicas before the process exits (the log
+// says so, and the exit code is 0); the workload goes on and, after the
+// broker is back, nothing acknowledged is missing.
+func TestControlledShutdownHandsOver(t *testing.T) {
+	defer timed(t, "TestControlledShutdownHandsOver")()
+	c := Start(t, Config{})
+	const topic = "handover"
+	replicatedTopic(t, c, topic, 3, nil)
+	w := c.StartWorkload(WorkloadConfig{Topic: topic, Partitions: 3, Rate: 300})
+	w.WaitAcked(200, progressTimeout)
+	before := mustPartition(t, c, topic, 0)
+	if code := c.Shutdown(before.Leader, 45*time.Second); code != 0 {
+		t.Fatalf("broker %d exited with %d after SIGTERM", before.Leader, code)
+	}
+	if log := c.Broker(before.Leader).Log(); !strings.Contains(log, "leadership handed over") {
+		t.Fatalf("broker %d exited without handing leadership over; log tail:\n%s", before.Leader, tailString(log, 3000))
+	}
+	after := waitNewLeader(t, c, topic, 0, before.Leader, before.LeaderEpoch)
+	t.Logf("SIGTERM to leader %d (epoch %d): new leader %d (epoch %d), ISR %v",
+		before.Leader, before.LeaderEpoch, after.Leader, after.LeaderEpoch, after.ISR)
+	w.WaitAcked(100, progressTimeout)
+	c.Restart(before.Leader)
+	for p := int32(0); p < 3; p++ {
+		waitISR(t, c, topic, p, []int32{1, 2, 3})
+	}
+	finishClean(t, w, 300)
 }
