@@ -37,9 +37,14 @@ import (
 //     starting at 0 is OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is
 //     INVALID_PRODUCER_EPOCH; an unknown producer is accepted at any
 //     sequence (KIP-360, as Kafka 2.5+), so UNKNOWN_PRODUCER_ID is mapped
-//     but not produced. Transactional batches (rejected now with
-//     INVALID_TXN_STATE) and v12 (KIP-890 implicit AddPartitionsToTxn)
-//     come with issue 6.
+//     but not produced.
+//   - Transactional batches (issue 6) are accepted from producers with an
+//     id and open the producer's transaction in the partition (the LSO
+//     stops at its first offset until the marker; hotlog/doc.go,
+//     "Transactions"). As in Kafka before 3.6, the partition does not ask
+//     the coordinator whether it was added to the transaction (no KIP-890
+//     verification); v12 (KIP-890 part 2) is not advertised. Control
+//     batches are INVALID_RECORD: markers come only via WriteTxnMarkers.
 //   - v13 addresses topics by id; the lookup is here, but the version is not
 //     advertised until v12 is.
 //   - Produce requests of one connection are appended in order (conn.go);
@@ -212,6 +217,8 @@ func producerStateErrorCode(err error) (code int16, ok bool) {
 		return kerr.InvalidProducerEpoch.Code, true
 	case errors.Is(err, hotlog.ErrUnknownProducerID):
 		return kerr.UnknownProducerID.Code, true
+	case errors.Is(err, hotlog.ErrTransactionCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code, true
 	}
 	return 0, false
 }
@@ -225,4 +232,5 @@ var dataPathVersions = map[int16][2]int16{
 	2:  {1, 10}, // ListOffsets: -3 v7, -4 v8, -5 v9; v11 (-6) waits for tiering
 	21: {0, 2},  // DeleteRecords
 	23: {0, 4},  // OffsetForLeaderEpoch
+	27: {0, 1},  // WriteTxnMarkers (27_write_txn_markers.go)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/fetch"
+	"github.com/strata-log/strata/hotlog"
 )
 
 // Fetch: v4-16. The reading, limits and long poll live in package fetch;
@@ -22,8 +23,13 @@ import (
 //     0, which tells clients to send full requests. A request naming a
 //     session id gets FETCH_SESSION_ID_NOT_FOUND (we never issued one).
 //   - Any partition error answers the fetch at once, as Kafka does.
-//   - read_committed reads up to the LSO, which equals the HW until
-//     transactions (issue 6); aborted transactions are then always empty.
+//   - read_committed (IsolationLevel 1) reads up to the LSO, min(first
+//     offset of the earliest open transaction, HW) (partitions.go), and
+//     lists the aborted transactions (producer id, first offset) that
+//     overlap the returned batches, from the local log's aborted-
+//     transaction index (hotlog/doc.go, "Transactions") or, for cold reads,
+//     from the tiered objects' sections (coldpath.go). Every answer carries
+//     LastStableOffset.
 //   - Only the leader serves fetches; others answer NOT_LEADER_OR_FOLLOWER
 //     with CurrentLeader (v12+) and the leaders' endpoints (v16+).
 //   - A replica id >= 0 (ReplicaID before v15, ReplicaState.ID after; see
@@ -156,8 +162,12 @@ func fillFetchPartition(sp *kmsg.FetchResponseTopicPartition, res fetch.Result, 
 	sp.LogStartOffset = res.LogStartOffset
 	sp.RecordBatches = res.Records
 	if iso == fetch.ReadCommitted {
-		// TODO(issue 6): aborted transactions overlapping the records.
-		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(res.AbortedTxns))
+		for _, a := range res.AbortedTxns {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+		}
 	}
 	sp.ErrorCode = dataPathErrorCode(res.Err)
 }
@@ -174,7 +184,9 @@ func (s fetchSource) Changed() <-chan struct{} { return s.p.changed() }
 func (s fetchSource) Positions() fetch.Positions {
 	logStart := s.p.logStartOffset() // across tiers: the bucket's part is readable
 	hw := s.p.highWatermark()
-	lso := min(s.p.lastStableOffset(), hw)
+	// An open transaction whose start retention deleted holds the LSO at
+	// the log start (Kafka clamps the same way).
+	lso := max(min(s.p.lastStableOffset(), hw), min(logStart, hw))
 	return fetch.Positions{
 		LogStart:      min(logStart, hw),
 		LastStable:    lso,
@@ -185,4 +197,10 @@ func (s fetchSource) Positions() fetch.Positions {
 
 func (s fetchSource) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	return s.p.log.Read(offset, maxBytes, upTo)
+}
+
+// AbortedTxns lists the local log's aborts overlapping [from, to)
+// (fetch.TxnPartition).
+func (s fetchSource) AbortedTxns(from, to int64) []hotlog.AbortedTxn {
+	return s.p.log.AbortedTxns(from, to)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker/group"
@@ -11,15 +12,16 @@ import (
 
 // OffsetFetch: v0-9. v0-7 ask one group, v8+ several. Topics null (v2+)
 // asks for every committed offset of the group. A partition without a
-// commit answers offset -1. require_stable (v7+) needs nothing yet: there
-// are no pending transactional commits before issue 6.
+// commit answers offset -1. require_stable (v7+): a partition with a
+// pending transactional commit (TxnOffsetCommit awaiting its marker)
+// answers UNSTABLE_OFFSET_COMMIT, so the consumer retries.
 
 func (b *Broker) handleOffsetFetch(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			resp.Groups = append(resp.Groups, b.offsetFetchGroup(rg))
+			resp.Groups = append(resp.Groups, b.offsetFetchGroup(rg, req.RequireStable))
 		}
 		return resp, nil
 	}
@@ -31,7 +33,7 @@ func (b *Broker) handleOffsetFetch(_ context.Context, _ *requestContext, kreq km
 	for _, rt := range req.Topics {
 		rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: rt.Topic, Partitions: rt.Partitions})
 	}
-	g := b.offsetFetchGroup(rg)
+	g := b.offsetFetchGroup(rg, req.RequireStable)
 	resp.ErrorCode = g.ErrorCode
 	for _, gt := range g.Topics {
 		st := kmsg.NewOffsetFetchResponseTopic()
@@ -66,7 +68,7 @@ func setOffsetFetchV0Error(resp *kmsg.OffsetFetchResponse, req *kmsg.OffsetFetch
 }
 
 // offsetFetchGroup answers one group (v8+ form).
-func (b *Broker) offsetFetchGroup(rg kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+func (b *Broker) offsetFetchGroup(rg kmsg.OffsetFetchRequestGroup, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = rg.Group
 	var tps []group.TopicPartition
@@ -95,6 +97,9 @@ func (b *Broker) offsetFetchGroup(rg kmsg.OffsetFetchRequestGroup) kmsg.OffsetFe
 		})
 	}
 	g.Topics = offsetFetchTopics(tps, offsets)
+	if requireStable {
+		markUnstable(g.Topics, b.groups.Unstable(rg.Group))
+	}
 	return g
 }
 
@@ -119,4 +124,20 @@ func offsetFetchTopics(tps []group.TopicPartition, offsets map[group.TopicPartit
 		out[i].Partitions = append(out[i].Partitions, p)
 	}
 	return out
+}
+
+// markUnstable answers UNSTABLE_OFFSET_COMMIT (offset -1) for partitions
+// with a pending transactional commit.
+func markUnstable(topics []kmsg.OffsetFetchResponseGroupTopic, unstable map[group.TopicPartition]bool) {
+	if len(unstable) == 0 {
+		return
+	}
+	for ti := range topics {
+		for pi := range topics[ti].Partitions {
+			p := &topics[ti].Partitions[pi]
+			if unstable[group.TopicPartition{Topic: topics[ti].Topic, Partition: p.Partition}] {
+				p.Offset, p.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+			}
+		}
+	}
 }

@@ -5,12 +5,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/metadata"
 )
 
 // FindCoordinator: v0-6. v4+ batches keys. Group keys (type 0) map to the
 // leader of their __consumer_offsets partition, which is created on first
-// use. Transaction keys (type 1) get COORDINATOR_NOT_AVAILABLE until
-// transactions exist (issue 6).
+// use. Transaction keys (type 1) map to the leader of their
+// __transaction_state partition, created on first use likewise; an empty
+// transactional id is INVALID_REQUEST.
 
 const (
 	coordinatorTypeGroup       = 0
@@ -39,17 +42,23 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 		c.ErrorCode, c.ErrorMessage = code, kmsg.StringPtr(msg)
 		return c
 	}
-	switch keyType {
-	case coordinatorTypeGroup:
-	case coordinatorTypeTransaction:
-		return fail(kerr.CoordinatorNotAvailable.Code, "transactions are not supported yet")
+	var (
+		info metadata.BrokerInfo
+		code int16
+		msg  string
+	)
+	switch {
+	case keyType == coordinatorTypeGroup && key == "":
+		return fail(kerr.InvalidGroupID.Code, "empty group id")
+	case keyType == coordinatorTypeGroup:
+		info, code, msg = b.coordinatorOf(ctx, key)
+	case keyType == coordinatorTypeTransaction && key == "":
+		return fail(kerr.InvalidRequest.Code, "empty transactional id")
+	case keyType == coordinatorTypeTransaction:
+		info, code, msg = b.txnCoordinatorOf(ctx, key)
 	default:
 		return fail(kerr.InvalidRequest.Code, "unknown coordinator type")
 	}
-	if key == "" {
-		return fail(kerr.InvalidGroupID.Code, "empty group id")
-	}
-	info, code, msg := b.coordinatorOf(ctx, key)
 	if code != 0 {
 		return fail(code, msg)
 	}

@@ -5,26 +5,34 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/txn"
 )
 
-// handleInitProducerID gives an idempotent producer a fresh producer id
-// (epoch 0) from a block reserved in metadata.
-//
-// Transactions come with issue 6. Until then a transactional id gets
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED: non-retriable (a retriable code
-// such as COORDINATOR_NOT_AVAILABLE would make clients retry forever), and
-// every client surfaces it as a fatal error naming the transactional id,
-// which is where the user must look. An empty transactional id is
-// INVALID_REQUEST, as in Kafka.
+// handleInitProducerID: v0-5. Without a transactional id, an idempotent
+// producer gets a fresh producer id (epoch 0) from a block reserved in
+// metadata. With one, the transaction coordinator of the id answers
+// (broker/txn): a new epoch fencing older producers (an ongoing
+// transaction is aborted first: CONCURRENT_TRANSACTIONS until done),
+// INVALID_TRANSACTION_TIMEOUT outside (0, transaction.max.timeout.ms].
+// An empty transactional id is INVALID_REQUEST, as in Kafka.
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
 func (b *Broker) handleInitProducerID(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		if *req.TransactionalID == "" {
 			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
 		}
+		in := txn.InitInput{ID: *req.TransactionalID, TimeoutMs: req.TransactionTimeoutMillis, ProducerID: -1, ProducerEpoch: -1}
+		if req.Version >= 3 {
+			in.ProducerID, in.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+		}
+		r := b.txns.InitProducerID(in)
+		resp.ErrorCode = fencedForVersion(r.Code, req.Version < 4)
+		resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch
 		return resp, nil
 	}
 	id, err := b.nextProducerID(ctx)

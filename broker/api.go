@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/broker/txn"
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
@@ -54,6 +55,9 @@ type Config struct {
 	// session timeout bounds, offsets.retention.minutes. Zero values get
 	// Kafka's defaults; its Logger is set by the broker.
 	Group group.Config
+	// Txn configures the transaction coordinator (broker/txn); zero values
+	// get Kafka's defaults.
+	Txn txn.Config
 	// ObjectStore is the bucket sealed segments are tiered to (cmd wires
 	// --object-store through tier.OpenURL). nil: tiering is off, and the
 	// whole log stays local (retention.* applies locally).
@@ -87,7 +91,11 @@ type Config struct {
 	// ControlledShutdownTimeout bounds how long Shutdown waits for the
 	// controller to move this broker's leaderships away. Default 30s.
 	ControlledShutdownTimeout time.Duration
-	Logger                    *slog.Logger
+	// LeaderRebalanceInterval (leader.imbalance.check.interval.seconds,
+	// with auto.leader.rebalance.enable): how often the controller moves
+	// leadership back to preferred replicas. Default 5m; negative: never.
+	LeaderRebalanceInterval time.Duration
+	Logger                  *slog.Logger
 }
 
 const (
@@ -206,6 +214,11 @@ type Broker struct {
 	// groups coordinates the consumer groups of the __consumer_offsets
 	// partitions this node leads. Set by New.
 	groups *group.Coordinator
+	// txns coordinates the transactional ids of the __transaction_state
+	// partitions this node leads; txnPeers are its marker clients
+	// (txn_wiring.go). Set by New.
+	txns     *txn.Coordinator
+	txnPeers txnPeerSet
 
 	// manifest is the in-memory tier manifest (fed by the watch loop and
 	// the uploader); objects is cfg.ObjectStore (nil: tiering off). Set by
@@ -252,6 +265,9 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 		return nil, err
 	}
 	b.groups = groups
+	if b.txns, err = b.newTxnCoordinator(); err != nil {
+		return nil, err
+	}
 	b.apis = newAPITable(b)
 	b.conns.set = map[*conn]struct{}{}
 	b.parts.init()
@@ -277,6 +293,7 @@ func (b *Broker) start(ctx context.Context) error {
 	if err := b.startBackground(ctx); err != nil {
 		_ = ln.Close()
 		b.groups.Close()
+		b.closeTxns()
 		b.lifetimeCancel()
 		b.loops.Wait()
 		b.parts.closeAll(b.log)
@@ -304,6 +321,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		return err
 	}
 	b.groups.Start()
+	b.txns.Start()
 	reg, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
 	if err != nil {
 		return fmt.Errorf("broker: register: %w", err)
@@ -312,7 +330,8 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	b.refreshBrokers(ctx)
 	ctrl, err := controller.Start(b.lifetime, controller.Config{
 		NodeID: b.cfg.NodeID, Store: b.store, SessionTTL: time.Duration(b.cfg.RegistrationTTL) * time.Second,
-		Logger: b.cfg.Logger,
+		RebalanceInterval: b.cfg.LeaderRebalanceInterval,
+		Logger:            b.cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: controller: %w", err)
@@ -415,6 +434,7 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	// rebalance (NOT_COORDINATOR: clients find the coordinator again), so
 	// they do not hold up the drain.
 	b.groups.Close()
+	b.closeTxns()
 	drainErr := b.drainConns(ctx)
 	b.handlerCancel()
 	waitTimeout(&b.inflight, time.Second)

@@ -22,7 +22,7 @@ var (
 	errNoBatches       = errors.New("broker: produce partition data holds no record batch")
 	errBatchTooLarge   = errors.New("broker: record batch larger than max.message.bytes")
 	errControlBatch    = errors.New("broker: clients may not produce control batches")
-	errTransactional   = errors.New("broker: transactional produce is not supported yet")
+	errTransactional   = errors.New("broker: transactional batch without a producer id")
 	errZstdTooOld      = errors.New("broker: zstd batches need produce v7+")
 	errInvalidAcks     = errors.New("broker: acks must be -1, 0 or 1")
 	errNotEnoughISR    = errors.New("broker: in-sync replicas below min.insync.replicas")
@@ -68,7 +68,8 @@ type producedBatches struct {
 
 // splitProduceRecords validates the records bytes of one produce partition:
 // at least one batch, every batch's length in bounds, magic 2, CRC-32C,
-// counts, no control or transactional batches, none larger than
+// counts, no control batches (markers come only through WriteTxnMarkers),
+// transactional ones only with a producer id, none larger than
 // max.message.bytes. With LogAppendTime each batch is stamped with now (ms),
 // which rewrites its maxTimestamp and CRC in place. Nothing is allocated per
 // batch and records are never decoded.
@@ -104,8 +105,10 @@ func checkBatchRules(h hotlog.BatchHeader, size int, rules produceRules) error {
 		return fmt.Errorf("%w: %d > %d bytes", errBatchTooLarge, size, rules.maxMessageBytes)
 	case h.Control():
 		return errControlBatch
-	case h.Transactional():
-		// TODO(issue 6): transactions (KIP-98) with KIP-890 verification.
+	case h.Transactional() && h.ProducerID < 0:
+		// A transactional batch must carry a producer id (Kafka's
+		// validation: INVALID_RECORD). No KIP-890 verification that the
+		// partition was added to the transaction, as Kafka before 3.6.
 		return errTransactional
 	case h.Codec() == hotlog.CodecZstd && rules.produceVersion < 7:
 		return errZstdTooOld
@@ -124,10 +127,8 @@ func produceErrorCode(err error) int16 {
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, errBatchTooLarge):
 		return kerr.MessageTooLarge.Code
-	case errors.Is(err, errNoBatches), errors.Is(err, errControlBatch):
+	case errors.Is(err, errNoBatches), errors.Is(err, errControlBatch), errors.Is(err, errTransactional):
 		return kerr.InvalidRecord.Code
-	case errors.Is(err, errTransactional):
-		return kerr.InvalidTxnState.Code
 	case errors.Is(err, errZstdTooOld):
 		return kerr.UnsupportedCompressionType.Code
 	case errors.Is(err, errInvalidAcks):

@@ -45,7 +45,7 @@ func checkAcceptedBatches(t *testing.T, got producedBatches, records []byte, rul
 		if err != nil {
 			t.Fatalf("accepted batch %d invalid: %v", count, err)
 		}
-		if size > rules.maxMessageBytes || h.Transactional() || h.Control() {
+		if size > rules.maxMessageBytes || (h.Transactional() && h.ProducerID < 0) || h.Control() {
 			t.Fatalf("accepted batch %d breaks a rule: size %d attrs %x", count, size, h.Attributes)
 		}
 		if rules.logAppendTime && (!h.LogAppendTime() || h.MaxTimestamp != now) {

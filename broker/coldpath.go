@@ -102,6 +102,86 @@ func (s coldSource) ReadCold(ctx context.Context, offset int64, maxBytes int, up
 	return []byte{}, nil
 }
 
+// maxAbortedHops bounds how many objects after the one read a
+// read_committed cold read consults for abort markers (indexes are cached;
+// each costs at most one ranged GET). An abort whose marker lies further
+// on is missed: its records would be delivered as committed. Kafka walks
+// every later segment; transactions span minutes, objects far more.
+const maxAbortedHops = 8
+
+var _ fetch.ColdTxnPartition = coldSource{}
+
+// ReadColdCommitted is ReadCold plus the aborted transactions overlapping
+// the batches returned, from the objects' aborted-transaction sections and
+// then the local log (fetch.ColdTxnPartition).
+func (s coldSource) ReadColdCommitted(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, []hotlog.AbortedTxn, error) {
+	data, err := s.ReadCold(ctx, offset, maxBytes, upTo)
+	if err != nil || len(data) == 0 {
+		return data, nil, err
+	}
+	end := offset
+	for rest := data; len(rest) > 0; {
+		h, err := hotlog.ParseBatchHeader(rest)
+		if err != nil {
+			break
+		}
+		end, rest = max(end, h.LastOffset()+1), rest[h.Size():]
+	}
+	aborted, err := s.coldAborted(ctx, offset, end)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, aborted, nil
+}
+
+// coldAborted collects the aborts overlapping [from, to): the sections of
+// the tiered objects from the one holding from on (stopping, as Kafka, at
+// an entry whose last stable offset reaches to), then the local log's
+// aborts whose marker lies after the last object consulted.
+func (s coldSource) coldAborted(ctx context.Context, from, to int64) ([]hotlog.AbortedTxn, error) {
+	p := s.p
+	var out []hotlog.AbortedTxn
+	covered := from // aborts with a marker below covered were collected
+	e, ok := p.manifest.Find(p.topicID, p.index, from)
+	for hop := 0; ok && hop < maxAbortedHops && e.BaseOffset < p.localLogStartOffset(); hop++ {
+		x, err := s.cold.Index(ctx, coldObject(e))
+		if err != nil {
+			return nil, coldError(err)
+		}
+		got, complete := hotlog.CollectAbortedTxns(hotlogAborted(x.Aborted), from, to)
+		out = append(out, got...)
+		if complete {
+			return out, nil
+		}
+		covered = e.LastOffset + 1
+		e, ok = p.manifest.Find(p.topicID, p.index, covered)
+	}
+	for _, a := range p.log.AbortedTxns(from, to) {
+		if a.LastOffset >= covered {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// hotlogAborted and tierAborted convert between the two packages' copies
+// of Kafka's aborted-transaction entry.
+func hotlogAborted(in []tier.AbortedTxn) []hotlog.AbortedTxn {
+	out := make([]hotlog.AbortedTxn, len(in))
+	for i, a := range in {
+		out[i] = hotlog.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset, LastStableOffset: a.LastStableOffset}
+	}
+	return out
+}
+
+func tierAborted(in []hotlog.AbortedTxn) []tier.AbortedTxn {
+	out := make([]tier.AbortedTxn, len(in))
+	for i, a := range in {
+		out[i] = tier.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset, LastStableOffset: a.LastStableOffset}
+	}
+	return out
+}
+
 func coldObject(e metadata.TierEntry) tier.ColdObject {
 	return tier.ColdObject{Key: e.Key, Size: e.Size}
 }

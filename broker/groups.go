@@ -12,12 +12,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/broker/txn"
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -74,7 +77,11 @@ type offsetsLog struct {
 	p *partition
 }
 
-var _ group.OffsetsLog = offsetsLog{}
+var (
+	_ group.OffsetsLog   = offsetsLog{}
+	_ group.TxnSequencer = offsetsLog{}
+	_ txn.Log            = offsetsLog{} // __transaction_state partitions too
+)
 
 func (l offsetsLog) Append(batch []byte) (int64, error) {
 	if !l.p.isLeader() {
@@ -85,9 +92,29 @@ func (l offsetsLog) Append(batch []byte) (int64, error) {
 		if _, ok := replicationErrorCode(err); ok {
 			return 0, fmt.Errorf("%w: %v", group.ErrNotLeader, err)
 		}
+		if errors.Is(err, hotlog.ErrInvalidProducerEpoch) {
+			return 0, fmt.Errorf("%w: %v", group.ErrFenced, err)
+		}
 		return 0, err
 	}
 	return res.BaseOffset, nil
+}
+
+// NextSequence is the first sequence of the producer's next transactional
+// batch (TxnOffsetCommit): the partition checks sequences of every
+// producer batch, and only the group coordinator writes transactional
+// batches to __consumer_offsets, under its lock, so the last one the log
+// remembers is the one to follow. A new epoch starts at 0.
+func (l offsetsLog) NextSequence(producerID int64, epoch int16) int32 {
+	for _, ps := range l.p.log.Producers() {
+		if ps.ProducerID == producerID && ps.ProducerEpoch == epoch && ps.LastSequence >= 0 {
+			if ps.LastSequence == math.MaxInt32 {
+				return 0
+			}
+			return ps.LastSequence + 1
+		}
+	}
+	return 0
 }
 
 func (l offsetsLog) WaitDurable(ctx context.Context, offset int64) error {
@@ -112,6 +139,7 @@ func (l offsetsLog) HighWatermark() int64  { return l.p.log.LogEndOffset() }
 // __consumer_offsets this node leads. Idempotent.
 // REQUIRES: b.parts.mu held.
 func (b *Broker) offsetsLeadershipLocked(e *topicEntry) {
+	b.txnLeadershipLocked(e)
 	if b.groups == nil || e.topic.Name != group.OffsetsTopic {
 		return
 	}
@@ -130,6 +158,7 @@ func (b *Broker) offsetsLeadershipLocked(e *topicEntry) {
 // offsetsTopicRemovedLocked: the coordinator stops using deleted logs.
 // REQUIRES: b.parts.mu held.
 func (b *Broker) offsetsTopicRemovedLocked(e *topicEntry) {
+	b.txnTopicRemovedLocked(e)
 	if b.groups == nil {
 		return
 	}

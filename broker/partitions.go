@@ -35,8 +35,17 @@ type partitionState struct {
 // (fsync) or LEO (replication durability).
 func (p *partition) highWatermark() int64 { return p.replica.hw.Load() }
 
-// lastStableOffset == highWatermark until transactions (issue 6).
-func (p *partition) lastStableOffset() int64 { return p.highWatermark() }
+// lastStableOffset is Kafka's LSO: min(first offset of the earliest open
+// transaction, HW). read_committed reads and ListOffsets stop there. The
+// HW is read first: both only move up while the replica leads, so the
+// result never exceeds the HW read.
+func (p *partition) lastStableOffset() int64 {
+	hw := p.highWatermark()
+	if first, ok := p.log.FirstUnstableOffset(); ok && first < hw {
+		return first
+	}
+	return hw
+}
 
 func (p *partition) leaderEpoch() int32 {
 	p.mu.Lock()

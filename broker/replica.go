@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/broker/txn"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
@@ -229,13 +230,14 @@ func (b *Broker) stopFollowing(p *partition) {
 }
 
 // leadershipChanged re-evaluates what depends on this node leading p: the
-// group coordinator for __consumer_offsets partitions. It runs on its own
+// group coordinator for __consumer_offsets partitions and the transaction
+// coordinator for __transaction_state partitions. It runs on its own
 // goroutine because it takes b.parts.mu, which may be held by whoever
 // waits for this replica's applyMu (lock order). The evaluation reads the
 // roles when it runs and is idempotent, so evaluations running out of
 // order still leave the coordinator matching the last change.
 func (b *Broker) leadershipChanged(p *partition) {
-	if p.topic != group.OffsetsTopic || b.lifetime.Err() != nil {
+	if (p.topic != group.OffsetsTopic && p.topic != txn.TopicName) || b.lifetime.Err() != nil {
 		return
 	}
 	b.parts.repl.bg.Add(1)

@@ -29,7 +29,7 @@ var adminVersions = map[int16][2]int16{
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
-	22: {0, 5},  // InitProducerID (non-transactional)
+	22: {0, 5},  // InitProducerID (transactional ids: txn_wiring.go)
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	37: {0, 3},  // CreatePartitions
@@ -42,7 +42,7 @@ var adminVersions = map[int16][2]int16{
 func newAPITable(b *Broker) apiTable {
 	handlers := map[int16]handlerFunc{
 		0: b.handleProduce, 1: b.handleFetch, 2: b.handleListOffsets,
-		21: b.handleDeleteRecords, 23: b.handleOffsetForLeaderEpoch,
+		21: b.handleDeleteRecords, 23: b.handleOffsetForLeaderEpoch, 27: b.handleWriteTxnMarkers,
 		3: b.handleMetadata, 18: b.handleApiVersions, 19: b.handleCreateTopics,
 		20: b.handleDeleteTopics, 22: b.handleInitProducerID, 32: b.handleDescribeConfigs,
 		33: b.handleAlterConfigs, 37: b.handleCreatePartitions,
@@ -51,8 +51,11 @@ func newAPITable(b *Broker) apiTable {
 	for key, h := range groupHandlers(b) {
 		handlers[key] = h
 	}
+	for key, h := range txnHandlers(b) {
+		handlers[key] = h
+	}
 	t := apiTable{}
-	for _, versions := range []map[int16][2]int16{dataPathVersions, adminVersions, groupVersions} {
+	for _, versions := range []map[int16][2]int16{dataPathVersions, adminVersions, groupVersions, txnVersions} {
 		for key, v := range versions {
 			h, ok := handlers[key]
 			if !ok {

@@ -195,7 +195,8 @@ func (b *Broker) uploadSegment(ctx context.Context, p *partition, seg hotlog.Seg
 	defer f.Close()
 	epoch := max(p.leaderEpoch(), 0)
 	obj, err := tier.EncodeSegmentObject(f, size, tier.SegmentMeta{
-		Topic: p.topic, TopicID: p.topicID, Partition: p.index, UploadEpoch: epoch})
+		Topic: p.topic, TopicID: p.topicID, Partition: p.index, UploadEpoch: epoch,
+		AbortedTxns: tierAborted(seg.AbortedTxns)})
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func TestApiVersionsListsEveryKey(t *testing.T) {
 			t.Errorf("key %d: got %v want %v", key, got[key], v)
 		}
 	}
-	if n := len(dataPathVersions) + len(adminVersions) + len(groupVersions); len(got) != n {
+	if n := len(dataPathVersions) + len(adminVersions) + len(groupVersions) + len(txnVersions); len(got) != n {
 		t.Errorf("%d keys listed, want %d", len(got), n)
 	}
 }

@@ -33,6 +33,14 @@ type Config struct {
 	// ReplanInterval is how often the active controller plans without a
 	// change (retries of failed writes). Default 2s.
 	ReplanInterval time.Duration
+	// RebalanceInterval is leader.imbalance.check.interval.seconds: how
+	// often the active controller moves leadership back to preferred
+	// replicas (Rebalance; auto.leader.rebalance.enable). Default 5m;
+	// negative disables it.
+	RebalanceInterval time.Duration
+	// ImbalancePercentage is leader.imbalance.per.broker.percentage.
+	// Default 10.
+	ImbalancePercentage int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -41,6 +49,7 @@ const (
 	defaultSessionTTL     = 10 * time.Second
 	defaultDebounce       = 50 * time.Millisecond
 	defaultReplanInterval = 2 * time.Second
+	defaultRebalance      = 5 * time.Minute
 )
 
 func (c Config) withDefaults() Config {
@@ -52,6 +61,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplanInterval == 0 {
 		c.ReplanInterval = defaultReplanInterval
+	}
+	if c.RebalanceInterval == 0 {
+		c.RebalanceInterval = defaultRebalance
+	}
+	if c.ImbalancePercentage == 0 {
+		c.ImbalancePercentage = DefaultImbalancePercentage
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -69,6 +84,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: node id %d", ErrInvalidConfig, c.NodeID)
 	case c.SessionTTL < 0 || c.Debounce < 0 || c.ReplanInterval <= 0:
 		return fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	case c.ImbalancePercentage < 0 || c.ImbalancePercentage > 100:
+		return fmt.Errorf("%w: imbalance percentage %d", ErrInvalidConfig, c.ImbalancePercentage)
 	}
 	return nil
 }

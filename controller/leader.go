@@ -67,6 +67,12 @@ func (l *leader) follow(ctx context.Context) error {
 	events := l.store.Watch(watchCtx, snap.Revision+1)
 	ticker := time.NewTicker(l.c.cfg.ReplanInterval)
 	defer ticker.Stop()
+	var rebalance <-chan time.Time // nil: never
+	if l.c.cfg.RebalanceInterval > 0 {
+		t := time.NewTicker(l.c.cfg.RebalanceInterval)
+		defer t.Stop()
+		rebalance = t.C
+	}
 	planSoon := time.After(0)
 	for {
 		select {
@@ -91,6 +97,10 @@ func (l *leader) follow(ctx context.Context) error {
 			}
 		case <-ticker.C:
 			if _, err := l.replan(ctx); err != nil {
+				return err
+			}
+		case <-rebalance:
+			if err := l.rebalance(ctx); err != nil {
 				return err
 			}
 		}
@@ -262,4 +272,19 @@ func (l *leader) refreshTopic(ctx context.Context, id metadata.TopicID) {
 			l.putState(id, int32(p), st)
 		}
 	}
+}
+
+// rebalance moves leadership back to preferred replicas (Rebalance) once
+// Plan has nothing left to do; lost races are re-read by absorb and
+// retried at the next interval.
+func (l *leader) rebalance(ctx context.Context) error {
+	if again, err := l.replan(ctx); err != nil || again {
+		return err
+	}
+	changes := Rebalance(l.view(), l.c.cfg.ImbalancePercentage)
+	if len(changes) == 0 {
+		return nil
+	}
+	_, err := l.absorb(ctx, changes, l.write(ctx, changes))
+	return err
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/strata-log/strata/hotlog"
 )
 
 // ColdPartition is a Partition whose older offsets live in the object
@@ -21,6 +23,17 @@ type ColdPartition interface {
 	ReadCold(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, error)
 }
 
+// ColdTxnPartition is a ColdPartition that knows the aborted transactions
+// of its cold offsets. A read_committed fetch uses ReadColdCommitted, in
+// the background like ReadCold, so the bucket never holds a pass up.
+type ColdTxnPartition interface {
+	ColdPartition
+	// ReadColdCommitted is ReadCold that also returns the aborted
+	// transactions overlapping the offsets from offset up to upTo (more is
+	// allowed: the pass filters them to the records returned).
+	ReadColdCommitted(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, []hotlog.AbortedTxn, error)
+}
+
 // errColdPending: a cold read has not finished; the pass returns nothing
 // for that partition. Never leaves the package.
 var errColdPending = errors.New("fetch: cold read pending")
@@ -33,7 +46,20 @@ type readFunc func(offset int64, maxBytes int, upTo int64) ([]byte, error)
 type coldRead struct {
 	done    chan struct{}
 	records []byte
+	aborted []hotlog.AbortedTxn
 	err     error
+}
+
+// abortedTxns is an abortedFunc over the finished read's aborts (none
+// while it is pending: the pass then returns no records either).
+func (c *coldRead) abortedTxns(from, to int64) []hotlog.AbortedTxn {
+	select {
+	case <-c.done:
+		got, _ := hotlog.CollectAbortedTxns(c.aborted, from, to)
+		return got
+	default:
+		return nil
+	}
 }
 
 // result is a readFunc over the finished (or pending) read. The cold read's
@@ -70,8 +96,14 @@ func (f *Fetcher) startCold(ctx context.Context, req Request) []*coldRead {
 		reads[i] = r
 		budget := max(min(pr.MaxBytes, req.MaxBytes), 1)
 		offset := pr.Offset
+		ctp, committed := cp.(ColdTxnPartition)
+		committed = committed && req.Isolation == ReadCommitted
 		go func() {
 			defer close(r.done)
+			if committed {
+				r.records, r.aborted, r.err = ctp.ReadColdCommitted(ctx, offset, budget, upTo)
+				return
+			}
 			r.records, r.err = cp.ReadCold(ctx, offset, budget, upTo)
 		}()
 	}

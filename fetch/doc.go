@@ -28,9 +28,14 @@
 //   - otherwise whole record batches, verbatim, starting with the batch that
 //     holds o (which may begin before o: clients skip the leading records).
 //
-// Until transactions exist (issue 6) the broker reports LSO == HW, so
-// read_committed behaves as read_uncommitted, and aborted transactions are
-// always empty.
+// read_committed (issue 6): the broker reports LSO = min(first offset of
+// the earliest open transaction, HW), and a read_committed read stops
+// there. Its Result carries the aborted transactions overlapping the
+// records returned, [o, end of the last batch), from the partition when it
+// implements [TxnPartition] (hot reads) or from [ColdTxnPartition]'s
+// ReadColdCommitted (cold reads, filtered the same way). The consumer
+// drops the records of those producers between each abort's first offset
+// and its marker.
 //
 // # Limits
 //
@@ -89,6 +94,5 @@
 // # Later work that plugs in here
 //
 // Follower fetches (issue 5) read up to the LEO instead of the HW and
-// report their position; read_committed (issue 6) adds aborted
-// transactions to [Result].
+// report their position.
 package fetch

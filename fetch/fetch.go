@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/strata-log/strata/hotlog"
 )
 
 // Sentinel errors in Result.Err. The broker maps them to Kafka codes.
@@ -127,6 +129,17 @@ type Result struct {
 	// Records holds whole batches, never nil (empty when nothing to return:
 	// some clients read a null record set as corrupt).
 	Records []byte
+	// AbortedTxns (read_committed only) are the aborted transactions
+	// overlapping Records' offsets, from a TxnPartition; nil otherwise.
+	AbortedTxns []hotlog.AbortedTxn
+}
+
+// TxnPartition is a Partition that knows its aborted transactions. A
+// read_committed fetch asks it for those overlapping the returned records.
+type TxnPartition interface {
+	// AbortedTxns returns the aborts overlapping [from, to) (hotlog's
+	// AbortedTxns contract). It must not block on the bucket.
+	AbortedTxns(from, to int64) []hotlog.AbortedTxn
 }
 
 // Fetcher answers fetches. It holds no per-request state and is safe for

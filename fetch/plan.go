@@ -40,16 +40,44 @@ func (f *Fetcher) readAll(req Request, cold []*coldRead) ([]Result, pass) {
 		}
 		limit := min(max(pr.MaxBytes, 0), req.MaxBytes-p.bytes)
 		read := pr.Partition.Read
+		var aborted abortedFunc
+		if tp, ok := pr.Partition.(TxnPartition); ok {
+			aborted = tp.AbortedTxns
+		}
 		if cold != nil && cold[i] != nil {
-			read = cold[i].result
+			read, aborted = cold[i].result, cold[i].abortedTxns
 		}
 		results[i] = f.readPartition(pr, req.Isolation, limit, p.bytes == 0, read)
+		if req.Isolation == ReadCommitted && results[i].Err == nil {
+			results[i].AbortedTxns = abortedFor(results[i].Records, pr.Offset, aborted)
+		}
 		if results[i].Err != nil {
 			p.hasError = true
 		}
 		p.bytes += len(results[i].Records)
 	}
 	return results, p
+}
+
+// abortedFunc is TxnPartition.AbortedTxns's shape.
+type abortedFunc func(from, to int64) []hotlog.AbortedTxn
+
+// abortedFor returns the aborts overlapping the records read from offset:
+// [offset, end of the last batch). Kafka bounds the search the same way.
+func abortedFor(records []byte, offset int64, aborted abortedFunc) []hotlog.AbortedTxn {
+	if aborted == nil || len(records) == 0 {
+		return nil
+	}
+	end := offset
+	for rest := records; len(rest) > 0; {
+		h, err := hotlog.ParseBatchHeader(rest)
+		if err != nil || h.Size() > len(rest) {
+			break
+		}
+		end = max(end, h.LastOffset()+1)
+		rest = rest[h.Size():]
+	}
+	return aborted(offset, end)
 }
 
 // visibleEnd is the exclusive bound of what iso may read.

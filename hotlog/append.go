@@ -85,6 +85,10 @@ func (l *Log) append(batches []byte, client bool, assign func(leo int64, hdrs []
 	if err != nil {
 		return AppendResult{}, err
 	}
+	markers, err := parseMarkers(batches, hdrs)
+	if err != nil {
+		return AppendResult{}, err
+	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.RLock()
@@ -105,6 +109,9 @@ func (l *Log) append(batches []byte, client bool, assign func(leo int64, hdrs []
 		if err := l.producers.checkClient(hdrs); err != nil {
 			return AppendResult{}, err
 		}
+		if err := l.producers.checkMarkers(hdrs, markers); err != nil {
+			return AppendResult{}, err
+		}
 	}
 	if err := assign(leo, hdrs); err != nil {
 		return AppendResult{}, err
@@ -118,11 +125,10 @@ func (l *Log) append(batches []byte, client bool, assign func(leo int64, hdrs []
 		setBaseOffsetAndEpoch(batches[pos:], h.BaseOffset, h.PartitionLeaderEpoch)
 		pos += h.Size()
 	}
-	if err := l.writeBatches(batches, hdrs); err != nil {
+	// The producer state moves first so that the first unstable offset is
+	// published together with the LEO (a failed write fences the log).
+	if err := l.writeBatches(batches, hdrs, l.applyAppend(hdrs, markers)); err != nil {
 		return AppendResult{}, err
-	}
-	for _, h := range hdrs {
-		l.producers.apply(h)
 	}
 	if l.durability == DurabilityFsync {
 		l.flusher.schedule()
@@ -169,7 +175,7 @@ func (l *Log) roll() error {
 
 // writeBatches writes the offset-assigned batches at the end of the active
 // segment, then publishes them. REQUIRES: appendMu held.
-func (l *Log) writeBatches(batches []byte, hdrs []BatchHeader) error {
+func (l *Log) writeBatches(batches []byte, hdrs []BatchHeader, txn txnUpdate) error {
 	l.mu.RLock()
 	active, interval := l.activeLocked(), l.mu.cfg.IndexIntervalBytes
 	l.mu.RUnlock()
@@ -190,12 +196,19 @@ func (l *Log) writeBatches(batches []byte, hdrs []BatchHeader) error {
 		epochChanged = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || epochChanged
 	}
 	epochs := l.mu.epochs.clone()
+	active.aborted = append(active.aborted, txn.aborted...)
+	l.mu.firstUnstable = txn.firstUnstable
 	l.mu.stats.Appends++
 	l.mu.stats.AppendedBytes += int64(len(batches))
 	l.notifyLocked()
 	l.mu.Unlock()
 	if err := l.writeIndexEntries(active, idx, tidx); err != nil {
 		return err
+	}
+	if len(txn.aborted) > 0 {
+		if err := l.writeTxnEntries(active, txn.aborted); err != nil {
+			return err
+		}
 	}
 	if epochChanged {
 		if err := writeFileAtomic(l.dir, leaderEpochFile, encodeEpochCheckpoint(epochs)); err != nil {

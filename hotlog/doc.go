@@ -27,6 +27,7 @@
 //	clean-shutdown                   present only between a clean Close and the next Open
 //	reset-offset-checkpoint          present only while a ResetTo is unfinished (see "ResetTo")
 //	00000000000000052340.snapshot    producer state as of offset 52340 (see "Producer-state snapshots")
+//	00000000000000052340.txnindex    aborted transactions whose marker is in that segment (see "Transactions")
 //	*.tmp                            a checkpoint being written; deleted on Open
 //
 // A segment is named by its base offset, the offset of its first batch (or, for
@@ -218,11 +219,11 @@
 //     UNKNOWN_PRODUCER_ID to a produce. ErrUnknownProducerID is reserved.
 //
 // Batches of one append are checked against the state left by the ones
-// before them; any failure rejects the whole append. Control batches are
-// not checked. AppendReplicated (followers) and recovery apply batches
+// before them; any failure rejects the whole append. Control batches
+// (transaction markers) are checked as "Transactions" says. AppendReplicated (followers) and recovery apply batches
 // without checks (origin REPLICATION): the leader already decided, and a
 // follower mirrors its log. A control batch (transaction marker) sets the
-// epoch and ends the open transaction.
+// epoch and the coordinator epoch and ends the open transaction.
 //
 // Producers whose last timestamp is at least ProducerIDExpiration old
 // (producer.id.expiration.ms, 24h) and that have no open transaction are
@@ -257,10 +258,59 @@
 // Truncate) thus: delete snapshots above the LEO; load the newest one at
 // or below it, deleting (with a warning) any that fails to decode and
 // trying the next older, or starting empty at offset 0; apply the headers
-// of the batches from its offset to the LEO (header-only reads); expire.
+// of the batches from its offset to the LEO (header-only reads, plus the
+// body of each control batch); expire. The aborted-transaction indexes are
+// rebuilt with it (see "Transactions").
 // Retention (deleteOldestSegments) deletes every snapshot older than the
 // newest one at or below the log start offset. ResetTo deletes them all
 // and empties the state.
+//
+// # Transactions (txn.go, txn_index.go)
+//
+// A transactional data batch (attribute bit 4) opens its producer's
+// transaction at its base offset unless one is open. A control batch
+// (bit 5; the broker writes them for WriteTxnMarkers) must hold exactly one
+// record: key a ControlRecordKey (int16 version, int16 type: 0 abort,
+// 1 commit), value an EndTxnMarker (int16 version, int32 coordinatorEpoch);
+// anything else is ErrCorruptBatch, on Append and AppendReplicated alike.
+// On the leader path a marker whose producer epoch is older than the
+// partition's is ErrInvalidProducerEpoch, and one whose coordinator epoch
+// is older than the producer's last marker's ErrTransactionCoordinatorFenced.
+// A marker closes the transaction and records the coordinator epoch.
+//
+// FirstUnstableOffset is the smallest first offset of an open transaction,
+// published together with the LEO; the last stable offset (LSO) is
+// min(it, high watermark), the high watermark being the broker's.
+//
+// An abort marker appends an entry to the aborted-transaction index of the
+// segment it is written to, <base:020>.txnindex (Kafka's format, no
+// header), 34 bytes per entry, big-endian:
+//
+//	offset  size  field
+//	     0     2  version (= 0)
+//	     2     8  producerId
+//	    10     8  firstOffset       the transaction's first offset (the marker's when it had no data)
+//	    18     8  lastOffset        the abort marker's offset
+//	    26     8  lastStableOffset  the LSO right after the abort: the first offset of the earliest
+//	                                other open transaction, else lastOffset+1
+//
+// Entries are ordered by lastOffset (strictly increasing, within the
+// segment). Decoding bounds the file (2^20 entries) and checks every entry
+// (version, producerId >= 0, 0 <= firstOffset <= lastOffset, base <=
+// lastOffset, lastStableOffset <= lastOffset+1). The file is appended and
+// fsynced at each abort (aborts are rare). AbortedTxns(from, to) returns the
+// entries overlapping [from, to), scanning from the segment holding from
+// and stopping at an entry whose lastStableOffset >= to (no later abort can
+// reach below to). The same bytes form the aborted-transaction section of a
+// tiered segment object (EncodeAbortedTxns / DecodeAbortedTxns).
+//
+// The index is derived data, rebuilt with the producer state: every file
+// is loaded (a bad one is deleted with a warning, and the snapshot used
+// must then be at or below that segment's base); entries whose marker is
+// at or after the snapshot's offset are dropped and re-derived while the
+// batches after the snapshot are applied; changed files are rewritten
+// atomically. Segment deletion (retention, Truncate, ResetTo) deletes the
+// segment's .txnindex with its .log.
 //
 // # Concurrency and lock order
 //

@@ -221,6 +221,7 @@ func (l *Log) resetLocked(offset int64) error {
 	l.mu.segments = []*segment{s}
 	l.mu.epochs.entries = nil
 	l.producers = newProducerTable()
+	l.mu.firstUnstable = noOffset
 	l.mu.logStartOffset, l.mu.flushedOffset, l.mu.recoveryPoint = offset, offset, offset
 	return nil
 }

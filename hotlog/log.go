@@ -57,6 +57,9 @@ type Log struct {
 		closed         bool
 		changed        chan struct{} // closed and replaced on every change
 		stats          Stats
+		// firstUnstable is the first offset of the earliest open
+		// transaction (-1: none); published with the LEO (txn.go).
+		firstUnstable int64
 	}
 }
 

@@ -19,6 +19,7 @@ func Open(cfg Config) (*Log, error) {
 	l := &Log{dir: cfg.Dir, logger: cfg.Logger, now: cfg.Now, durability: cfg.Durability, syncFile: fdatasync}
 	l.mu.cfg = cfg
 	l.mu.changed = make(chan struct{})
+	l.mu.firstUnstable = noOffset
 	if err := l.recover(); err != nil {
 		for _, s := range l.mu.segments {
 			s.closeFiles()

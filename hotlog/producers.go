@@ -138,6 +138,10 @@ func idempotent(h BatchHeader) bool { return h.ProducerID >= 0 }
 // during Open, before the log is published).
 type producerTable struct {
 	entries map[int64]*producerEntry
+	// ongoing mirrors the entries' open transactions (producer id -> first
+	// offset) so the first unstable offset costs O(open transactions). nil
+	// after a load: ongoingTxns builds it from the entries.
+	ongoing map[int64]int64
 }
 
 func newProducerTable() producerTable {
@@ -227,16 +231,22 @@ func (t *producerTable) apply(h BatchHeader) {
 	}
 	if h.Control() {
 		// A transaction marker ends the open transaction. Its coordinator
-		// epoch is in the record body; issue 6 reads it.
+		// epoch is in the record body: applyBatch (txn.go) sets it.
 		e.setEpoch(h.ProducerEpoch)
 		e.currentTxnFirstOffset = noOffset
 		e.lastTimestamp = h.MaxTimestamp
+		if t.ongoing != nil {
+			delete(t.ongoing, h.ProducerID)
+		}
 		return
 	}
 	e.addBatch(h.ProducerEpoch, producerBatch{firstSeq: h.BaseSequence, lastSeq: lastSequence(h),
 		baseOffset: h.BaseOffset, lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp})
 	if h.Transactional() && e.currentTxnFirstOffset == noOffset {
 		e.currentTxnFirstOffset = h.BaseOffset
+		if t.ongoing != nil {
+			t.ongoing[h.ProducerID] = h.BaseOffset
+		}
 	}
 }
 

@@ -212,8 +212,17 @@ func (l *Log) rebuildProducersLocked() error {
 	if err != nil {
 		return err
 	}
+	// A bad aborted-transaction index is re-derived from a snapshot at or
+	// below its segment.
+	limit, err := l.loadTxnIndexesLocked()
+	if err != nil {
+		return err
+	}
 	table, from := newProducerTable(), int64(0)
 	for i := len(offsets) - 1; i >= 0; i-- {
+		if offsets[i] > limit {
+			continue
+		}
 		t, err := readSnapshot(l.dir, offsets[i])
 		if err == nil {
 			table, from = t, offsets[i]
@@ -226,16 +235,21 @@ func (l *Log) rebuildProducersLocked() error {
 		}
 	}
 	l.producers = table
-	if err := l.scanProducersFromLocked(from); err != nil {
+	changed := l.trimTxnIndexesLocked(from)
+	if err := l.scanProducersFromLocked(from, changed); err != nil {
+		return err
+	}
+	if err := l.writeChangedTxnIndexesLocked(changed); err != nil {
 		return err
 	}
 	l.producers.expire(l.now().UnixMilli(), l.mu.cfg.producerIDExpiration())
+	l.mu.firstUnstable = l.producers.firstUnstable(noOffset)
 	return nil
 }
 
 // scanProducersFromLocked applies the headers of every batch at or after
 // from to the table (header-only reads). REQUIRES: as rebuildProducersLocked.
-func (l *Log) scanProducersFromLocked(from int64) error {
+func (l *Log) scanProducersFromLocked(from int64, changed map[*segment]bool) error {
 	for _, s := range l.mu.segments[l.segmentForLocked(from):] {
 		if s.next <= from {
 			continue
@@ -247,9 +261,9 @@ func (l *Log) scanProducersFromLocked(from int64) error {
 		if !found {
 			continue
 		}
-		err = s.forEachHeader(pos, func(_ int64, h BatchHeader) bool {
+		err = s.forEachHeader(pos, func(bpos int64, h BatchHeader) bool {
 			if h.BaseOffset >= from {
-				l.producers.apply(h)
+				l.applyScannedLocked(s, bpos, h, changed)
 			}
 			return true
 		})

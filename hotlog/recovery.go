@@ -168,7 +168,7 @@ func listSegments(dir string) ([]int64, error) {
 		switch ext {
 		case logSuffix:
 			logs[base] = true
-		case indexSuffix, timeIndexSuffix:
+		case indexSuffix, timeIndexSuffix, txnIndexSuffix:
 			defer func() {
 				if !logs[base] {
 					os.Remove(filepath.Join(dir, name))

@@ -17,6 +17,9 @@ type SegmentInfo struct {
 	NextOffset   int64 // one past the last offset of its last batch
 	Size         int64 // bytes of whole batches in the .log
 	MaxTimestamp int64 // largest batch maxTimestamp (math.MinInt64 if empty)
+	// AbortedTxns is the segment's aborted-transaction index: the aborts
+	// whose marker lies in it (a copy; doc.go, "Transactions").
+	AbortedTxns []AbortedTxn
 }
 
 // SealedSegments lists every segment but the active one, oldest first.
@@ -31,7 +34,8 @@ func (l *Log) SealedSegments() []SegmentInfo {
 	segs := l.mu.segments[:len(l.mu.segments)-1]
 	out := make([]SegmentInfo, len(segs))
 	for i, s := range segs {
-		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.next, Size: s.size, MaxTimestamp: s.maxTimestamp}
+		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.next, Size: s.size, MaxTimestamp: s.maxTimestamp,
+			AbortedTxns: append([]AbortedTxn(nil), s.aborted...)}
 	}
 	return out
 }

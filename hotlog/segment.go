@@ -42,6 +42,9 @@ type segment struct {
 	rollBaseMs int64
 	// bytesSinceIndex counts log bytes since the last offset index entry.
 	bytesSinceIndex int64
+	// aborted is the segment's aborted-transaction index (txn_index.go):
+	// the aborts whose marker lies in this segment, by LastOffset.
+	aborted []AbortedTxn
 }
 
 func newSegmentState(base int64, file *os.File) *segment {
@@ -207,7 +210,7 @@ func (s *segment) closeIndexFiles() error {
 // removeFiles deletes the segment's files. REQUIRES: closed.
 func removeSegmentFiles(dir string, base int64) error {
 	var err error
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if rerr := os.Remove(segmentFileName(dir, base, suffix)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
 			err = rerr
 		}

@@ -72,7 +72,7 @@
 //	+------------------------------+
 //	| producer snapshot            |  opaque bytes (issue 6); empty for now
 //	+------------------------------+
-//	| aborted-transaction index    |  32 bytes per entry; empty for now
+//	| aborted-transaction index    |  32 bytes per entry (issue 6)
 //	+------------------------------+
 //	| chunk CRCs                   |  4 bytes per ChunkSize (1 MiB) of batches
 //	+------------------------------+ size - FooterSize
@@ -131,6 +131,13 @@
 // serves without reading the whole object.
 //
 // Aborted-transaction entry (Kafka's .txnindex without its version field):
+// the segment's hotlog .txnindex at upload, i.e. the aborts whose marker
+// lies in the object; entries ordered by lastOffset (strictly increasing,
+// within [baseOffset, lastOffset] of the object), 0 <= firstOffset <=
+// lastOffset (firstOffset may lie in an earlier object), producerId >= 0,
+// lastStableOffset <= lastOffset+1. A read_committed cold read collects
+// the entries of the object it reads and of the following ones (see
+// broker/coldpath.go), as Kafka's remote fetch does.
 //
 //	+------------------+------------------+------------------+------------------+
 //	| producerId i64   | firstOffset i64  | lastOffset i64   | lastStableOffset |

@@ -137,10 +137,20 @@ func (x *ObjectIndex) check() error {
 	if err := x.checkEpochs(); err != nil {
 		return err
 	}
+	return x.checkAborted()
+}
+
+// checkAborted: the entries are the aborts whose marker lies in the object
+// (hotlog's .txnindex of the segment), so LastOffset is in the object's
+// range and strictly increasing; FirstOffset may be in an earlier object.
+func (x *ObjectIndex) checkAborted() error {
+	prev := int64(-1)
 	for _, a := range x.Aborted {
-		if a.FirstOffset > a.LastOffset || a.ProducerID < 0 {
+		if a.ProducerID < 0 || a.FirstOffset < 0 || a.FirstOffset > a.LastOffset || a.LastOffset <= prev ||
+			a.LastOffset < x.Footer.BaseOffset || a.LastOffset > x.Footer.LastOffset || a.LastStableOffset > a.LastOffset+1 {
 			return corruptf("aborted transaction %+v", a)
 		}
+		prev = a.LastOffset
 	}
 	return nil
 }

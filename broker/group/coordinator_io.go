@@ -191,13 +191,19 @@ func (c *Coordinator) applyLoaded(partition int32, op *offsetsPartition, data []
 		return -1, ErrNotLeader
 	}
 	now := c.nowMs()
-	return DecodeBatches(data, func(offset int64, key, value []byte) error {
+	inPartition := func(g string) bool { return c.PartitionFor(g) == partition }
+	return walkBatches(data, func(offset, txnProducer int64, key, value []byte) error {
 		r, ok, err := DecodeRecord(key, value)
 		if err != nil || !ok {
 			return err
 		}
 		*count++
+		if txnProducer >= 0 {
+			return c.mu.machine.AddPendingTxn(now, txnProducer, offset, r)
+		}
 		return c.mu.machine.ApplyRecord(now, offset, r)
+	}, func(producerID int64, commit bool) {
+		c.mu.machine.CompleteTxn(now, producerID, commit, inPartition)
 	})
 }
 

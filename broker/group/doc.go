@@ -58,6 +58,18 @@
 //   - DeleteGroups, expired groups and offsets (offsets.retention.minutes),
 //     offsets of deleted topics: tombstones.
 //
+// # Transactional offset commits (TxnOffsetCommit, KIP-98)
+//
+// The offset records of a TxnOffsetCommit are written as one transactional
+// RecordBatch of the producer (producer id and epoch, the sequence the
+// partition expects: TxnSequencer) and stay pending per producer, invisible
+// to OffsetFetch (require_stable: UNSTABLE_OFFSET_COMMIT), until the
+// producer's transaction marker reaches the offsets partition: the
+// partition side then calls CompleteTxn, which applies them (commit, never
+// over a newer commit) or drops them (abort). Loading does the same from
+// the log: records of transactional batches are pending, control batches
+// (ControlRecordKey type 0 abort, 1 commit) resolve them.
+//
 // # Loading
 //
 // When the broker becomes leader of an offsets partition (at start, or

@@ -24,6 +24,9 @@ type Machine struct {
 	groups map[string]*groupState
 	// out collects responses and records until Ready drains them.
 	out Ready
+	// pending holds transactional offset commits awaiting their marker
+	// (machine_txn.go); nil until the first one.
+	pending pendingTxns
 }
 
 // Ready is what a step produced: records to persist, then responses to

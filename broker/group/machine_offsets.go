@@ -343,5 +343,6 @@ func (m *Machine) DropGroups(drop func(group string) bool, code int16) {
 			}
 		}
 		delete(m.groups, id)
+		m.dropPending(id)
 	}
 }

@@ -123,6 +123,17 @@ func decodeGroupValue(value []byte) (kmsg.GroupMetadataValue, error) {
 // EncodeBatch lays records out as one uncompressed RecordBatch v2 with
 // base offset 0 (the log assigns offsets), timestamps now (ms).
 func EncodeBatch(records []Record, now int64) []byte {
+	return encodeBatch(records, now, kmsg.RecordBatch{ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1})
+}
+
+// EncodeTxnBatch is EncodeBatch as a transactional batch of the producer
+// (TxnOffsetCommit), with its first sequence.
+func EncodeTxnBatch(records []Record, now, producerID int64, epoch int16, sequence int32) []byte {
+	return encodeBatch(records, now, kmsg.RecordBatch{Attributes: attrTransactional,
+		ProducerID: producerID, ProducerEpoch: epoch, FirstSequence: sequence})
+}
+
+func encodeBatch(records []Record, now int64, b kmsg.RecordBatch) []byte {
 	var body []byte
 	for i, r := range records {
 		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
@@ -130,10 +141,8 @@ func EncodeBatch(records []Record, now int64) []byte {
 		body = binary.AppendVarint(body, int64(len(inner)))
 		body = append(body, inner...)
 	}
-	b := kmsg.RecordBatch{
-		Magic: 2, LastOffsetDelta: int32(len(records) - 1), FirstTimestamp: now, MaxTimestamp: now,
-		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(records)), Records: body,
-	}
+	b.Magic, b.LastOffsetDelta, b.FirstTimestamp, b.MaxTimestamp = 2, int32(len(records)-1), now, now
+	b.NumRecords, b.Records = int32(len(records)), body
 	out := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))
 	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
@@ -143,11 +152,25 @@ func EncodeBatch(records []Record, now int64) []byte {
 // batchHeaderSize is the RecordBatch v2 header size.
 const batchHeaderSize = 61
 
+// Batch attributes (RecordBatch v2).
+const (
+	attrCompression   = 0x07
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
 // DecodeBatches walks RecordBatches read from the log and calls fn for each
-// record with its offset. Compressed and control batches are skipped
-// (Strata writes its records uncompressed and outside transactions). It
-// returns the offset after the last whole batch (-1 if there was none).
+// record of a data batch with its offset. Compressed and control batches
+// are skipped (coordinators write uncompressed). It returns the offset
+// after the last whole batch (-1 if there was none).
 func DecodeBatches(data []byte, fn func(offset int64, key, value []byte) error) (int64, error) {
+	return walkBatches(data, func(offset, _ int64, key, value []byte) error { return fn(offset, key, value) }, nil)
+}
+
+// walkBatches is DecodeBatches telling fn the producer id of records of
+// transactional batches (-1 otherwise) and calling marker for each
+// transaction marker (control batch) when not nil.
+func walkBatches(data []byte, fn func(offset, txnProducer int64, key, value []byte) error, marker func(producerID int64, commit bool)) (int64, error) {
 	next := int64(-1)
 	for len(data) >= 12 {
 		size := int64(binary.BigEndian.Uint32(data[8:12])) + 12
@@ -160,14 +183,40 @@ func DecodeBatches(data []byte, fn func(offset int64, key, value []byte) error) 
 		}
 		data = data[size:]
 		next = b.FirstOffset + int64(b.LastOffsetDelta) + 1
-		if b.Attributes&0x07 != 0 || b.Attributes&0x20 != 0 {
+		switch {
+		case b.Attributes&attrCompression != 0:
+			continue
+		case b.Attributes&attrControl != 0:
+			if marker != nil {
+				markerOf(b, marker)
+			}
 			continue
 		}
-		if err := decodeRecords(b.FirstOffset, b.Records, fn); err != nil {
+		txnProducer := int64(-1)
+		if b.Attributes&attrTransactional != 0 {
+			txnProducer = b.ProducerID
+		}
+		err := decodeRecords(b.FirstOffset, b.Records, func(offset int64, key, value []byte) error {
+			return fn(offset, txnProducer, key, value)
+		})
+		if err != nil {
 			return next, err
 		}
 	}
 	return next, nil
+}
+
+// markerOf reports a control batch's marker: its one record's key is a
+// ControlRecordKey (type 0 abort, 1 commit). Other control records are
+// ignored.
+func markerOf(b kmsg.RecordBatch, marker func(producerID int64, commit bool)) {
+	_ = decodeRecords(b.FirstOffset, b.Records, func(_ int64, key, _ []byte) error {
+		var k kmsg.ControlRecordKey
+		if err := k.ReadFrom(key); err == nil && (k.Type == kmsg.ControlRecordKeyTypeAbort || k.Type == kmsg.ControlRecordKeyTypeCommit) {
+			marker(b.ProducerID, k.Type == kmsg.ControlRecordKeyTypeCommit)
+		}
+		return nil
+	})
 }
 
 func decodeRecords(base int64, body []byte, fn func(offset int64, key, value []byte) error) error {

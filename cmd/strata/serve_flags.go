@@ -58,6 +58,7 @@ type serveFlags struct {
 	defaultReplicationFactor      int
 	offsetsTopicReplicationFactor int
 	controlledShutdownTimeout     time.Duration
+	leaderImbalanceCheckInterval  time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -111,6 +112,8 @@ func (f *serveFlags) registerReplication(fs *flag.FlagSet) {
 		"replication factor of __consumer_offsets, capped by the live brokers (offsets.topic.replication.factor)")
 	fs.DurationVar(&f.controlledShutdownTimeout, "controlled-shutdown-timeout", 30*time.Second,
 		"how long SIGTERM waits for leadership to move to other brokers before exiting")
+	fs.DurationVar(&f.leaderImbalanceCheckInterval, "leader-imbalance-check-interval", 5*time.Minute,
+		"how often leadership moves back to preferred replicas after failovers (leader.imbalance.check.interval.seconds; 0: never)")
 }
 
 // replicationConfig validates the replication flags into cfg.
@@ -118,6 +121,8 @@ func (f *serveFlags) replicationConfig(cfg *broker.Config) error {
 	switch {
 	case f.leaseTTL < time.Second:
 		return usageErrorf("--lease-ttl %s: want ≥ 1s", f.leaseTTL)
+	case f.leaderImbalanceCheckInterval < 0:
+		return usageErrorf("--leader-imbalance-check-interval %s: want ≥ 0 (0: never)", f.leaderImbalanceCheckInterval)
 	case f.replicaLagTimeMax <= 0 || f.replicaFetchMaxWait <= 0 || f.controlledShutdownTimeout <= 0:
 		return usageErrorf("--replica-lag-time-max, --replica-fetch-wait-max and --controlled-shutdown-timeout must be > 0")
 	case f.defaultReplicationFactor < 1 || f.defaultReplicationFactor > 32767,
@@ -135,6 +140,10 @@ func (f *serveFlags) replicationConfig(cfg *broker.Config) error {
 	cfg.DefaultReplicationFactor = int16(f.defaultReplicationFactor)
 	cfg.OffsetsTopicReplicationFactor = int16(f.offsetsTopicReplicationFactor)
 	cfg.ControlledShutdownTimeout = f.controlledShutdownTimeout
+	cfg.LeaderRebalanceInterval = f.leaderImbalanceCheckInterval
+	if f.leaderImbalanceCheckInterval == 0 {
+		cfg.LeaderRebalanceInterval = -1 // 0 means "default" in broker.Config
+	}
 	return nil
 }
 

@@ -1,0 +1,24 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/txn"
+)
+
+// EndTxn: v0-5. The answer comes once PrepareCommit/PrepareAbort is
+// durable; the markers follow in the background (txn.Coordinator), and the
+// id answers CONCURRENT_TRANSACTIONS until they are all written. v5+
+// bumps the epoch (KIP-890) and returns the new producer id and epoch.
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+func (b *Broker) handleEndTxn(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	r := b.txns.EndTxn(txn.EndInput{ID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
+		Commit: req.Commit, Bump: req.Version >= 5})
+	resp.ErrorCode = fencedForVersion(r.Code, req.Version < 2)
+	resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch
+	return resp, nil
+}

@@ -1,0 +1,85 @@
+package group
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ErrFenced is wrapped by an OffsetsLog's Append when the partition refuses
+// a transactional batch for its producer epoch (a newer epoch exists).
+var ErrFenced = errors.New("group: producer fenced")
+
+// TxnSequencer is implemented by an OffsetsLog that checks producer
+// sequences (the broker's partitions): the first sequence for the next
+// transactional batch of the producer at epoch. Without it, 0 is used.
+type TxnSequencer interface {
+	NextSequence(producerID int64, epoch int16) int32
+}
+
+// TxnCommit handles a TxnOffsetCommit's group part: the offsets are written
+// as a transactional batch of the producer and stay pending until its
+// marker (CompleteTxn). It returns once the batch is durable (0) or with
+// the error code for every partition.
+func (c *Coordinator) TxnCommit(ctx context.Context, in TxnCommitInput) int16 {
+	c.mu.Lock()
+	if code := c.statusLocked(in.Group); code != 0 {
+		c.mu.Unlock()
+		return code
+	}
+	now := c.nowMs()
+	code, records := c.mu.machine.TxnCommit(now, in)
+	if code != 0 || len(records) == 0 {
+		c.mu.Unlock()
+		return code
+	}
+	op := c.mu.partitions[c.PartitionFor(in.Group)]
+	seq := int32(0)
+	if s, ok := op.log.(TxnSequencer); ok {
+		seq = s.NextSequence(in.ProducerID, in.ProducerEpoch)
+	}
+	base, err := op.log.Append(EncodeTxnBatch(records, now, in.ProducerID, in.ProducerEpoch, seq))
+	if err == nil {
+		for i, r := range records {
+			_ = c.mu.machine.AddPendingTxn(now, in.ProducerID, base+int64(i), r)
+		}
+	}
+	log := op.log
+	c.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrFenced):
+		return kerr.ProducerFenced.Code
+	case err != nil:
+		c.log.Warn("appending transactional offset commit", "group", in.Group, "err", err)
+		return kerr.NotCoordinator.Code
+	}
+	ctx, cancel := context.WithTimeout(ctx, persistTimeout)
+	defer cancel()
+	if err := log.WaitDurable(ctx, base+int64(len(records))-1); err != nil {
+		c.log.Warn("transactional offset commit not persisted", "group", in.Group, "err", err)
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return 0
+}
+
+// CompleteTxn is called by the partition side after appending producerID's
+// transaction marker to partition of __consumer_offsets: the producer's
+// pending offsets of that partition's groups are applied (commit) or
+// dropped. A partition not led here is ignored (its next leader finds the
+// marker on load).
+func (c *Coordinator) CompleteTxn(partition int32, producerID int64, commit bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.mu.partitions[partition]; !ok {
+		return
+	}
+	c.mu.machine.CompleteTxn(c.nowMs(), producerID, commit, func(g string) bool { return c.PartitionFor(g) == partition })
+}
+
+// Unstable lists group's partitions with a pending transactional commit.
+func (c *Coordinator) Unstable(group string) map[TopicPartition]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.machine.Unstable(group)
+}
