@@ -31,12 +31,19 @@ var _ peerClient = (*kgoPeer)(nil)
 
 // dialPeer makes the client for the peer at addr (it connects lazily).
 func dialPeer(nodeID int32, addr string) (peerClient, error) {
+	return dialPeerWithOverhead(nodeID, addr, peerRequestOverhead)
+}
+
+// dialPeerWithOverhead is dialPeer for requests the peer may hold longer
+// (WriteTxnMarkers waits for the HW up to markerAckTimeout): overhead
+// bounds the wait for each answer beyond the request's own timeout.
+func dialPeerWithOverhead(nodeID int32, addr string, overhead time.Duration) (peerClient, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(addr),
 		kgo.ClientID("strata-replica-fetcher-"+strconv.Itoa(int(nodeID))),
 		kgo.BrokerMaxReadBytes(replicaMaxResponseBytes),
 		kgo.DialTimeout(peerRequestOverhead),
-		kgo.RequestTimeoutOverhead(peerRequestOverhead),
+		kgo.RequestTimeoutOverhead(overhead),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("broker: peer client for %s: %w", addr, err)

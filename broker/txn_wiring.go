@@ -187,7 +187,7 @@ func (s *txnPeerSet) peer(b *Broker, node int32) (peerClient, error) {
 		p.cl.Close()
 		delete(s.clients, node)
 	}
-	cl, err := dialPeer(node, addr)
+	cl, err := dialPeerWithOverhead(node, addr, markerAckTimeout+peerRequestOverhead)
 	if err != nil {
 		return nil, err
 	}
