@@ -338,6 +338,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	}
 	b.ctrl = ctrl
 	b.awaitController(ctx)
+	b.awaitOwnElections(ctx)
 	b.loops.Add(2)
 	go b.retentionLoop()
 	if b.objects != nil {

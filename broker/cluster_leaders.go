@@ -167,3 +167,43 @@ func (b *Broker) awaitController(ctx context.Context) {
 		}
 	}
 }
+
+// awaitOwnElections waits, at most leaderElectionWait, until no partition
+// state names this broker leader under an older registration: after a
+// restart the controller re-elects this broker with a raised epoch (or
+// elects another replica), and until then the partition has no leader. A
+// broker that says it is serving should be usable at once, as a Kafka
+// broker is after its log recovery, so Start waits for that.
+func (b *Broker) awaitOwnElections(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, leaderElectionWait)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pending := b.staleOwnLeaderships()
+		if pending == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			b.log.Warn("partitions this broker led before its restart still wait for an election", "partitions", pending)
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// staleOwnLeaderships counts states naming this node leader with another
+// registration epoch than the current one.
+func (b *Broker) staleOwnLeaderships() int {
+	epoch := b.registration().Epoch
+	n := 0
+	for _, t := range b.parts.allTopics() {
+		for _, st := range t.states {
+			if st.Leader == b.cfg.NodeID && st.LeaderBrokerEpoch != epoch {
+				n++
+			}
+		}
+	}
+	return n
+}
