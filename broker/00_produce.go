@@ -41,10 +41,14 @@ import (
 //   - Transactional batches (issue 6) are accepted from producers with an
 //     id and open the producer's transaction in the partition (the LSO
 //     stops at its first offset until the marker; hotlog/doc.go,
-//     "Transactions"). As in Kafka before 3.6, the partition does not ask
-//     the coordinator whether it was added to the transaction (no KIP-890
-//     verification); v12 (KIP-890 part 2) is not advertised. Control
-//     batches are INVALID_RECORD: markers come only via WriteTxnMarkers.
+//     "Transactions"). As Kafka 3.6+ (KIP-890 part 1), a transactional
+//     batch that would open the producer's transaction in the partition
+//     is first verified with the coordinator (txn_verify.go): a partition
+//     not in the ongoing transaction is INVALID_TXN_STATE. The round trip
+//     happens before the replica lock is taken; partitions of one request
+//     are verified one after the other. v12 (KIP-890 part 2) is not
+//     advertised. Control batches are INVALID_RECORD: markers come only
+//     via WriteTxnMarkers.
 //   - v13 addresses topics by id; the lookup is here, but the version is not
 //     advertised until v12 is.
 //   - Produce requests of one connection are appended in order (conn.go);
@@ -69,7 +73,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		for pi := range rt.Partitions {
-			sp, wait := b.producePartition(req, rt, &rt.Partitions[pi], now)
+			sp, wait := b.producePartition(ctx, req, rt, &rt.Partitions[pi], now)
 			failed = failed || sp.ErrorCode != 0
 			if wait != nil {
 				pending = append(pending, pendingAck{topic: ti, partition: pi, wait: wait})
@@ -94,7 +98,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 
 // producePartition validates and appends one partition's batches. It returns
 // the partition's answer and, for acks=-1, what to wait for.
-func (b *Broker) producePartition(req *kmsg.ProduceRequest, rt *kmsg.ProduceRequestTopic,
+func (b *Broker) producePartition(ctx context.Context, req *kmsg.ProduceRequest, rt *kmsg.ProduceRequestTopic,
 	rp *kmsg.ProduceRequestTopicPartition, now int64,
 ) (kmsg.ProduceResponseTopicPartition, *ackWait) {
 	sp := kmsg.NewProduceResponseTopicPartition()
@@ -114,7 +118,7 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, rt *kmsg.ProduceRequ
 		b.setProduceError(&sp, err)
 		return sp, nil
 	}
-	res, logAppendTime, wait, err := b.appendProduced(p, req, rp.Records, now)
+	res, logAppendTime, wait, err := b.appendProduced(ctx, p, req, rp.Records, now)
 	if err != nil {
 		b.setProduceError(&sp, err)
 		return sp, nil
@@ -128,14 +132,18 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, rt *kmsg.ProduceRequ
 // appendProduced checks the request-level and topic rules and appends as
 // leader; for acks=-1 min.insync.replicas is checked against the ISR first
 // (NOT_ENOUGH_REPLICAS) and the returned waiter completes when the HW
-// passes the batches.
-func (b *Broker) appendProduced(p *partition, req *kmsg.ProduceRequest, records []byte, now int64) (hotlog.AppendResult, int64, *ackWait, error) {
+// passes the batches. Transactional batches are verified first
+// (txn_verify.go), without holding any lock.
+func (b *Broker) appendProduced(ctx context.Context, p *partition, req *kmsg.ProduceRequest, records []byte, now int64) (hotlog.AppendResult, int64, *ackWait, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return hotlog.AppendResult{}, -1, nil, fmt.Errorf("%w: acks %d", errInvalidAcks, req.Acks)
 	}
 	cfg := p.config()
 	batches, err := splitProduceRecords(records, rulesFor(cfg, req.Version), now)
 	if err != nil {
+		return hotlog.AppendResult{}, -1, nil, err
+	}
+	if err := b.verifyProduceTxn(ctx, p, req.TransactionID, batches); err != nil {
 		return hotlog.AppendResult{}, -1, nil, err
 	}
 	res, wait, err := b.appendAsLeader(p, batches.records, req.Acks == -1, int64(req.TimeoutMillis))

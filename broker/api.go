@@ -58,6 +58,12 @@ type Config struct {
 	// Txn configures the transaction coordinator (broker/txn); zero values
 	// get Kafka's defaults.
 	Txn txn.Config
+	// DisableTxnPartitionVerification turns off KIP-890 part 1: the partition
+	// leader then accepts a transactional batch without asking the
+	// coordinator that the partition is in the ongoing transaction. It is
+	// Kafka's transaction.partition.verification.enable=false (default:
+	// verification on).
+	DisableTxnPartitionVerification bool
 	// ObjectStore is the bucket sealed segments are tiered to (cmd wires
 	// --object-store through tier.OpenURL). nil: tiering is off, and the
 	// whole log stays local (retention.* applies locally).

@@ -23,6 +23,7 @@ var (
 	errBatchTooLarge   = errors.New("broker: record batch larger than max.message.bytes")
 	errControlBatch    = errors.New("broker: clients may not produce control batches")
 	errTransactional   = errors.New("broker: transactional batch without a producer id")
+	errMixedTxn        = errors.New("broker: transactional batches of several producers in one partition")
 	errZstdTooOld      = errors.New("broker: zstd batches need produce v7+")
 	errInvalidAcks     = errors.New("broker: acks must be -1, 0 or 1")
 	errNotEnoughISR    = errors.New("broker: in-sync replicas below min.insync.replicas")
@@ -64,6 +65,12 @@ type producedBatches struct {
 	producerID int64
 	// logAppendTime is the stamp applied, or -1 (CreateTime).
 	logAppendTime int64
+	// transactional: some batch is transactional; txnProducerID and
+	// txnEpoch are then its producer (one per partition, checked), for
+	// the KIP-890 verification (txn_verify.go).
+	transactional bool
+	txnProducerID int64
+	txnEpoch      int16
 }
 
 // splitProduceRecords validates the records bytes of one produce partition:
@@ -89,6 +96,9 @@ func splitProduceRecords(records []byte, rules produceRules, now int64) (produce
 		if out.count == 0 {
 			out.producerID = header.ProducerID
 		}
+		if err := out.noteTxn(header); err != nil {
+			return out, err
+		}
 		if rules.logAppendTime {
 			hotlog.SetLogAppendTime(rest[:size], now)
 			out.logAppendTime = now
@@ -96,6 +106,20 @@ func splitProduceRecords(records []byte, rules produceRules, now int64) (produce
 		rest = rest[size:]
 	}
 	return out, nil
+}
+
+// noteTxn records the producer of a transactional batch and rejects a
+// second transactional producer in the same partition data: verification
+// covers one (producer id, epoch), so a mix could bypass it.
+func (out *producedBatches) noteTxn(h hotlog.BatchHeader) error {
+	if !h.Transactional() {
+		return nil
+	}
+	if out.transactional && (out.txnProducerID != h.ProducerID || out.txnEpoch != h.ProducerEpoch) {
+		return errMixedTxn
+	}
+	out.transactional, out.txnProducerID, out.txnEpoch = true, h.ProducerID, h.ProducerEpoch
+	return nil
 }
 
 // checkBatchRules applies the topic and protocol rules to one valid batch.
@@ -107,8 +131,8 @@ func checkBatchRules(h hotlog.BatchHeader, size int, rules produceRules) error {
 		return errControlBatch
 	case h.Transactional() && h.ProducerID < 0:
 		// A transactional batch must carry a producer id (Kafka's
-		// validation: INVALID_RECORD). No KIP-890 verification that the
-		// partition was added to the transaction, as Kafka before 3.6.
+		// validation: INVALID_RECORD). The KIP-890 verification that the
+		// partition was added to the transaction is in txn_verify.go.
 		return errTransactional
 	case h.Codec() == hotlog.CodecZstd && rules.produceVersion < 7:
 		return errZstdTooOld
@@ -127,7 +151,8 @@ func produceErrorCode(err error) int16 {
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, errBatchTooLarge):
 		return kerr.MessageTooLarge.Code
-	case errors.Is(err, errNoBatches), errors.Is(err, errControlBatch), errors.Is(err, errTransactional):
+	case errors.Is(err, errNoBatches), errors.Is(err, errControlBatch), errors.Is(err, errTransactional),
+		errors.Is(err, errMixedTxn):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, errZstdTooOld):
 		return kerr.UnsupportedCompressionType.Code
@@ -137,6 +162,9 @@ func produceErrorCode(err error) int16 {
 		return kerr.NotEnoughReplicas.Code
 	case errors.Is(err, errUploadLag):
 		return kerr.ThrottlingQuotaExceeded.Code
+	}
+	if code, ok := txnVerifyErrorCode(err); ok {
+		return code
 	}
 	return dataPathErrorCode(err)
 }

@@ -96,6 +96,9 @@ type fetcherManager struct {
 	withReplica replicaFunc
 	address     func(node int32) string
 	dial        func(node int32, addr string) (peerClient, error)
+	// producerSnapshot is Broker.tieredProducerSnapshot (fetcher_snapshot.go);
+	// nil means a reset always starts with empty producer state.
+	producerSnapshot func(ctx context.Context, p *partition, offset int64) ([]byte, error)
 
 	// ctx ends at close: flush waits and requests of every peer stop.
 	ctx    context.Context
@@ -163,6 +166,7 @@ func newFetcherManager(b *Broker) *fetcherManager {
 		dial: func(node int32, addr string) (peerClient, error) {
 			return dialPeer(b.cfg.NodeID, addr)
 		},
+		producerSnapshot: b.tieredProducerSnapshot,
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.tasks = map[*partition]*fetchTask{}

@@ -98,7 +98,9 @@ func (f *peerFetcher) applyEpochAnswer(s taskSnapshot, rp *kmsg.OffsetForLeaderE
 // resetToLeaderStart handles OFFSET_OUT_OF_RANGE and
 // OFFSET_MOVED_TO_TIERED_STORAGE: if the leader's local log starts above
 // the fetch offset, the follower's log restarts empty there (its history
-// is in the bucket or deleted) and fetching continues from it.
+// is in the bucket or deleted) and fetching continues from it. The
+// producer state at the new start comes from the tiered object ending
+// exactly there when there is one (fetcher_snapshot.go), else it is empty.
 func (f *peerFetcher) resetToLeaderStart(cl peerClient, s taskSnapshot) {
 	start, err := f.leaderLocalStart(cl, s)
 	if err != nil || start <= s.offset {
@@ -108,13 +110,15 @@ func (f *peerFetcher) resetToLeaderStart(cl peerClient, s taskSnapshot) {
 		}
 		return
 	}
+	// Read before taking the replica mutex: it may GET from the bucket.
+	snap := f.producerSnapshotAt(s, start)
 	err = f.m.withReplica(s.p, func(r *replication.Replica) error {
 		if err := f.checkFetch(r, s); err != nil {
 			return err
 		}
 		// Under the replica mutex: no truncation or new state can
 		// interleave. A rare event; its fsyncs are acceptable here.
-		if err := s.p.log.ResetTo(start); err != nil {
+		if err := f.resetLog(s, start, snap); err != nil {
 			return err
 		}
 		// The leader's local log start is at or below its HW (only

@@ -196,7 +196,7 @@ func (b *Broker) uploadSegment(ctx context.Context, p *partition, seg hotlog.Seg
 	epoch := max(p.leaderEpoch(), 0)
 	obj, err := tier.EncodeSegmentObject(f, size, tier.SegmentMeta{
 		Topic: p.topic, TopicID: p.topicID, Partition: p.index, UploadEpoch: epoch,
-		AbortedTxns: tierAborted(seg.AbortedTxns)})
+		ProducerSnapshot: b.segmentEndSnapshot(p, seg), AbortedTxns: tierAborted(seg.AbortedTxns)})
 	if err != nil {
 		return err
 	}
@@ -212,6 +212,24 @@ func (b *Broker) uploadSegment(ctx context.Context, p *partition, seg hotlog.Seg
 		return fmt.Errorf("verify %s: %w", key, err)
 	}
 	return b.commitSegment(ctx, p, entryFor(p, obj, key))
+}
+
+// maxTieredSnapshotBytes keeps the producer snapshot well inside the
+// object's index budget (tier.MaxIndexSectionBytes for all index sections).
+const maxTieredSnapshotBytes = tier.MaxIndexSectionBytes / 2
+
+// segmentEndSnapshot is the producer state as of seg's end, which hotlog
+// wrote when it rolled to the next segment (base seg.NextOffset), for the
+// object's producer-snapshot section; nil (logged) when there is none or
+// it is too large. A follower restarting at seg.NextOffset installs it.
+func (b *Broker) segmentEndSnapshot(p *partition, seg hotlog.SegmentInfo) []byte {
+	snap, ok := p.log.ProducerSnapshotAt(seg.NextOffset)
+	if !ok || len(snap) > maxTieredSnapshotBytes {
+		b.log.Warn("tiered segment carries no producer state", "topic", p.topic, "partition", p.index,
+			"end_offset", seg.NextOffset, "found", ok, "bytes", len(snap))
+		return nil
+	}
+	return snap
 }
 
 // attemptKey returns the key for an upload of the segment at base: the

@@ -263,7 +263,10 @@
 // rebuilt with it (see "Transactions").
 // Retention (deleteOldestSegments) deletes every snapshot older than the
 // newest one at or below the log start offset. ResetTo deletes them all
-// and empties the state.
+// and empties the state; ResetToWithProducerSnapshot instead installs a
+// given snapshot as of the reset offset (a follower restarting at its
+// leader's local start takes it from the tiered object that ends there)
+// and writes it as <offset>.snapshot.
 //
 // # Transactions (txn.go, txn_index.go)
 //

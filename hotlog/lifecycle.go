@@ -174,6 +174,39 @@ const resetFile = "reset-offset-checkpoint"
 // old log or the empty one at offset, never a mixture. Readers are blocked
 // for the duration (a few fsyncs).
 func (l *Log) ResetTo(offset int64) error {
+	return l.resetTo(offset, nil)
+}
+
+// ResetToWithProducerSnapshot is ResetTo that installs snapshot (encoded
+// as a snapshot file, doc.go "Producer-state snapshots"; e.g. the producer
+// section of the tiered object ending at offset) as the producer state at
+// offset, instead of starting empty, so duplicates of idempotent batches
+// written before offset are still recognised. The snapshot is decoded and
+// checked to be as of offset before anything changes: if it is bad, the log
+// is untouched and the error wraps ErrBadProducerSnapshot.
+//
+// The snapshot is also written as <offset>.snapshot once the reset is
+// committed, so a restart rebuilds from it. A crash before that file is
+// durable leaves the reset log with empty producer state (as ResetTo);
+// failing to write it is logged, not fatal (the state in memory is right).
+func (l *Log) ResetToWithProducerSnapshot(offset int64, snapshot []byte) error {
+	got, table, err := decodeProducerSnapshot(snapshot)
+	if err != nil {
+		return err
+	}
+	if got != offset {
+		return fmt.Errorf("%w: snapshot is as of %d, reset to %d", errBadSnapshot, got, offset)
+	}
+	return l.resetTo(offset, &resetProducers{data: snapshot, table: table})
+}
+
+// resetProducers is the producer state a reset installs.
+type resetProducers struct {
+	data  []byte // the encoded snapshot, written as the snapshot file
+	table producerTable
+}
+
+func (l *Log) resetTo(offset int64, producers *resetProducers) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.flushMu.Lock()
@@ -189,8 +222,25 @@ func (l *Log) ResetTo(offset int64) error {
 	if err := l.resetLocked(offset); err != nil {
 		return l.failLocked(fmt.Errorf("reset to %d: %w", offset, err))
 	}
+	if producers != nil {
+		l.installProducersLocked(offset, producers)
+	}
 	l.notifyLocked()
 	return nil
+}
+
+// installProducersLocked makes p the producer state of the freshly reset
+// log at offset and persists it as the snapshot file at offset.
+// REQUIRES: appendMu and mu held; the log is empty at offset.
+func (l *Log) installProducersLocked(offset int64, p *resetProducers) {
+	name := filepath.Base(segmentFileName(l.dir, offset, snapshotSuffix))
+	if err := writeFileAtomic(l.dir, name, p.data); err != nil {
+		l.logger.Warn("hotlog: producer snapshot of a reset not written; a restart starts with empty producer state",
+			"dir", l.dir, "offset", offset, "err", err)
+	}
+	l.producers = p.table
+	l.producers.expire(l.now().UnixMilli(), l.mu.cfg.producerIDExpiration())
+	l.mu.firstUnstable = l.producers.firstUnstable(noOffset)
 }
 
 // resetLocked does ResetTo's work. REQUIRES: appendMu, flushMu, mu held.

@@ -25,6 +25,9 @@ var (
 	// not know is accepted with any sequence, as Kafka 3.x/4.x do. It is
 	// defined for the transactional checks of issue 6.
 	ErrUnknownProducerID = errors.New("hotlog: unknown producer id")
+	// ErrTxnNotVerified: a transactional batch whose KIP-890 verification
+	// was invalidated by a marker before the append (INVALID_TXN_STATE).
+	ErrTxnNotVerified = errors.New("hotlog: transactional batch not verified for the ongoing transaction")
 )
 
 // Producer-state constants. maxProducerBatches is part of the snapshot
@@ -142,6 +145,23 @@ type producerTable struct {
 	// offset) so the first unstable offset costs O(open transactions). nil
 	// after a load: ongoingTxns builds it from the entries.
 	ongoing map[int64]int64
+	// verifying holds KIP-890 part 1 verification state (txn_verify in
+	// package broker): per producer id, in memory only (as Kafka's
+	// verification entries). nil until the first verification; a load
+	// drops it, which invalidates pending verifications (safe: rejected).
+	verifying map[int64]txnVerification
+	// nextGuard numbers verifications.
+	nextGuard uint64
+}
+
+// txnVerification is one producer's verification state in the partition.
+// A marker turns it into a tombstone (guard 0): an append that was
+// verified before the marker must not open a new transaction.
+type txnVerification struct {
+	epoch    int16
+	guard    uint64 // 0: tombstone, invalidated by a marker
+	verified bool   // the coordinator confirmed the partition is in the txn
+	atMs     int64  // when started, for expiry
 }
 
 func newProducerTable() producerTable {
@@ -188,6 +208,9 @@ func (t *producerTable) checkClient(hdrs []BatchHeader) error {
 			pending[h.ProducerID] = upd
 		}
 		if err := checkBatch(upd, known && cur.epoch != noProducerEpoch, h); err != nil {
+			return err
+		}
+		if err := t.checkVerified(upd, h); err != nil {
 			return err
 		}
 		upd.addBatch(h.ProducerEpoch, producerBatch{firstSeq: h.BaseSequence, lastSeq: lastSequence(h)})
@@ -238,6 +261,9 @@ func (t *producerTable) apply(h BatchHeader) {
 		if t.ongoing != nil {
 			delete(t.ongoing, h.ProducerID)
 		}
+		if v, ok := t.verifying[h.ProducerID]; ok {
+			t.verifying[h.ProducerID] = txnVerification{epoch: v.epoch, atMs: v.atMs}
+		}
 		return
 	}
 	e.addBatch(h.ProducerEpoch, producerBatch{firstSeq: h.BaseSequence, lastSeq: lastSequence(h),
@@ -259,6 +285,11 @@ func (t *producerTable) expire(nowMs int64, maxAge time.Duration) int {
 		if e.currentTxnFirstOffset == noOffset && nowMs-e.lastTimestamp >= maxAge.Milliseconds() {
 			delete(t.entries, id)
 			n++
+		}
+	}
+	for id, v := range t.verifying {
+		if nowMs-v.atMs >= maxAge.Milliseconds() {
+			delete(t.verifying, id)
 		}
 	}
 	return n
@@ -293,4 +324,71 @@ func (l *Log) Producers() []ProducerState {
 			LastTimestamp: e.lastTimestamp, CoordinatorEpoch: e.coordinatorEpoch, CurrentTxnStartOffset: e.currentTxnFirstOffset})
 	}
 	return out
+}
+
+// hasOngoingTxn: the producer has an open transaction in the partition at
+// epoch (Kafka's hasOngoingTransaction(producerId, epoch)).
+func (t *producerTable) hasOngoingTxn(producerID int64, epoch int16) bool {
+	e, ok := t.entries[producerID]
+	return ok && e.currentTxnFirstOffset != noOffset && e.epoch == epoch
+}
+
+// checkVerified rejects a transactional batch that would open a
+// transaction while the producer's verification state says it must not:
+// a verification was started but is not confirmed, was invalidated by a
+// marker, or is for another epoch. Producers never verified (appends of
+// internal writers, or verification disabled) are not checked. upd is the
+// producer's state with the earlier batches of the same append.
+func (t *producerTable) checkVerified(upd *producerEntry, h BatchHeader) error {
+	if !h.Transactional() || (upd.currentTxnFirstOffset != noOffset && upd.epoch == h.ProducerEpoch) {
+		return nil
+	}
+	v, ok := t.verifying[h.ProducerID]
+	if !ok || (v.guard != 0 && v.verified && v.epoch == h.ProducerEpoch) {
+		// A verified batch opens the transaction: later batches of the
+		// same append see it ongoing.
+		upd.currentTxnFirstOffset = 0
+		return nil
+	}
+	return fmt.Errorf("%w: producer %d epoch %d", ErrTxnNotVerified, h.ProducerID, h.ProducerEpoch)
+}
+
+// StartTxnVerification begins the KIP-890 part 1 check of a transactional
+// batch of (producerID, epoch): needed is false when the producer already
+// has an ongoing transaction here at that epoch (no check, as Kafka).
+// Otherwise guard identifies this verification; pass it to
+// ConfirmTxnVerification once the coordinator has confirmed the partition
+// is in the transaction. A marker for the producer in between invalidates
+// it, and the append is then rejected with ErrTxnNotVerified.
+func (l *Log) StartTxnVerification(producerID int64, epoch int16) (guard uint64, needed bool) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	t := &l.producers
+	if t.hasOngoingTxn(producerID, epoch) {
+		return 0, false
+	}
+	if v, ok := t.verifying[producerID]; ok && v.guard != 0 && v.epoch == epoch {
+		return v.guard, true // a concurrent request's verification
+	}
+	if t.verifying == nil {
+		t.verifying = map[int64]txnVerification{}
+	}
+	t.nextGuard++
+	t.verifying[producerID] = txnVerification{epoch: epoch, guard: t.nextGuard, atMs: l.now().UnixMilli()}
+	return t.nextGuard, true
+}
+
+// ConfirmTxnVerification records that the coordinator confirmed guard's
+// verification. It reports false when a marker or a reload invalidated it
+// meanwhile (the caller answers INVALID_TXN_STATE).
+func (l *Log) ConfirmTxnVerification(producerID int64, guard uint64) bool {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	v, ok := l.producers.verifying[producerID]
+	if !ok || v.guard != guard || guard == 0 {
+		return false
+	}
+	v.verified = true
+	l.producers.verifying[producerID] = v
+	return true
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -290,4 +291,64 @@ func (l *Log) dropSnapshotsBelowLogStart() error {
 		}
 	}
 	return removeSnapshots(l.dir, func(off int64) bool { return off >= keepFrom })
+}
+
+// ErrBadProducerSnapshot: encoded producer-state bytes (a snapshot file, or
+// the producer-snapshot section of a tiered object) failed to decode.
+var ErrBadProducerSnapshot = errBadSnapshot
+
+// CheckProducerSnapshot decodes b, a producer snapshot in the format of
+// doc.go ("Producer-state snapshots"), and returns the offset it is as of.
+// It checks everything decoding checks (version, CRC, bounds, invariants);
+// errors wrap ErrBadProducerSnapshot. Nothing in b can make it panic.
+func CheckProducerSnapshot(b []byte) (int64, error) {
+	if len(b) > maxSnapshotFileSize {
+		return 0, fmt.Errorf("%w: %d bytes", errBadSnapshot, len(b))
+	}
+	offset, _, err := decodeProducerSnapshot(b)
+	return offset, err
+}
+
+// ProducerSnapshotAt returns the encoded snapshot file for exactly offset
+// (written at the roll that made offset a segment base, or at a clean
+// Close), after checking that it decodes and is as of offset. ok is false
+// when there is none (never written, deleted by retention, or bad). The
+// file is replaced only by atomic rename, so no lock is needed: a
+// concurrent deletion reads as absent.
+func (l *Log) ProducerSnapshotAt(offset int64) ([]byte, bool) {
+	if offset < 0 || offset > maxOffset {
+		return nil, false
+	}
+	data, err := readBoundedFile(segmentFileName(l.dir, offset, snapshotSuffix), maxSnapshotFileSize)
+	if err != nil {
+		return nil, false
+	}
+	got, err := CheckProducerSnapshot(data)
+	if err != nil || got != offset {
+		l.logger.Warn("hotlog: producer snapshot unusable", "dir", l.dir, "offset", offset, "holds", got, "err", err)
+		return nil, false
+	}
+	return data, true
+}
+
+// readBoundedFile reads path, refusing files larger than limit before
+// allocating for them.
+func readBoundedFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%w: %d bytes", errBadSnapshot, st.Size())
+	}
+	data := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }

@@ -70,7 +70,7 @@
 //	+------------------------------+
 //	| leader-epoch ranges          |  12 bytes per entry
 //	+------------------------------+
-//	| producer snapshot            |  opaque bytes (issue 6); empty for now
+//	| producer snapshot            |  hotlog snapshot file bytes, or empty
 //	+------------------------------+
 //	| aborted-transaction index    |  32 bytes per entry (issue 6)
 //	+------------------------------+
@@ -129,6 +129,18 @@
 // and leader epoch; the chunk CRCs do, so a reader that fetches aligned
 // chunks (the cold reader's 8 MiB GETs, ObjectReader) checks every byte it
 // serves without reading the whole object.
+//
+// Producer snapshot: empty, or the bytes of the hotlog producer-state
+// snapshot file (hotlog/doc.go, "Producer-state snapshots": version, CRC-32C,
+// offset, producers) as of the object's end, i.e. its offset field equals
+// lastOffset+1. The uploader takes the snapshot hotlog wrote when it rolled
+// past the segment (hotlog.(*Log).ProducerSnapshotAt of the next segment's
+// base) and leaves the section empty when there is none. Decoders check it
+// with hotlog.CheckProducerSnapshot (which bounds every count by the bytes
+// present) and the offset; a follower that restarts its log at a leader's
+// local log start S installs the snapshot of the object ending exactly at
+// S (broker/fetcher_snapshot.go), so it still recognises retried batches
+// written before S.
 //
 // Aborted-transaction entry (Kafka's .txnindex without its version field):
 // the segment's hotlog .txnindex at upload, i.e. the aborts whose marker

@@ -26,7 +26,10 @@ type SegmentMeta struct {
 	TopicID     metadata.TopicID
 	Partition   int32
 	UploadEpoch int32 // leader epoch of the uploading broker
-	// ProducerSnapshot is the producer state at the segment's end (issue 6); may be empty.
+	// ProducerSnapshot is the producer state as of the segment's end
+	// (last offset + 1), encoded as a hotlog snapshot file
+	// ((*hotlog.Log).ProducerSnapshotAt of the next segment's base); may
+	// be empty. Anything else makes EncodeSegmentObject fail.
 	ProducerSnapshot []byte
 	// AbortedTxns are the aborted transactions overlapping the segment (issue 6); may be empty.
 	AbortedTxns []AbortedTxn

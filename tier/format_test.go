@@ -15,7 +15,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	seg := makeSegment(t, 1, 1000, 300, 600)
 	meta := testMeta()
 	meta.IndexIntervalBytes = 1024
-	meta.ProducerSnapshot = []byte("producer-state")
+	meta.ProducerSnapshot = encodeTestSnapshot(segEnd(seg))
 	meta.AbortedTxns = []AbortedTxn{{ProducerID: 7, FirstOffset: 1001, LastOffset: 1010, LastStableOffset: 1000}}
 	store, key, obj := putObject(t, seg, meta)
 	ctx := context.Background()
@@ -185,7 +185,7 @@ func TestEveryFlippedByteIsDetected(t *testing.T) {
 	seg := makeSegment(t, 4, 500, 12, 40)
 	meta := testMeta()
 	meta.IndexIntervalBytes = 128
-	meta.ProducerSnapshot = []byte("snap")
+	meta.ProducerSnapshot = encodeTestSnapshot(segEnd(seg))
 	meta.AbortedTxns = []AbortedTxn{{ProducerID: 1, FirstOffset: 500, LastOffset: 501, LastStableOffset: 500}}
 	store, key, obj := putObject(t, seg, meta)
 	ctx := context.Background()

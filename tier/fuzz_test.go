@@ -119,7 +119,7 @@ func objectSeeds(t testing.TB) [][]byte {
 		meta := testMeta()
 		meta.IndexIntervalBytes = 100
 		if i == 2 {
-			meta.ProducerSnapshot = []byte{1, 2, 3}
+			meta.ProducerSnapshot = encodeTestSnapshot(segEnd(seg))
 			meta.AbortedTxns = []AbortedTxn{{ProducerID: 3, FirstOffset: 2000, LastOffset: 2002, LastStableOffset: 1999}}
 		}
 		obj, err := EncodeSegmentObject(bytes.NewReader(seg.log), int64(len(seg.log)), meta)

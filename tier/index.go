@@ -3,6 +3,8 @@ package tier
 import (
 	"encoding/binary"
 	"sort"
+
+	"github.com/strata-log/strata/hotlog"
 )
 
 // OffsetIndexEntry is one entry of the offset index (doc.go).
@@ -35,10 +37,13 @@ type AbortedTxn struct {
 // batches: the footer and the decoded index sections. Immutable once built,
 // so the cold reader can cache and share it.
 type ObjectIndex struct {
-	Footer           *Footer
-	Offsets          []OffsetIndexEntry
-	Times            []TimeIndexEntry
-	Epochs           []EpochRange
+	Footer  *Footer
+	Offsets []OffsetIndexEntry
+	Times   []TimeIndexEntry
+	Epochs  []EpochRange
+	// ProducerSnapshot is the producer state as of the object's end
+	// (LastOffset+1) in hotlog's snapshot format, checked by
+	// hotlog.CheckProducerSnapshot; empty when the uploader had none.
 	ProducerSnapshot []byte
 	Aborted          []AbortedTxn
 	ChunkCRCs        []uint32 // CRC-32C of each Footer.ChunkSize piece of the batches
@@ -137,8 +142,37 @@ func (x *ObjectIndex) check() error {
 	if err := x.checkEpochs(); err != nil {
 		return err
 	}
+	if err := x.checkProducerSnapshot(); err != nil {
+		return err
+	}
 	return x.checkAborted()
 }
+
+// checkProducerSnapshot: an empty section means no state was carried; any
+// other must be a hotlog producer snapshot (its own CRC, bounds and
+// invariants) as of the object's end, LastOffset+1.
+func (x *ObjectIndex) checkProducerSnapshot() error {
+	if len(x.ProducerSnapshot) == 0 {
+		return nil
+	}
+	at, err := hotlog.CheckProducerSnapshot(x.ProducerSnapshot)
+	if err != nil {
+		return corruptf("producer snapshot: %v", err)
+	}
+	if at != x.Footer.LastOffset+1 {
+		return corruptf("producer snapshot as of %d, object ends at %d", at, x.Footer.LastOffset+1)
+	}
+	return nil
+}
+
+// ProducerSnapshotOffset is the offset the object's producer snapshot is
+// as of (always EndOffset), and false when the object carries none.
+func (x *ObjectIndex) ProducerSnapshotOffset() (int64, bool) {
+	return x.EndOffset(), len(x.ProducerSnapshot) > 0
+}
+
+// EndOffset is one past the object's last offset: the next object's base.
+func (x *ObjectIndex) EndOffset() int64 { return x.Footer.LastOffset + 1 }
 
 // checkAborted: the entries are the aborts whose marker lies in the object
 // (hotlog's .txnindex of the segment), so LastOffset is in the object's

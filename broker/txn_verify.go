@@ -1,0 +1,177 @@
+package broker
+
+// KIP-890 part 1 (Kafka 3.6+ transaction.partition.verification.enable):
+// before the leader appends a transactional batch that would open a
+// transaction in the partition (its producer has no ongoing transaction
+// here at that epoch), it asks the coordinator of the request's
+// transactional id, with AddPartitionsToTxn v4+ VerifyOnly, whether the
+// partition is in the ongoing transaction. So a produce that arrives after
+// its transaction ended (a late retry) cannot open a transaction that no
+// marker will ever close (a "hanging" transaction that pins the LSO).
+//
+// The check runs before the append takes the replica lock, so other
+// partitions and connections are not held up by the round trip. The race
+// with a marker between the answer and the append is closed in the log:
+// hotlog.StartTxnVerification / ConfirmTxnVerification keep a per-producer
+// verification entry that a marker invalidates, and the append rejects a
+// transactional batch whose entry is not confirmed (hotlog.ErrTxnNotVerified).
+//
+// Codes, as Kafka 3.6: a partition not in the transaction is
+// INVALID_TXN_STATE (fatal to the client's transaction, so it aborts); a
+// fenced epoch INVALID_PRODUCER_EPOCH; an unknown producer
+// INVALID_PRODUCER_ID_MAPPING; coordinator unavailability, loading,
+// NOT_COORDINATOR, CONCURRENT_TRANSACTIONS and transport failures
+// NOT_ENOUGH_REPLICAS, which every client retries. Requests without a
+// transactional id are not verified (as Kafka, where only authorization
+// applies to them).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/txn"
+	"github.com/strata-log/strata/hotlog"
+)
+
+// errTxnVerification: the verification failed; txnVerifyError carries the
+// Kafka code.
+var errTxnVerification = errors.New("broker: transaction verification failed")
+
+// txnVerifyTimeout bounds one verification round trip to a peer.
+const txnVerifyTimeout = 5 * time.Second
+
+// txnVerifyError is a failed verification with its produce error code.
+type txnVerifyError struct {
+	code int16
+	msg  string
+}
+
+func (e *txnVerifyError) Error() string {
+	return fmt.Sprintf("%v: %s (%s)", errTxnVerification, e.msg, kerr.ErrorForCode(e.code))
+}
+
+func (e *txnVerifyError) Unwrap() error { return errTxnVerification }
+
+// txnVerifyErrorCode maps verification errors (and the log's rejection
+// of an invalidated verification) to Kafka codes.
+func txnVerifyErrorCode(err error) (int16, bool) {
+	var ve *txnVerifyError
+	switch {
+	case errors.As(err, &ve):
+		return ve.code, true
+	case errors.Is(err, hotlog.ErrTxnNotVerified):
+		return kerr.InvalidTxnState.Code, true
+	}
+	return 0, false
+}
+
+// verifyProduceTxn verifies, when needed, that p is in the ongoing
+// transaction of the batches' producer. nil: append (the log re-checks
+// that no marker intervened).
+func (b *Broker) verifyProduceTxn(ctx context.Context, p *partition, txnID *string, pb producedBatches) error {
+	if !pb.transactional || b.cfg.DisableTxnPartitionVerification || b.txns == nil || txnID == nil || *txnID == "" {
+		return nil
+	}
+	guard, needed := p.log.StartTxnVerification(pb.txnProducerID, pb.txnEpoch)
+	if !needed {
+		return nil
+	}
+	code, msg := b.askTxnVerify(ctx, *txnID, pb.txnProducerID, pb.txnEpoch, p.topic, p.index)
+	if code != 0 {
+		return &txnVerifyError{code: produceVerifyCode(code), msg: msg}
+	}
+	if !p.log.ConfirmTxnVerification(pb.txnProducerID, guard) {
+		return &txnVerifyError{code: kerr.InvalidTxnState.Code, msg: "the transaction ended during verification"}
+	}
+	return nil
+}
+
+// produceVerifyCode turns a coordinator's answer into the produce code.
+func produceVerifyCode(code int16) int16 {
+	switch code {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code,
+		kerr.ConcurrentTransactions.Code, kerr.OperationNotAttempted.Code, kerr.RequestTimedOut.Code:
+		return kerr.NotEnoughReplicas.Code
+	case kerr.ProducerFenced.Code:
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
+}
+
+// askTxnVerify asks the coordinator of txnID (this broker, in process, or
+// a peer) whether topic/partition is in the producer's ongoing
+// transaction. It returns the partition's code and a message.
+func (b *Broker) askTxnVerify(ctx context.Context, txnID string, pid int64, epoch int16, topic string, partition int32) (int16, string) {
+	if _, ok := b.parts.topic(txn.TopicName); !ok {
+		// No transaction state at all: no transaction can be ongoing.
+		return kerr.InvalidTxnState.Code, "no transaction state exists"
+	}
+	info, code, msg := b.txnCoordinatorOf(ctx, txnID)
+	if code != 0 {
+		return code, msg
+	}
+	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = txnID, pid, epoch, true
+	rtt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	rtt.Topic, rtt.Partitions = topic, []int32{partition}
+	rt.Topics = append(rt.Topics, rtt)
+	if info.NodeID == b.cfg.NodeID {
+		return verifyAnswer(b.addPartitionsTxn(5, rt), topic, partition)
+	}
+	return b.askPeerTxnVerify(ctx, info.NodeID, rt, topic, partition)
+}
+
+// askPeerTxnVerify sends the verify-only request to the coordinator node.
+func (b *Broker) askPeerTxnVerify(ctx context.Context, node int32, rt kmsg.AddPartitionsToTxnRequestTransaction,
+	topic string, partition int32,
+) (int16, string) {
+	cl, err := b.txnPeers.peer(b, node)
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
+	defer cancel()
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	req.Transactions = append(req.Transactions, rt)
+	kresp, err := cl.Request(ctx, req)
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code, fmt.Sprintf("verifying with broker %d: %v", node, err)
+	}
+	resp, ok := kresp.(*kmsg.AddPartitionsToTxnResponse)
+	if !ok {
+		return kerr.CoordinatorNotAvailable.Code, "unexpected response type"
+	}
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode, "coordinator error"
+	}
+	for _, t := range resp.Transactions {
+		if t.TransactionalID == rt.TransactionalID {
+			return verifyAnswer(t, topic, partition)
+		}
+	}
+	return kerr.CoordinatorNotAvailable.Code, "coordinator did not answer for the transaction"
+}
+
+// verifyAnswer extracts the partition's code from a transaction's answer.
+func verifyAnswer(t kmsg.AddPartitionsToTxnResponseTransaction, topic string, partition int32) (int16, string) {
+	for _, rt := range t.Topics {
+		if rt.Topic != topic {
+			continue
+		}
+		for _, p := range rt.Partitions {
+			if p.Partition == partition {
+				if p.ErrorCode == kerr.InvalidTxnState.Code {
+					return p.ErrorCode, fmt.Sprintf("%s-%d is not in the ongoing transaction", topic, partition)
+				}
+				return p.ErrorCode, "verification answer"
+			}
+		}
+	}
+	return kerr.CoordinatorNotAvailable.Code, "coordinator did not answer for the partition"
+}
