@@ -108,8 +108,9 @@ func produceVerifyCode(code int16) int16 {
 // transaction. It returns the partition's code and a message.
 func (b *Broker) askTxnVerify(ctx context.Context, txnID string, pid int64, epoch int16, topic string, partition int32) (int16, string) {
 	if _, ok := b.parts.topic(txn.TopicName); !ok {
-		// No transaction state at all: no transaction can be ongoing.
-		return kerr.InvalidTxnState.Code, "no transaction state exists"
+		// InitProducerId creates it before any transactional produce, so
+		// this broker's metadata lags: retriable, and never create it here.
+		return kerr.CoordinatorNotAvailable.Code, txn.TopicName + " not known yet"
 	}
 	info, code, msg := b.txnCoordinatorOf(ctx, txnID)
 	if code != 0 {

@@ -14,7 +14,7 @@ import (
 
 // txnProduce sends one transactional batch for topic/partition with the
 // transactional id and returns the partition's code.
-func txnProduce(t *testing.T, cl *kgo.Client, txnID, topic string, partition int32, batch []byte) int16 {
+func txnProduce(t *testing.T, cl kmsg.Requestor, txnID, topic string, partition int32, batch []byte) int16 {
 	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr(txnID), -1, 10000
@@ -164,4 +164,51 @@ func (b *Broker) partitionTxnOpen(t *testing.T, topic string, partition int32, p
 		}
 	}
 	return -1, false
+}
+
+// TestTxnPartitionVerificationPeer: the coordinator is another broker, so
+// the leader verifies over the network.
+func TestTxnPartitionVerificationPeer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and two brokers")
+	}
+	endpoints := metadatatest.StartEmbedded(t)
+	var brokers []*testBroker
+	for node := int32(1); node <= 2; node++ {
+		brokers = append(brokers, startTestBroker(t, endpoints, t.TempDir(), func(c *Config) {
+			fastTxns(c)
+			c.NodeID, c.OffsetsTopicReplicationFactor = node, 1
+		}))
+	}
+	adm, cl := adminClient(t, brokers[0].b)
+	createDataTopic(t, adm, "tvp", 4, nil)
+	initTxnProducerOnce(t, cl, "takes-id-0")
+	pid, epoch := initTxnProducer(t, cl, "tvp-1")
+	coord := adm.FindTxnCoordinators(testCtx(t), "tvp-1")
+	if coord["tvp-1"].Err != nil {
+		t.Fatalf("find coordinator: %v", coord["tvp-1"].Err)
+	}
+	meta, err := adm.Metadata(testCtx(t), "tvp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var remote []int32 // partitions led by the broker that is not the coordinator
+	for _, p := range meta.Topics["tvp"].Partitions.Sorted() {
+		if p.Leader != coord["tvp-1"].NodeID {
+			remote = append(remote, p.Partition)
+		}
+	}
+	if len(remote) < 2 {
+		t.Fatalf("partitions led away from coordinator %d: %v", coord["tvp-1"].NodeID, remote)
+	}
+	addTxnPartition(t, cl, "tvp-1", pid, epoch, "tvp", remote[0])
+	// kgo sends a raw Produce to any broker: address the leader.
+	leader := cl.Broker(int(meta.Topics["tvp"].Partitions[remote[0]].Leader))
+	if code := txnProduce(t, leader, "tvp-1", "tvp", remote[1], txnDataBatch(pid, epoch, 0, 1)); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch for a partition not in the transaction: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	code := txnProduce(t, leader, "tvp-1", "tvp", remote[0], txnDataBatch(pid, epoch, 0, 1))
+	if code != 0 {
+		t.Fatalf("batch for an added partition: %v (leaders %v)", kerr.ErrorForCode(code), meta.Topics["tvp"].Partitions)
+	}
 }

@@ -202,6 +202,15 @@
 // lastOffsetDelta, wrapping from MaxInt32 to 0; seq b follows seq a when
 // b == a+1, or a == MaxInt32 and b == 0.
 //
+// Transaction verification (KIP-890 part 1; in memory only, as in Kafka):
+// before a transactional batch may open a transaction, the broker asks the
+// coordinator whether the partition is in it (StartTxnVerification, then
+// ConfirmTxnVerification with the answer). Append rejects a transactional
+// batch of a producer whose verification was started but not confirmed, or
+// was invalidated by a marker since (ErrTxnNotVerified); producers never
+// verified here (the broker's own group-coordinator writes) are not
+// checked. Entries expire with the producer and are not snapshotted.
+//
 // Append (the leader path; Kafka's ProducerAppendInfo, origin CLIENT)
 // checks each idempotent data batch under appendMu, before offsets are
 // assigned, in this order:
