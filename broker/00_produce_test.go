@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -40,7 +41,11 @@ func createDataTopic(t *testing.T, adm *kadm.Client, name string, partitions int
 // (idempotent, acks=all) plus opts.
 func newDataClient(t *testing.T, b *Broker, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr().String())}, opts...)...)
+	base := []kgo.Opt{kgo.SeedBrokers(b.Addr().String())}
+	if os.Getenv("STRATA_TEST_BROKER_LOG") == "1" {
+		base = append(base, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)))
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func startTestBroker(t *testing.T, endpoints []string, dataDir string, edit func
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := testBrokerLogger()
 	store, err := metadata.Open(ctx, metadata.Config{Endpoints: endpoints, Cluster: "test", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -470,4 +470,13 @@ func TestRestartKeepsTopicsAndConfigs(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "dropped-0")); !os.IsNotExist(err) {
 		t.Fatalf("directory of topic deleted while down: %v", err)
 	}
+}
+
+// testBrokerLogger discards logs unless STRATA_TEST_BROKER_LOG=1 (debug
+// logs on stderr, for diagnosing a failure).
+func testBrokerLogger() *slog.Logger {
+	if os.Getenv("STRATA_TEST_BROKER_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

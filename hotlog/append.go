@@ -130,6 +130,7 @@ func (l *Log) append(batches []byte, client bool, assign func(leo int64, hdrs []
 	if err := l.writeBatches(batches, hdrs, l.applyAppend(hdrs, markers)); err != nil {
 		return AppendResult{}, err
 	}
+	l.producers.touch(hdrs, l.now().UnixMilli())
 	if l.durability == DurabilityFsync {
 		l.flusher.schedule()
 	}

@@ -234,9 +234,13 @@
 // follower mirrors its log. A control batch (transaction marker) sets the
 // epoch and the coordinator epoch and ends the open transaction.
 //
-// Producers whose last timestamp is at least ProducerIDExpiration old
-// (producer.id.expiration.ms, 24h) and that have no open transaction are
-// dropped by ApplyRetention and when the state is rebuilt. The log start
+// Producers silent for at least ProducerIDExpiration
+// (producer.id.expiration.ms, 24h) and with no open transaction are dropped
+// by ApplyRetention and when the state is rebuilt. Silence counts from the
+// later of the last batch's maxTimestamp (Kafka's rule) and the wall-clock
+// time of its last append or of the state's load (in memory only): a
+// producer writing old record timestamps would otherwise lose its state,
+// and duplicate detection, at the next retention check. The log start
 // moving does not drop producers (KIP-360): their state lives until expiry.
 //
 // # Producer-state snapshots

@@ -239,6 +239,7 @@ func (l *Log) installProducersLocked(offset int64, p *resetProducers) {
 			"dir", l.dir, "offset", offset, "err", err)
 	}
 	l.producers = p.table
+	l.producers.touchAll(l.now().UnixMilli())
 	l.producers.expire(l.now().UnixMilli(), l.mu.cfg.producerIDExpiration())
 	l.mu.firstUnstable = l.producers.firstUnstable(noOffset)
 }

@@ -60,6 +60,13 @@ type producerEntry struct {
 	n             int // batches in use, <= maxProducerBatches
 	batches       [maxProducerBatches]producerBatch
 	lastTimestamp int64 // maxTimestamp of the last batch or marker
+	// lastSeenMs is the wall-clock time of the producer's last append (or
+	// of the load that brought it back), in memory only. Expiry counts
+	// from the later of it and lastTimestamp: record timestamps are the
+	// client's, and a producer writing old timestamps (a replay, a backfill)
+	// must not lose its state — and with it duplicate detection — at the
+	// next retention check.
+	lastSeenMs int64
 	// coordinatorEpoch and currentTxnFirstOffset are for transactions
 	// (issue 6): the last marker's coordinator epoch and the first offset
 	// of the open transaction; -1 when none.
@@ -282,7 +289,7 @@ func (t *producerTable) apply(h BatchHeader) {
 func (t *producerTable) expire(nowMs int64, maxAge time.Duration) int {
 	n := 0
 	for id, e := range t.entries {
-		if e.currentTxnFirstOffset == noOffset && nowMs-e.lastTimestamp >= maxAge.Milliseconds() {
+		if e.currentTxnFirstOffset == noOffset && nowMs-max(e.lastTimestamp, e.lastSeenMs) >= maxAge.Milliseconds() {
 			delete(t.entries, id)
 			n++
 		}
@@ -391,4 +398,23 @@ func (l *Log) ConfirmTxnVerification(producerID int64, guard uint64) bool {
 	v.verified = true
 	l.producers.verifying[producerID] = v
 	return true
+}
+
+// touch records that the producers of hdrs appended at nowMs (wall clock).
+func (t *producerTable) touch(hdrs []BatchHeader, nowMs int64) {
+	for _, h := range hdrs {
+		if e, ok := t.entries[h.ProducerID]; ok && h.ProducerID >= 0 {
+			e.lastSeenMs = max(e.lastSeenMs, nowMs)
+			t.entries[h.ProducerID] = e
+		}
+	}
+}
+
+// touchAll marks every producer seen at nowMs: after a load, expiry
+// counts from the load, not from before the restart.
+func (t *producerTable) touchAll(nowMs int64) {
+	for id, e := range t.entries {
+		e.lastSeenMs = max(e.lastSeenMs, nowMs)
+		t.entries[id] = e
+	}
 }

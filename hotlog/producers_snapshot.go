@@ -243,6 +243,7 @@ func (l *Log) rebuildProducersLocked() error {
 	if err := l.writeChangedTxnIndexesLocked(changed); err != nil {
 		return err
 	}
+	l.producers.touchAll(l.now().UnixMilli())
 	l.producers.expire(l.now().UnixMilli(), l.mu.cfg.producerIDExpiration())
 	l.mu.firstUnstable = l.producers.firstUnstable(noOffset)
 	return nil

@@ -391,3 +391,31 @@ func FuzzDecodeProducerSnapshot(f *testing.F) {
 		}
 	})
 }
+
+// TestProducerWithOldTimestampsDoesNotExpire: expiry counts from the
+// producer's last append (wall clock), not only from its records'
+// timestamps, so a producer writing old timestamps (a replay, a backfill)
+// keeps its state and its retries are still recognised as duplicates. Its
+// state does expire once it has been silent for the expiration time.
+func TestProducerWithOldTimestampsDoesNotExpire(t *testing.T) {
+	clock := &fakeClock{now: time.UnixMilli(1_800_000_000_000)} // 2027
+	cfg := testConfig(t, t.TempDir())
+	cfg.Now, cfg.ProducerIDExpiration, cfg.RetentionMs = clock.Now, time.Hour, -1
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	old := int64(1_700_000_000_000) // 2023: years older than the expiration
+	first := mustAppend(t, l, idemBatch(t, 7, 0, 0, 3, old), 1)
+	if _, err := l.ApplyRetention(clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := l.Append(idemBatch(t, 7, 0, 0, 3, old), 1); err != nil || !res.Duplicate || res.BaseOffset != first.BaseOffset {
+		t.Fatalf("retry of a batch with old timestamps after a retention check: %+v %v (want a duplicate of %d)", res, err, first.BaseOffset)
+	}
+	clock.Advance(2 * time.Hour)
+	if _, err := l.ApplyRetention(clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ps := l.Producers(); len(ps) != 0 {
+		t.Fatalf("producers %+v after two silent hours", ps)
+	}
+}
