@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,12 +142,51 @@ func (c *Cluster) newProxy(name, target string) *Proxy {
 
 // freeAddr returns a loopback address whose port the OS just had free.
 func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	t.Helper()
+	for range 1000 {
+		port := fixedPortLow + rand.IntN(fixedPortHigh-fixedPortLow)
+		if !claimPort(port) {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("cluster: no free loopback port")
+	return ""
+}
+
+// Broker ports are kept across restarts, so they are bound again long after
+// they were chosen. They come from below Linux's ephemeral range
+// (32768-60999), where the kernel never picks the local port of an outgoing
+// connection — a port chosen with ":0" was sometimes taken by a client
+// connection before the broker restarted ("address already in use").
+const (
+	fixedPortLow  = 20000
+	fixedPortHigh = 32000
+)
+
+var handedOut struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}
+
+// claimPort reports whether port was not handed out before in this process.
+func claimPort(port int) bool {
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
+	if handedOut.ports[port] {
+		return false
+	}
+	handedOut.ports[port] = true
+	return true
 }
 
 // args is broker b's command line; the same at every (re)start.
