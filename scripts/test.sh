@@ -32,13 +32,16 @@ ensure_go() {
 	command -v go >/dev/null 2>&1 || die "go is not installed (https://go.dev/dl/)"
 }
 
-# ensure_test_deps installs etcd (package etcd-server) and kcat from Debian
-# when they are missing. Failures are fatal under CI=true, warnings otherwise
+# ensure_test_deps installs etcd (package etcd-server), kcat, and gcc with
+# librdkafka1 (the e2e test of a librdkafka transactional producer builds a
+# small C program) from Debian when they are missing. Failures are fatal under CI=true, warnings otherwise
 # (the tests that need them then skip locally).
 ensure_test_deps() {
 	local missing=()
 	command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 	command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+	command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+	have_librdkafka || missing+=(librdkafka1)
 	if ((${#missing[@]} == 0)); then
 		return 0
 	fi
@@ -48,8 +51,13 @@ ensure_test_deps() {
 		echo "test.sh: warning: could not install ${missing[*]}; tests needing them will skip" >&2
 		return 0
 	fi
-	command -v etcd >/dev/null 2>&1 && command -v kcat >/dev/null 2>&1 && return 0
-	if $ci; then die "etcd or kcat still missing after installing ${missing[*]}"; fi
+	command -v etcd >/dev/null 2>&1 && command -v kcat >/dev/null 2>&1 && command -v gcc >/dev/null 2>&1 &&
+		have_librdkafka && return 0
+	if $ci; then die "etcd, kcat, gcc or librdkafka1 still missing after installing ${missing[*]}"; fi
+}
+
+have_librdkafka() {
+	ldconfig -p 2>/dev/null | grep -q 'librdkafka\.so\.1'
 }
 
 # ensure_minio builds the pinned MinIO server into .tools/bin (idempotent;
