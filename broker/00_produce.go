@@ -86,6 +86,9 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 	switch req.Acks {
 	case 0:
 		if failed {
+			// As Kafka: the client gets no response, so the closed
+			// connection is its only sign (it refreshes metadata).
+			b.log.Info("closing the connection after a failed acks=0 produce", "first_error", firstProduceError(resp))
 			return nil, errAcksZeroFailure
 		}
 		return nil, nil
@@ -94,6 +97,18 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 	}
 	b.addProduceLeaders(req, resp, &leaders)
 	return resp, nil
+}
+
+// firstProduceError names the first partition error of resp.
+func firstProduceError(resp *kmsg.ProduceResponse) string {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Sprintf("%s-%d: %v", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return ""
 }
 
 // producePartition validates and appends one partition's batches. It returns
@@ -143,7 +158,7 @@ func (b *Broker) appendProduced(ctx context.Context, p *partition, req *kmsg.Pro
 	if err != nil {
 		return hotlog.AppendResult{}, -1, nil, err
 	}
-	if err := b.verifyProduceTxn(ctx, p, req.TransactionID, batches); err != nil {
+	if err := b.verifyProduceTxn(ctx, p, req.TransactionID, batches, req.Version >= 12); err != nil {
 		return hotlog.AppendResult{}, -1, nil, err
 	}
 	res, wait, err := b.appendAsLeader(p, batches.records, req.Acks == -1, int64(req.TimeoutMillis))
@@ -235,7 +250,7 @@ func producerStateErrorCode(err error) (code int16, ok bool) {
 // (the ApiVersions answer and the dispatcher use them; server.go clamps them
 // to what kmsg knows).
 var dataPathVersions = map[int16][2]int16{
-	0:  {3, 11}, // Produce: v3+ carries RecordBatch v2 only; v12 waits for issue 6
+	0:  {3, 12}, // Produce: v3+ carries RecordBatch v2 only; v12+ adds transactional partitions implicitly (KIP-890)
 	1:  {4, 16}, // Fetch: v13+ by topic id
 	2:  {1, 10}, // ListOffsets: -3 v7, -4 v8, -5 v9; v11 (-6) waits for tiering
 	21: {0, 2},  // DeleteRecords

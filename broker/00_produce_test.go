@@ -168,6 +168,7 @@ func TestProduceAcksZero(t *testing.T) {
 	producer := newDataClient(t, b, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
 	records := makeTestRecords("acks0", 50)
 	produceSyncAll(t, producer, records)
+	waitHighWatermark(t, b, "acks0", 0, int64(len(records)))
 	got := consumeFromStart(t, b, "acks0", len(records))
 	for i, r := range got {
 		if r.Offset != int64(i) || !bytes.Equal(r.Value, records[i].Value) {
@@ -301,4 +302,26 @@ func TestProduceAcksZeroErrorClosesConnection(t *testing.T) {
 	}
 	wc.send(newProduceReq("a0", 0, 1000, withByteAt(good, 16, 1)), 3)
 	wc.expectClosed()
+}
+
+// waitHighWatermark waits until topic/partition's HW reaches want; on
+// timeout it reports where the log and its replica stand (so a failure
+// tells a record that never arrived from a HW that did not move).
+func waitHighWatermark(t *testing.T, b *Broker, topic string, partition int32, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p, code := b.lookupPartition(topic, partition)
+		if code == 0 && p.highWatermark() >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			if code != 0 {
+				t.Fatalf("%s-%d: lookup: %v", topic, partition, kerr.ErrorForCode(code))
+			}
+			t.Fatalf("%s-%d: HW %d, want %d; log end %d, flushed %d; replica %+v", topic, partition, p.highWatermark(), want,
+				p.log.LogEndOffset(), p.log.FlushedOffset(), p.replicationStatus())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

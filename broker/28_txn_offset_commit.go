@@ -10,13 +10,16 @@ import (
 	"github.com/strata-log/strata/broker/group"
 )
 
-// TxnOffsetCommit: v0-4, served by the group's coordinator. The offsets are
+// TxnOffsetCommit: v0-5, served by the group's coordinator. The offsets are
 // written to the group's __consumer_offsets partition as a transactional
 // batch of the producer and become visible when the transaction's marker
 // reaches that partition (broker/group: CompleteTxn). v3+ carry the
 // member, checked like OffsetCommit's when set. Metadata longer than
 // offset.metadata.max.bytes is OFFSET_METADATA_TOO_LARGE for its
-// partition. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v3.
+// partition. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v3. From v5
+// (KIP-890 part 2) the client sends no AddOffsetsToTxn: the group's
+// offsets partition is first added to the transaction by its coordinator
+// (txn_verify.go), and its answer is the code of every partition.
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -46,7 +49,10 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *requestContext, k
 		}
 	}
 	code := int16(0)
-	if len(in.Offsets) > 0 {
+	if len(in.Offsets) > 0 && req.Version >= 5 {
+		code = b.addOffsetsPartitionImplicitly(ctx, req)
+	}
+	if len(in.Offsets) > 0 && code == 0 {
 		code = fencedForVersion(b.groups.TxnCommit(ctx, in), req.Version < 3)
 	}
 	for _, t := range req.Topics {
@@ -63,4 +69,19 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *requestContext, k
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// addOffsetsPartitionImplicitly adds the group's __consumer_offsets
+// partition to the request's transaction (TxnOffsetCommit v5+), mapping
+// the coordinator's answer to TxnOffsetCommit codes: a partition the
+// coordinator cannot add now is retriable (CONCURRENT_TRANSACTIONS while
+// the previous transaction's markers are written; COORDINATOR_NOT_AVAILABLE
+// and NOT_COORDINATOR while it moves).
+func (b *Broker) addOffsetsPartitionImplicitly(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
+	code, _ := b.askTxnPartition(ctx, txnPartitionAsk{txnID: req.TransactionalID, pid: req.ProducerID,
+		epoch: req.ProducerEpoch, topic: group.OffsetsTopic, partition: b.groups.PartitionFor(req.Group), add: true})
+	if code == kerr.OperationNotAttempted.Code || code == kerr.RequestTimedOut.Code {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return code
 }

@@ -64,6 +64,20 @@ type Config struct {
 	// Kafka's transaction.partition.verification.enable=false (default:
 	// verification on).
 	DisableTxnPartitionVerification bool
+	// ProducerIDExpiration (producer.id.expiration.ms): a producer id
+	// without an open transaction whose last write is this old is
+	// forgotten by every partition (its next batch is accepted at any
+	// sequence, KIP-360). Zero: 24h.
+	ProducerIDExpiration time.Duration
+	// TransactionVersion is the finalized level of Kafka's
+	// transaction.version feature advertised in ApiVersions (KIP-890,
+	// KIP-1022): 2 (the default, as a new Kafka 4 cluster) tells clients to
+	// use Produce v12+ and TxnOffsetCommit v5+ (partitions are added to the
+	// transaction implicitly) and EndTxn v5+ (the producer epoch is bumped
+	// at every commit and abort); 1 keeps them on the explicit
+	// AddPartitionsToTxn / AddOffsetsToTxn flow. Both are always served.
+	// Zero: 2.
+	TransactionVersion int16
 	// ObjectStore is the bucket sealed segments are tiered to (cmd wires
 	// --object-store through tier.OpenURL). nil: tiering is off, and the
 	// whole log stays local (retention.* applies locally).
@@ -149,6 +163,9 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	c.Tier = c.Tier.withDefaults()
+	if c.TransactionVersion == 0 {
+		c.TransactionVersion = maxTransactionVersion
+	}
 	return c
 }
 
@@ -170,6 +187,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative replication setting", ErrInvalidConfig)
 	case c.Durability != hotlog.DurabilityFsync && c.Durability != hotlog.DurabilityReplication:
 		return fmt.Errorf("%w: durability %d", ErrInvalidConfig, c.Durability)
+	case c.ProducerIDExpiration < 0:
+		return fmt.Errorf("%w: producer.id.expiration %v < 0", ErrInvalidConfig, c.ProducerIDExpiration)
+	case c.TransactionVersion < 1 || c.TransactionVersion > maxTransactionVersion:
+		return fmt.Errorf("%w: transaction.version %d (supported: 1-%d)", ErrInvalidConfig, c.TransactionVersion, maxTransactionVersion)
 	}
 	if err := c.Tier.withDefaults().validate(); err != nil {
 		return err

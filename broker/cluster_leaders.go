@@ -108,6 +108,12 @@ func (b *Broker) handOverLeadership(ctx context.Context) {
 	}
 }
 
+// ownElectionWait bounds how long Start waits for the partitions this
+// broker led before a restart to be led by it again (or by another
+// replica). Longer than leaderElectionWait: after a crash the controller
+// may itself be starting over (embedded etcd, a new session).
+const ownElectionWait = 15 * time.Second
+
 // leaderElectionWait bounds how long CreateTopics and CreatePartitions wait
 // for the controller to elect the new partitions' leaders.
 const leaderElectionWait = 5 * time.Second
@@ -175,7 +181,7 @@ func (b *Broker) awaitController(ctx context.Context) {
 // broker that says it is serving should be usable at once, as a Kafka
 // broker is after its log recovery, so Start waits for that.
 func (b *Broker) awaitOwnElections(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, leaderElectionWait)
+	ctx, cancel := context.WithTimeout(ctx, ownElectionWait)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -194,13 +200,20 @@ func (b *Broker) awaitOwnElections(ctx context.Context) {
 }
 
 // staleOwnLeaderships counts states naming this node leader with another
-// registration epoch than the current one.
+// registration epoch than the current one, and states naming it leader
+// under the current one that its local replica does not lead yet (the
+// state reached the mirror; the replica applies it right after).
 func (b *Broker) staleOwnLeaderships() int {
 	epoch := b.registration().Epoch
 	n := 0
 	for _, t := range b.parts.allTopics() {
-		for _, st := range t.states {
-			if st.Leader == b.cfg.NodeID && st.LeaderBrokerEpoch != epoch {
+		for i, st := range t.states {
+			if st.Leader != b.cfg.NodeID {
+				continue
+			}
+			if st.LeaderBrokerEpoch != epoch {
+				n++
+			} else if _, code := b.lookupPartition(t.topic.Name, int32(i)); code != 0 {
 				n++
 			}
 		}

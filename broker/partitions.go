@@ -304,14 +304,15 @@ func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfi
 		retentionMs, retentionBytes = -1, -1
 	}
 	return hotlog.Config{
-		Dir:                b.partitionDir(topic, index),
-		SegmentBytes:       cfg.SegmentBytes,
-		SegmentMs:          time.Duration(cfg.SegmentMs) * time.Millisecond,
-		IndexIntervalBytes: int(cfg.IndexIntervalBytes),
-		RetentionMs:        time.Duration(retentionMs) * time.Millisecond,
-		RetentionBytes:     retentionBytes,
-		Durability:         b.cfg.Durability,
-		Logger:             b.log.With("topic", topic, "partition", index),
+		Dir:                  b.partitionDir(topic, index),
+		SegmentBytes:         cfg.SegmentBytes,
+		SegmentMs:            time.Duration(cfg.SegmentMs) * time.Millisecond,
+		IndexIntervalBytes:   int(cfg.IndexIntervalBytes),
+		RetentionMs:          time.Duration(retentionMs) * time.Millisecond,
+		RetentionBytes:       retentionBytes,
+		Durability:           b.cfg.Durability,
+		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
+		Logger:               b.log.With("topic", topic, "partition", index),
 	}
 }
 

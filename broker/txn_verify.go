@@ -72,16 +72,23 @@ func txnVerifyErrorCode(err error) (int16, bool) {
 
 // verifyProduceTxn verifies, when needed, that p is in the ongoing
 // transaction of the batches' producer. nil: append (the log re-checks
-// that no marker intervened).
-func (b *Broker) verifyProduceTxn(ctx context.Context, p *partition, txnID *string, pb producedBatches) error {
-	if !pb.transactional || b.cfg.DisableTxnPartitionVerification || b.txns == nil || txnID == nil || *txnID == "" {
+// that no marker intervened). With implicitAdd (Produce v12+, KIP-890
+// part 2: the client no longer sends AddPartitionsToTxn) the coordinator
+// adds the partition instead of only checking it; that is not optional,
+// so DisableTxnPartitionVerification does not turn it off.
+func (b *Broker) verifyProduceTxn(ctx context.Context, p *partition, txnID *string, pb producedBatches, implicitAdd bool) error {
+	if !pb.transactional || b.txns == nil || txnID == nil || *txnID == "" {
+		return nil
+	}
+	if b.cfg.DisableTxnPartitionVerification && !implicitAdd {
 		return nil
 	}
 	guard, needed := p.log.StartTxnVerification(pb.txnProducerID, pb.txnEpoch)
 	if !needed {
 		return nil
 	}
-	code, msg := b.askTxnVerify(ctx, *txnID, pb.txnProducerID, pb.txnEpoch, p.topic, p.index)
+	code, msg := b.askTxnPartition(ctx, txnPartitionAsk{txnID: *txnID, pid: pb.txnProducerID, epoch: pb.txnEpoch,
+		topic: p.topic, partition: p.index, add: implicitAdd})
 	if code != 0 {
 		return &txnVerifyError{code: produceVerifyCode(code), msg: msg}
 	}
@@ -103,10 +110,49 @@ func produceVerifyCode(code int16) int16 {
 	return code
 }
 
-// askTxnVerify asks the coordinator of txnID (this broker, in process, or
-// a peer) whether topic/partition is in the producer's ongoing
-// transaction. It returns the partition's code and a message.
-func (b *Broker) askTxnVerify(ctx context.Context, txnID string, pid int64, epoch int16, topic string, partition int32) (int16, string) {
+// txnPartitionAsk is one partition question to a transaction coordinator:
+// is it in the producer's ongoing transaction (add false: KIP-890 part 1
+// verification), or add it (add true: part 2's implicit add, for Produce
+// v12+ and TxnOffsetCommit v5+).
+type txnPartitionAsk struct {
+	txnID     string
+	pid       int64
+	epoch     int16
+	topic     string
+	partition int32
+	add       bool
+}
+
+// Implicit adds retry CONCURRENT_TRANSACTIONS inside the broker, as Kafka's
+// AddPartitionsToTxnManager does: a TV2 client starts its next transaction
+// as soon as EndTxn answers, usually while the previous transaction's
+// markers are still being written, and answering the client would cost it
+// a retry backoff (or, for TxnOffsetCommit, the transaction).
+const (
+	concurrentTxnRetryFor     = 2 * time.Second
+	concurrentTxnRetryBackoff = 10 * time.Millisecond
+)
+
+// askTxnPartition asks the coordinator of a.txnID (this broker, in process,
+// or a peer) about one partition. It returns the partition's code and a
+// message.
+func (b *Broker) askTxnPartition(ctx context.Context, a txnPartitionAsk) (int16, string) {
+	deadline := time.Now().Add(concurrentTxnRetryFor)
+	for {
+		code, msg := b.askTxnPartitionOnce(ctx, a)
+		if code != kerr.ConcurrentTransactions.Code || !a.add || time.Now().After(deadline) {
+			return code, msg
+		}
+		select {
+		case <-ctx.Done():
+			return code, msg
+		case <-time.After(concurrentTxnRetryBackoff):
+		}
+	}
+}
+
+func (b *Broker) askTxnPartitionOnce(ctx context.Context, a txnPartitionAsk) (int16, string) {
+	txnID, pid, epoch, topic, partition := a.txnID, a.pid, a.epoch, a.topic, a.partition
 	if _, ok := b.parts.topic(txn.TopicName); !ok {
 		// InitProducerId creates it before any transactional produce, so
 		// this broker's metadata lags: retriable, and never create it here.
@@ -117,7 +163,7 @@ func (b *Broker) askTxnVerify(ctx context.Context, txnID string, pid int64, epoc
 		return code, msg
 	}
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = txnID, pid, epoch, true
+	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = txnID, pid, epoch, !a.add
 	rtt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	rtt.Topic, rtt.Partitions = topic, []int32{partition}
 	rt.Topics = append(rt.Topics, rtt)

@@ -71,9 +71,23 @@ func addTxnPartition(t *testing.T, cl *kgo.Client, txnID string, pid int64, epoc
 	}
 }
 
+// preTV2Client is a client limited to Kafka 3.5's versions (Produce v9,
+// EndTxn v3): its transactional batches are verified, not implicitly added
+// (Produce v12+), and EndTxn keeps the epoch.
+func preTV2Client(t *testing.T, b *Broker) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.MaxVersions(kversion.V3_5_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
 func TestTxnPartitionVerification(t *testing.T) {
 	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), fastTxns)
-	adm, cl := adminClient(t, tb.b)
+	adm, _ := adminClient(t, tb.b)
+	cl := preTV2Client(t, tb.b)
 	createDataTopic(t, adm, "tv", 2, nil)
 	initTxnProducerOnce(t, cl, "takes-id-0")
 	pid, epoch := initTxnProducer(t, cl, "tv-1")
@@ -100,12 +114,7 @@ func TestTxnPartitionVerification(t *testing.T) {
 	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "tv-1", pid, epoch, true
 	// EndTxn below v5 keeps the epoch (no KIP-890 part 2 bump), so the late
 	// batch's epoch is still current and only verification stops it.
-	old, err := kgo.NewClient(kgo.SeedBrokers(tb.b.Addr().String()), kgo.MaxVersions(kversion.V3_5_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	if resp, err := end.RequestWith(testCtx(t), old); err != nil || resp.ErrorCode != 0 {
+	if resp, err := end.RequestWith(testCtx(t), cl); err != nil || resp.ErrorCode != 0 {
 		t.Fatalf("end txn: %v %+v", err, resp)
 	}
 	// Wait for the commit marker: until then a batch still joins the
@@ -138,7 +147,8 @@ func TestTxnPartitionVerificationDisabled(t *testing.T) {
 		fastTxns(c)
 		c.DisableTxnPartitionVerification = true
 	})
-	adm, cl := adminClient(t, tb.b)
+	adm, _ := adminClient(t, tb.b)
+	cl := preTV2Client(t, tb.b)
 	createDataTopic(t, adm, "tv", 2, nil)
 	initTxnProducerOnce(t, cl, "takes-id-0")
 	pid, epoch := initTxnProducer(t, cl, "tv-2")
@@ -180,7 +190,8 @@ func TestTxnPartitionVerificationPeer(t *testing.T) {
 			c.NodeID, c.OffsetsTopicReplicationFactor = node, 1
 		}))
 	}
-	adm, cl := adminClient(t, brokers[0].b)
+	adm, _ := adminClient(t, brokers[0].b)
+	cl := preTV2Client(t, brokers[0].b)
 	createDataTopic(t, adm, "tvp", 4, nil)
 	initTxnProducerOnce(t, cl, "takes-id-0")
 	pid, epoch := initTxnProducer(t, cl, "tvp-1")

@@ -33,7 +33,7 @@ var txnVersions = map[int16][2]int16{
 	24: {0, 5}, // AddPartitionsToTxn (v4+ batched, verify-only form)
 	25: {0, 4}, // AddOffsetsToTxn
 	26: {0, 5}, // EndTxn
-	28: {0, 4}, // TxnOffsetCommit (v5 is KIP-890 part 2's implicit add)
+	28: {0, 5}, // TxnOffsetCommit (v5+: the offsets partition is added implicitly, KIP-890 part 2)
 	61: {0, 0}, // DescribeProducers
 	65: {0, 0}, // DescribeTransactions
 	66: {0, 2}, // ListTransactions

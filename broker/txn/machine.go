@@ -106,17 +106,34 @@ func (m *Machine) WriteDone(id string, ok bool) {
 }
 
 func (m *Machine) emitMarkers(t *txnState) {
+	pid, epoch := t.markerProducer()
 	m.out.Markers = append(m.out.Markers, Markers{
-		ID: t.ID, ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch,
+		ID: t.ID, ProducerID: pid, ProducerEpoch: epoch,
 		Commit: t.State == StatePrepareCommit, Partitions: slices.Clone(t.Partitions),
 	})
+}
+
+// markerProducer is the producer id and epoch the markers of t's prepared
+// transaction carry: its own, except right after a bump rotated the
+// producer id (epoch overflow), where the partitions know the transaction
+// by the old id: the markers then carry the old id with the epoch after
+// the old one (Kafka writes them at Short.MaxValue), which fences the old
+// id's late writes, while the client continues with the new id.
+func (t *txnState) markerProducer() (int64, int16) {
+	if t.ProducerEpoch == 0 && t.LastProducerID >= 0 && t.LastProducerID != t.ProducerID && t.LastProducerEpoch >= maxEpoch-1 {
+		return t.LastProducerID, t.LastProducerEpoch + 1
+	}
+	return t.ProducerID, t.ProducerEpoch
 }
 
 // MarkersDone: every partition of the job took its marker; the transaction
 // completes. Stale jobs (another epoch, or no longer Prepare*) are ignored.
 func (m *Machine) MarkersDone(now int64, job Markers) {
 	t := m.txns[job.ID]
-	if t == nil || t.pending || !isPrepare(t.State) || t.ProducerID != job.ProducerID || t.ProducerEpoch != job.ProducerEpoch {
+	if t == nil || t.pending || !isPrepare(t.State) {
+		return
+	}
+	if pid, epoch := t.markerProducer(); pid != job.ProducerID || epoch != job.ProducerEpoch {
 		return
 	}
 	prev := t.snapshot()

@@ -59,6 +59,11 @@ type serveFlags struct {
 	offsetsTopicReplicationFactor int
 	controlledShutdownTimeout     time.Duration
 	leaderImbalanceCheckInterval  time.Duration
+	// Idempotence and transactions (hotlog producer state, broker/txn).
+	producerIDExpiration      time.Duration
+	transactionalIDExpiration time.Duration
+	transactionMaxTimeout     time.Duration
+	transactionVersion        int
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -94,6 +99,34 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"how often the orphan sweeper lists the bucket")
 	f.registerCold(fs)
 	f.registerReplication(fs)
+	f.registerTxn(fs)
+}
+
+// registerTxn registers the idempotence and transaction flags.
+func (f *serveFlags) registerTxn(fs *flag.FlagSet) {
+	fs.DurationVar(&f.producerIDExpiration, "producer-id-expiration", 24*time.Hour,
+		"how long a partition remembers an idle producer id's sequences (producer.id.expiration.ms)")
+	fs.DurationVar(&f.transactionalIDExpiration, "transactional-id-expiration", 7*24*time.Hour,
+		"how long the coordinator keeps an idle transactional id (transactional.id.expiration.ms)")
+	fs.DurationVar(&f.transactionMaxTimeout, "transaction-max-timeout", 15*time.Minute,
+		"largest transaction.timeout.ms a producer may ask for (transaction.max.timeout.ms)")
+	fs.IntVar(&f.transactionVersion, "transaction-version", 2,
+		"finalized transaction.version feature: 2 (KIP-890 part 2: implicit partition adds, epoch bump per transaction) or 1")
+}
+
+// txnConfig validates the transaction flags into cfg.
+func (f *serveFlags) txnConfig(cfg *broker.Config) error {
+	switch {
+	case f.producerIDExpiration <= 0 || f.transactionalIDExpiration <= 0 || f.transactionMaxTimeout <= 0:
+		return usageErrorf("--producer-id-expiration, --transactional-id-expiration and --transaction-max-timeout must be > 0")
+	case f.transactionVersion < 1 || f.transactionVersion > 2:
+		return usageErrorf("--transaction-version %d: want 1 or 2", f.transactionVersion)
+	}
+	cfg.ProducerIDExpiration = f.producerIDExpiration
+	cfg.TransactionVersion = int16(f.transactionVersion)
+	cfg.Txn.Expiration = f.transactionalIDExpiration
+	cfg.Txn.MaxTimeout = f.transactionMaxTimeout
+	return nil
 }
 
 // registerReplication registers the cluster and replication flags.
@@ -313,6 +346,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		Cold: cold,
 	}
 	if err := f.replicationConfig(&cfg.broker); err != nil {
+		return cfg, err
+	}
+	if err := f.txnConfig(&cfg.broker); err != nil {
 		return cfg, err
 	}
 	if f.groupInitialRebalanceDelay == 0 {

@@ -105,6 +105,8 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"zero partitions", []string{"--num-partitions", "0"}, nil, "--num-partitions"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level"},
 		{"bad cluster", []string{"--cluster", "a/b"}, nil, "--cluster"},
+		{"transaction version 3", []string{"--transaction-version", "3"}, nil, "--transaction-version"},
+		{"zero producer id expiration", []string{"--producer-id-expiration", "0s"}, nil, "--producer-id-expiration"},
 		{"unknown flag", []string{"--no-such-flag"}, nil, "no-such-flag"},
 		{"positional", []string{"extra"}, nil, "unexpected"},
 	}
@@ -248,5 +250,30 @@ func TestServeRejectsBadColdReaderFlags(t *testing.T) {
 				t.Fatalf("err = %v, want a usage error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestServeTxnFlags(t *testing.T) {
+	cfg, err := parseServeForTest(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.broker
+	if b.TransactionVersion != 2 || b.ProducerIDExpiration != 24*time.Hour || b.Txn.Expiration != 7*24*time.Hour ||
+		b.Txn.MaxTimeout != 15*time.Minute {
+		t.Errorf("defaults: transaction version %d, producer id expiration %v, transactional id expiration %v, max timeout %v",
+			b.TransactionVersion, b.ProducerIDExpiration, b.Txn.Expiration, b.Txn.MaxTimeout)
+	}
+	args := []string{"--transaction-version", "1", "--producer-id-expiration", "1h", "--transactional-id-expiration", "2h",
+		"--transaction-max-timeout", "1m"}
+	env := map[string]string{"STRATA_PRODUCER_ID_EXPIRATION": "5h"}
+	if cfg, err = parseServeForTest(t, args, env); err != nil {
+		t.Fatal(err)
+	}
+	b = cfg.broker
+	if b.TransactionVersion != 1 || b.ProducerIDExpiration != time.Hour || b.Txn.Expiration != 2*time.Hour ||
+		b.Txn.MaxTimeout != time.Minute {
+		t.Errorf("flags: transaction version %d, producer id expiration %v, transactional id expiration %v, max timeout %v",
+			b.TransactionVersion, b.ProducerIDExpiration, b.Txn.Expiration, b.Txn.MaxTimeout)
 	}
 }

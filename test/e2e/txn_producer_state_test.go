@@ -39,8 +39,22 @@ func idemBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
 }
 
 // idemProduce sends one acks=all Produce of batch and returns the base
-// offset and the partition's error.
+// offset and the partition's error. Like a Kafka client, it resends on
+// NOT_LEADER_OR_FOLLOWER and LEADER_NOT_AVAILABLE (a restarted broker may
+// answer before the controller re-elected it), for at most 30s.
 func idemProduce(t testing.TB, cl *kgo.Client, topic string, batch []byte) (int64, error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		off, err := idemProduceOnce(t, cl, topic, batch)
+		if !errors.Is(err, kerr.NotLeaderForPartition) && !errors.Is(err, kerr.LeaderNotAvailable) || time.Now().After(deadline) {
+			return off, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func idemProduceOnce(t testing.TB, cl *kgo.Client, topic string, batch []byte) (int64, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
