@@ -83,19 +83,34 @@ func (b *Broker) verifyProduceTxn(ctx context.Context, p *partition, txnID *stri
 	if b.cfg.DisableTxnPartitionVerification && !implicitAdd {
 		return nil
 	}
-	guard, needed := p.log.StartTxnVerification(pb.txnProducerID, pb.txnEpoch)
-	if !needed {
-		return nil
+	ask := txnPartitionAsk{txnID: *txnID, pid: pb.txnProducerID, epoch: pb.txnEpoch,
+		topic: p.topic, partition: p.index, add: implicitAdd}
+	deadline := time.Now().Add(concurrentTxnRetryFor)
+	for {
+		guard, needed := p.log.StartTxnVerification(pb.txnProducerID, pb.txnEpoch)
+		if !needed {
+			return nil
+		}
+		code, msg := b.askTxnPartitionOnce(ctx, ask)
+		// Under transaction version 2 the previous transaction's markers
+		// carry the epoch the next transaction uses, so an implicit add
+		// that raced them (CONCURRENT_TRANSACTIONS, or a marker landing
+		// between the answer and the append) asks again with a fresh
+		// guard: the coordinator stays the judge of whether the partition
+		// may join, and the new guard catches any later marker.
+		retry := implicitAdd && time.Now().Before(deadline) && ctx.Err() == nil
+		switch {
+		case code == kerr.ConcurrentTransactions.Code && retry:
+			time.Sleep(concurrentTxnRetryBackoff)
+			continue
+		case code != 0:
+			return &txnVerifyError{code: produceVerifyCode(code), msg: msg}
+		case p.log.ConfirmTxnVerification(pb.txnProducerID, guard):
+			return nil
+		case !retry:
+			return &txnVerifyError{code: kerr.InvalidTxnState.Code, msg: "the transaction ended during verification"}
+		}
 	}
-	code, msg := b.askTxnPartition(ctx, txnPartitionAsk{txnID: *txnID, pid: pb.txnProducerID, epoch: pb.txnEpoch,
-		topic: p.topic, partition: p.index, add: implicitAdd})
-	if code != 0 {
-		return &txnVerifyError{code: produceVerifyCode(code), msg: msg}
-	}
-	if !p.log.ConfirmTxnVerification(pb.txnProducerID, guard) {
-		return &txnVerifyError{code: kerr.InvalidTxnState.Code, msg: "the transaction ended during verification"}
-	}
-	return nil
 }
 
 // produceVerifyCode turns a coordinator's answer into the produce code.
