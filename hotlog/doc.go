@@ -29,6 +29,11 @@
 //	00000000000000052340.snapshot    producer state as of offset 52340 (see "Producer-state snapshots")
 //	00000000000000052340.txnindex    aborted transactions whose marker is in that segment (see "Transactions")
 //	*.tmp                            a checkpoint being written; deleted on Open
+//	cleaner-offset-checkpoint        the cleaner's first dirty offset (see "Compaction")
+//	cleaner-swap                     present only while a ReplaceSegments is unfinished (see "Compaction")
+//	<base>.<suffix>.cleaned          a cleaned segment being written: .log, .index, .timeindex, .txnindex
+//	<base>.<suffix>.swap             a committed cleaned segment not yet under its final name
+//	<base>.<suffix>.deleted          a replaced segment's file, about to be unlinked
 //
 // A segment is named by its base offset, the offset of its first batch (or, for
 // an empty segment, the LEO when it was created), zero-padded to 20 digits so
@@ -60,10 +65,11 @@
 //
 // A batch occupies 12+batchLength bytes; the next batch follows directly.
 // Offsets in a segment increase strictly: batch[i+1].baseOffset =
-// batch[i].baseOffset + lastOffsetDelta + 1 when written by Append. (Compaction,
-// later, may leave gaps between batches and fewer records than
-// lastOffsetDelta+1 in a batch, so readers and recovery only require
-// increasing offsets and recordCount <= lastOffsetDelta+1.)
+// batch[i].baseOffset + lastOffsetDelta + 1 when written by Append.
+// Compaction leaves gaps between batches, between segments and before a
+// segment's first batch, and batches with fewer records than
+// lastOffsetDelta+1 (even none), so readers and recovery only require
+// increasing offsets and recordCount <= lastOffsetDelta+1 (see "Compaction").
 //
 // Magic 0/1 message sets are rejected on produce (ErrUnsupportedMagic) and
 // never stored. magic sits at byte 16 in every message format, which is how
@@ -148,6 +154,8 @@
 //
 // # Recovery (Open)
 //
+//  0. Finish an interrupted segment swap, or discard an uncommitted one
+//     (see "Compaction").
 //  1. Delete *.tmp files and index files without a .log.
 //  2. Read the checkpoints and the clean-shutdown marker, then remove the marker.
 //  3. Segments wholly below the recovery point (next segment's base <=
@@ -328,6 +336,78 @@
 // atomically. Segment deletion (retention, Truncate, ResetTo) deletes the
 // segment's .txnindex with its .log.
 //
+// # Compaction (clean_*.go)
+//
+// The cleaner (package compaction, driven by the broker) rewrites runs of
+// sealed segments and swaps the results in; hotlog supplies the files,
+// the swap and the bookkeeping.
+//
+// NewCleanedSegment(base) writes <base>.log.cleaned; Append takes whole,
+// CRC-valid batches with increasing offsets and builds the offset and time
+// indexes exactly as Append and recovery do (one entry per
+// IndexIntervalBytes). A cleaned segment may be empty, and its first batch
+// may start above its base; a segment's NextOffset is one past its last
+// batch, so it may end below the next segment's base. Every look-up
+// (Read, OffsetForTimestamp, the indexes, Truncate, the producer scan)
+// finds "the first batch whose last offset is >= o", which is right across
+// gaps: a read of an offset cleaned away returns the next batch, possibly
+// from the next segment. Retention's "wholly below the log start" test is
+// Kafka's: the next segment's base <= the log start (an emptied first
+// segment does not move the log start). Batches with no record are skipped
+// by OffsetForTimestamp.
+//
+// ReplaceSegments(old, cleaned) replaces a contiguous run of sealed
+// segments; cleaned[0] has the first old base, the others' bases increase
+// and every batch lies inside the old run. The steps:
+//
+//  1. (replace lock only) flush the cleaned .log; compute the aborted-txn
+//     entries that carry over; write .index/.timeindex/.txnindex .cleaned;
+//     fsync all four files.
+//  2. (appendMu) check the old run is still in place, sealed and unchanged,
+//     else ErrSegmentsChanged with nothing done.
+//  3. Write the swap marker cleaner-swap atomically: THE COMMIT POINT.
+//  4. Rename every new file .cleaned -> .swap; every old file -> .deleted;
+//     every .swap file to its final name (.index, .timeindex, .txnindex,
+//     then .log); fsync the directory.
+//  5. Publish the new segment list (flushMu, mu: one critical section) and
+//     close the old files (their generation moves, so reads in flight on
+//     them start over on the new list; OpenSealedSegment hands out a dup of
+//     a segment's descriptor, never a file opened by name).
+//  6. Unlink the .deleted files, remove the marker, fsync the directory.
+//
+// The marker (offset-checkpoint style text) lists both runs:
+//
+//	0                 version
+//	old 0 300 600     the replaced segments' bases, increasing
+//	new 0 500         the new segments' bases, increasing; new[0] == old[0]
+//
+// Open, before listing segments: with a marker, steps 4 and 6 are redone;
+// each is a rename or unlink of a file that is checked first, and the rule
+// "while <base><suffix>.swap exists, the file at <base><suffix> is the old
+// segment's" makes every prefix of them (in any persisted order) safe to
+// redo. Without a marker, every .cleaned, .swap and .deleted file is
+// removed (an uncommitted replace, or a finished one's leftovers). A crash
+// anywhere thus leaves the old run (before step 3) or the new one (after),
+// never a mix. A marker that does not parse fails Open rather than guess.
+// A failure after step 3 fences the log (ErrStorage); Open finishes.
+//
+// Aborted-transaction entries of the old run carry over to the new segment
+// whose range holds their LastOffset (the marker), when the transaction
+// began before the run or some batch of its producer inside
+// [FirstOffset, LastOffset] was kept (the marker or data); an entry whose
+// marker and data were all cleaned away goes, as in Kafka. Producer
+// snapshots are per offset and stay as they are. The leader-epoch cache is
+// unchanged (batches keep their partitionLeaderEpoch).
+//
+// cleaner-offset-checkpoint (offset-checkpoint format) holds the first
+// dirty offset: SetCleanerCheckpoint writes it atomically after a pass;
+// CleanerCheckpoint reads it clamped to [log start, LEO]; Truncate, ResetTo
+// and an Open that finds it above the LEO lower it (durably), since what
+// follows will be new data. Missing or bad: 0 (all dirty). CleanableSegments
+// (firstUncleanable) lists the sealed segments ending at or below it and
+// above the log start; CleanableBytes splits their bytes into clean (ending
+// at or below the checkpoint) and dirty, the dirty ratio's inputs.
+//
 // # Concurrency and lock order
 //
 // appendMu serializes writers (Append, Truncate, retention, Close);
@@ -336,5 +416,8 @@
 // briefly (never across fsync). Reads capture a segment's file, committed
 // end and generation under mu.RLock, pread without it, and discard the
 // result if the generation moved (truncated or closed meanwhile; read.go).
-// Lock order: appendMu, flushMu, mu.
+// ReplaceSegments holds the cleaner's replace lock throughout and appendMu
+// from step 2 on, so it is serialized with retention, DeleteRecords,
+// Truncate, ResetTo, Close and other replaces.
+// Lock order: cleaner replace lock, appendMu, flushMu, mu, cleaner state lock.
 package hotlog

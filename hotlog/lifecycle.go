@@ -74,6 +74,9 @@ func (l *Log) truncateLocked(offset int64) error {
 	if err := l.checkpointAfterTruncateLocked(); err != nil {
 		return err
 	}
+	if err := l.lowerCleanerCheckpointLocked(l.leoLocked()); err != nil {
+		return err
+	}
 	return l.rebuildProducersLocked()
 }
 
@@ -274,7 +277,8 @@ func (l *Log) resetLocked(offset int64) error {
 	l.producers = newProducerTable()
 	l.mu.firstUnstable = noOffset
 	l.mu.logStartOffset, l.mu.flushedOffset, l.mu.recoveryPoint = offset, offset, offset
-	return nil
+	// Everything from offset on is new, dirty data.
+	return l.lowerCleanerCheckpointLocked(offset)
 }
 
 // completeReset makes the directory hold only an empty segment at offset,

@@ -40,6 +40,10 @@ type Log struct {
 	// corruptReads counts reads that met damage; readers hold only mu.RLock.
 	corruptReads atomic.Int64
 
+	// cleaner is the compaction state: the replace lock, the cleaner
+	// checkpoint, the open cleaned-segment writers (clean_checkpoint.go).
+	cleaner cleanerState
+
 	// mu guards the published state. Held briefly, never across fsync.
 	// Lock order: appendMu, flushMu, mu.
 	mu struct {
@@ -71,6 +75,7 @@ type Stats struct {
 	FlushRounds        int64 // group-commit rounds
 	Rolls              int64
 	SegmentsDeleted    int64
+	SegmentsReplaced   int64 // old segments swapped out by ReplaceSegments (compaction)
 	CorruptReads       int64 // reads that met a batch failing its CRC
 	RecoveryTruncation int64 // bytes cut off by recovery at Open
 	Segments           int

@@ -33,6 +33,11 @@ func Open(cfg Config) (*Log, error) {
 
 // recover runs the recovery of doc.go and leaves the log ready to append.
 func (l *Log) recover() error {
+	// An interrupted segment swap (compaction) is finished first: until
+	// then the directory may hold both old and new segment files.
+	if err := recoverSwap(l.dir, l.logger); err != nil {
+		return err
+	}
 	bases, err := listSegments(l.dir)
 	if err != nil {
 		return err
@@ -67,6 +72,9 @@ func (l *Log) recover() error {
 		return err
 	}
 	if err := l.finishRecovery(logStart); err != nil {
+		return err
+	}
+	if err := l.loadCleanerCheckpoint(); err != nil {
 		return err
 	}
 	return l.rebuildProducersLocked()

@@ -47,7 +47,10 @@ func (l *Log) applyRetention(now time.Time, limit int64) (int, error) {
 func (l *Log) countDeletableLocked(nowMs int64, limit int64) int {
 	segs, cfg := l.mu.segments[:len(l.mu.segments)-1], l.mu.cfg
 	n := 0
-	for n < len(segs) && segs[n].next <= l.mu.logStartOffset {
+	// A segment is wholly below the log start when the next one starts at
+	// or below it (Kafka's rule): with compaction a segment may end in a
+	// gap, or be empty, and its own end would understate its range.
+	for n < len(segs) && l.mu.segments[n+1].base <= l.mu.logStartOffset {
 		n++
 	}
 	belowStart := n
@@ -182,7 +185,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 	}
 	l.mu.RLock()
 	n := 0
-	for n < len(l.mu.segments)-1 && l.mu.segments[n].next <= offset {
+	for n < len(l.mu.segments)-1 && l.mu.segments[n+1].base <= offset {
 		n++
 	}
 	l.mu.RUnlock()

@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // SegmentInfo describes one sealed segment.
@@ -17,6 +19,13 @@ type SegmentInfo struct {
 	NextOffset   int64 // one past the last offset of its last batch
 	Size         int64 // bytes of whole batches in the .log
 	MaxTimestamp int64 // largest batch maxTimestamp (math.MinInt64 if empty)
+	// RangeEnd is the next segment's base: the end of the offset range
+	// this segment stands for. It equals NextOffset unless compaction
+	// dropped the segment's last batches (a gap up to the next segment).
+	// ProducerSnapshotAt(RangeEnd) finds the producer state when RangeEnd
+	// is a roll point: always, unless a cleaner split its output elsewhere
+	// than at the replaced segments' bases.
+	RangeEnd int64
 	// AbortedTxns is the segment's aborted-transaction index: the aborts
 	// whose marker lies in it (a copy; doc.go, "Transactions").
 	AbortedTxns []AbortedTxn
@@ -34,8 +43,7 @@ func (l *Log) SealedSegments() []SegmentInfo {
 	segs := l.mu.segments[:len(l.mu.segments)-1]
 	out := make([]SegmentInfo, len(segs))
 	for i, s := range segs {
-		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.next, Size: s.size, MaxTimestamp: s.maxTimestamp,
-			AbortedTxns: append([]AbortedTxn(nil), s.aborted...)}
+		out[i] = segmentInfoLocked(s, l.mu.segments[i+1].base)
 	}
 	return out
 }
@@ -54,9 +62,11 @@ func (l *Log) OpenSealedSegment(base int64) (*os.File, int64, error) {
 		if s.base != base {
 			continue
 		}
-		// Opened under mu so that retention cannot remove the file between
-		// the lookup and the open.
-		f, err := os.Open(segmentFileName(l.dir, s.base, logSuffix))
+		// A duplicate of the segment's own descriptor, taken under mu: the
+		// file is the segment's whatever happens to the names (retention
+		// unlinks them; a ReplaceSegments renames them before it publishes
+		// the new segment list).
+		f, err := dupFile(s.file, segmentFileName(l.dir, s.base, logSuffix))
 		if err != nil {
 			return nil, 0, fmt.Errorf("hotlog: open sealed segment %d: %w", base, err)
 		}
@@ -72,6 +82,24 @@ func (l *Log) OpenSealedSegment(base int64) (*os.File, int64, error) {
 // below the log start offset (DeleteRecords) go regardless of limit.
 func (l *Log) ApplyRetentionBelow(now time.Time, limit int64) (int, error) {
 	return l.applyRetention(now, limit)
+}
+
+// dupFile returns a new *os.File on a duplicate of f's descriptor
+// (close-on-exec), named name. REQUIRES: f stays open during the call.
+func dupFile(f *os.File, name string) (*os.File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var nfd int
+	var dupErr error
+	if err := rc.Control(func(fd uintptr) { nfd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if dupErr != nil {
+		return nil, dupErr
+	}
+	return os.NewFile(uintptr(nfd), name), nil
 }
 
 // capAtLimitLocked returns how many of the n oldest segments end at or

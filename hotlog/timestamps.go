@@ -46,7 +46,8 @@ func (l *Log) searchSegmentLocked(s *segment, ts, upTo int64) (res OffsetTime, o
 		if h.LastOffset() >= upTo {
 			return false
 		}
-		if h.LastOffset() < from || h.MaxTimestamp < ts {
+		if h.LastOffset() < from || h.MaxTimestamp < ts || h.RecordCount == 0 {
+			// (A batch emptied by compaction keeps its header, not a record.)
 			return true
 		}
 		res, ok, scanErr = l.searchBatchLocked(s, p, h, ts, from)

@@ -60,6 +60,15 @@
 // where an object still holds them. Watch delivers TierPut, TierDeleted and
 // TierLogStartPut events; Snapshot carries every entry and log start.
 //
+// Tiered compaction (issue 7) replaces a contiguous run of entries by the
+// entries of the rewritten objects in one transaction (SwapTierEntries):
+// the new entries cover exactly the run's offsets, so the manifest stays
+// gap-free. A compacted object may hold fewer offsets than its entry
+// claims (batches removed at either end): the entry's baseOffset is at or
+// below the object's first batch and its lastOffset at or above the
+// object's last offset; offsets in between that the object lacks were
+// removed by compaction.
+//
 // Every decoder validates what it reads (sizes, ids, names) and returns an
 // error wrapping ErrCorrupt instead of panicking: etcd is outside input.
 //
@@ -99,6 +108,12 @@
 //	DeleteTierEntries   If each entry's ModRevision <= its Version read  Then delete all
 //	                                                          Else → ErrCASFailed
 //	RaiseTierLogStart   If log-start ModRevision == read and topic exists Then put (only upward)
+//	SwapTierEntries     If each old entry's ModRevision == its Version, each new key not
+//	                    reusing an old base absent, and topic exists
+//	                                                          Then put new keys, put reused keys,
+//	                                                               delete the other olds
+//	                                                          Else already applied: ok;
+//	                                                               else → ErrTierEntriesChanged
 //
 // Brokers are written unconditionally under their own lease: a broker that
 // restarts after a crash replaces its stale registration at once instead of

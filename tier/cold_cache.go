@@ -33,7 +33,7 @@ func (c *ColdReader) Index(ctx context.Context, obj ColdObject) (*ObjectIndex, e
 	}
 	c.mu.Unlock()
 	if _, err := f.wait(ctx); err != nil {
-		return nil, err
+		return nil, c.gone(obj.Key, err)
 	}
 	return f.index, nil
 }

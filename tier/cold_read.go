@@ -3,6 +3,7 @@ package tier
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -30,7 +31,15 @@ type ColdRead struct {
 // Read returns whole batches of r.Object, verbatim, as the hot log's Read
 // does. Every byte returned passed its chunk CRC and each batch its own
 // CRC; damage is ErrCorruptObject and nothing is returned. An offset past
-// the object's last offset gives ErrOffsetNotInObject.
+// the object's last offset gives no batches and no error: a compacted
+// object's manifest entry may claim offsets past its last batch (they were
+// compacted away), and the caller continues with the next entry.
+//
+// An object that is gone (compaction swapped its entry out and deleted it
+// after the grace period, or retention did) gives an error wrapping
+// ErrObjectGone: the caller re-reads the manifest and retries with the
+// entry that now holds the offset (RetryGone); it is never the client's
+// error.
 //
 // The result is read-only: when the batches lie in one cached block (the
 // usual case: a block is FetchSize, a read about a fetch's partition
@@ -38,12 +47,27 @@ type ColdRead struct {
 // while referenced even if the cache evicts it, so the cache bound counts
 // cached blocks, not answers still being written to a socket.
 func (c *ColdReader) Read(ctx context.Context, r ColdRead) ([]byte, error) {
+	out, err := c.read(ctx, r)
+	return out, c.gone(r.Object.Key, err)
+}
+
+// gone wraps a not-found error of key's object in ErrObjectGone (once) and
+// forgets what the cache holds of it.
+func (c *ColdReader) gone(key string, err error) error {
+	if err == nil || errors.Is(err, ErrObjectGone) || !c.store.IsNotFound(err) {
+		return err
+	}
+	c.Forget(key)
+	return fmt.Errorf("%w: %s: %w", ErrObjectGone, key, err)
+}
+
+func (c *ColdReader) read(ctx context.Context, r ColdRead) ([]byte, error) {
 	x, err := c.Index(ctx, r.Object)
 	if err != nil {
 		return nil, err
 	}
 	if r.Offset > x.Footer.LastOffset {
-		return nil, fmt.Errorf("%w: offset %d above %s's last offset %d", ErrOffsetNotInObject, r.Offset, r.Object.Key, x.Footer.LastOffset)
+		return []byte{}, nil
 	}
 	offset := max(r.Offset, x.Footer.BaseOffset)
 	start, _, err := x.OffsetSpan(offset)
@@ -98,6 +122,11 @@ func (c *ColdReader) collect(cur *coldCursor, offset int64, maxBytes int, upTo i
 // timestamp >= ts, using the object's time index and then its batches
 // (through the cold cache). ok is false if the object has none.
 func (c *ColdReader) OffsetForTimestamp(ctx context.Context, obj ColdObject, ts, from int64) (OffsetTime, bool, error) {
+	res, found, err := c.offsetForTimestamp(ctx, obj, ts, from)
+	return res, found, c.gone(obj.Key, err)
+}
+
+func (c *ColdReader) offsetForTimestamp(ctx context.Context, obj ColdObject, ts, from int64) (OffsetTime, bool, error) {
 	x, err := c.Index(ctx, obj)
 	if err != nil {
 		return OffsetTime{}, false, err

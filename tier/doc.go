@@ -221,4 +221,55 @@
 // ReadRange, check each 1 MiB piece with ObjectIndex.VerifyChunk before
 // caching it, and cut batches with CheckStoredBatch. ObjectReader.ReadBatches
 // is the simple uncached version of the same (restore, replay, tests).
+//
+// # Tiered compaction (issue 7)
+//
+// Compactor.Compact takes a contiguous run of one partition's manifest
+// entries (at most MaxRunObjects; the etcd transaction holds olds plus
+// news) and a RewriteFunc from package compaction:
+//
+//  1. Download: each old object is opened (footer and index CRCs), its
+//     batches streamed through whole verified CRC chunks and each batch's
+//     CRC; a footer that does not match its entry is ErrCorruptObject.
+//     The rewrite sees all the run's batches as one BatchSource (the "last
+//     batch of each producer" rule needs the whole run) and must read it
+//     to the end.
+//  2. Rewrite into a temp file; every output batch is checked (CRC,
+//     strictly increasing offsets inside the run).
+//  3. Cut and merge: the output is cut at batch boundaries into
+//     k = min(#olds, max(1, ceil(out/segment.bytes))) objects of about
+//     equal size, so small outputs merge and the object count never grows.
+//     Objects are written with EncodeSegmentObject: indexes and epochs are
+//     rebuilt, the aborted-transaction section carries the old entries
+//     whose abort marker (the control batch at LastOffset) was kept, and
+//     the last object carries the last old object's producer snapshot when
+//     it still ends at the same offset (else none: the snapshot must be as
+//     of the object's end). Each object is put and verified.
+//  4. Swap: metadata.SwapTierEntriesRev replaces the olds by the news in
+//     one etcd transaction guarded by the olds' versions. The new entries
+//     claim exactly the run's offsets, gap-free: the first starts at the
+//     run's base, each next one at the previous LastOffset+1, the last ends
+//     at the run's LastOffset. An entry may therefore claim offsets before
+//     its object's first batch or after its last one (compacted away);
+//     ColdReader.Read answers an offset past an object's last batch with no
+//     batches, and the caller moves on to the next entry. New keys use the
+//     entry's base offset.
+//  5. Delete: the old objects are queued and deleted by DeleteDue once
+//     DeleteGrace (default 5m) has passed, so cold reads in flight finish.
+//     PendingDeletes lists them for the orphan sweeper to spare.
+//
+// Failures: a failed guard (the run changed) deletes the new objects at
+// once, nothing else changed. An etcd error leaves the outcome unknown: the
+// new objects are left, and if the swap did not happen the orphan sweeper
+// removes them (they are absent from the manifest). A crash before the
+// swap leaves only orphans; after it, the delete queue is lost and the old
+// objects, absent from the manifest and older than OrphanGrace, are the
+// sweeper's. A cold read whose object was deleted (its broker's manifest
+// lagged, or the sweeper removed it) fails with ErrObjectGone; the caller
+// re-reads the manifest and retries (RetryGone), it never reaches a client.
+//
+// Manifest.Apply handles the swap's watch events (puts of the new entries
+// first, then deletes of the old, at one revision) so that the run is
+// covered after every single event; Manifest.Swapped applies a local swap
+// in one step. See Manifest for the overlap and staleness rules.
 package tier

@@ -12,12 +12,22 @@ import (
 // the metadata watch (Apply) and by snapshots (LoadSnapshot), plus the
 // uploader's own commits for read-your-writes. Safe for concurrent use.
 //
-// Invariants per partition: entries are sorted by BaseOffset and do not
-// overlap; floor only grows. floor is one past the last offset of the
-// highest entry ever seen deleted, or the tiered log start, whichever is
-// larger: a TierPut below it is a stale event (the watch delivering an old
-// commit after this broker already applied a later delete) and is ignored,
-// since offsets below a deleted entry are never tiered again.
+// Invariants per partition: entries are sorted by BaseOffset; floor only
+// grows. floor is one past the last offset of the highest entry ever seen
+// deleted without another entry covering its offsets (retention, DeleteRecords),
+// or the tiered log start, whichever is larger: a TierPut below it is a
+// stale event (the watch delivering an old commit after this broker
+// already applied a later delete) and is ignored, since offsets below a
+// deleted entry are never tiered again.
+//
+// Entries do not overlap, except while the events of one compaction swap
+// (metadata.SwapTierEntriesRev) are applied one by one: etcd delivers the
+// puts of the new entries before the deletes of the old ones, so for a
+// moment both cover the run, and the run's offsets are never uncovered.
+// Find and Range work with such overlaps; a put that overlaps an entry
+// with a higher Version is stale (the old commit of an entry a swap
+// already replaced) and ignored, and a delete never removes an entry
+// newer than the one deleted (a later swap reused its base offset).
 type Manifest struct {
 	mu    sync.RWMutex
 	parts map[metadata.TierPartition]*manifestPartition // guarded by mu
@@ -25,7 +35,10 @@ type Manifest struct {
 
 // manifestPartition is one partition's view. Guarded by Manifest.mu.
 type manifestPartition struct {
-	entries  []metadata.TierEntry
+	entries []metadata.TierEntry
+	// maxLast[i] is the largest LastOffset of entries[:i+1]: Find's binary
+	// search key, monotonic even while a swap makes entries overlap.
+	maxLast  []int64
 	floor    int64 // see Manifest
 	logStart int64 // tiered log start from etcd (DeleteRecords, retention)
 }
@@ -77,28 +90,84 @@ func (m *Manifest) put(e metadata.TierEntry) {
 	if e.LastOffset < p.floor {
 		return
 	}
-	i, found := p.search(e.BaseOffset)
-	if found {
-		if e.Version != 0 && p.entries[i].Version > e.Version {
-			return // older than what we have
-		}
-		p.entries[i] = e
-		return
+	if p.newerOverlaps(e) {
+		return // older than what we have
 	}
-	p.entries = slices.Insert(p.entries, i, e)
+	if i, found := p.search(e.BaseOffset); found {
+		p.entries[i] = e
+	} else {
+		p.entries = slices.Insert(p.entries, i, e)
+	}
+	p.reindex()
 }
 
-// remove deletes the entry with e's base offset and raises the floor.
+// newerOverlaps reports whether an entry with a higher Version than e
+// covers any of e's offsets (e is a stale event). Unknown versions (0)
+// never count as newer or older.
+func (p *manifestPartition) newerOverlaps(e metadata.TierEntry) bool {
+	if e.Version == 0 {
+		return false
+	}
+	for _, x := range p.entries {
+		if x.BaseOffset > e.LastOffset {
+			break
+		}
+		if x.LastOffset >= e.BaseOffset && x.Version > e.Version {
+			return true
+		}
+	}
+	return false
+}
+
+// reindex recomputes maxLast after entries changed.
+func (p *manifestPartition) reindex() {
+	p.maxLast = p.maxLast[:0]
+	top := int64(-1)
+	for _, e := range p.entries {
+		top = max(top, e.LastOffset)
+		p.maxLast = append(p.maxLast, top)
+	}
+}
+
+// covered reports whether the remaining entries cover every offset of
+// [from, to].
+func (p *manifestPartition) covered(from, to int64) bool {
+	next := from // first offset not yet known covered
+	for _, e := range p.entries {
+		if e.BaseOffset > next {
+			break
+		}
+		next = max(next, e.LastOffset+1)
+		if next > to {
+			return true
+		}
+	}
+	return false
+}
+
+// remove deletes the entry with e's base offset (unless what is there is
+// newer than e) and raises the floor unless other entries still cover the
+// deleted offsets (a compaction swap replaced them).
 func (m *Manifest) remove(e metadata.TierEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.partLocked(tp(e.TopicID, e.Partition))
+	m.removeLocked(m.partLocked(tp(e.TopicID, e.Partition)), e)
+}
+
+// removeLocked is remove. REQUIRES: mu held for writing.
+func (m *Manifest) removeLocked(p *manifestPartition, e metadata.TierEntry) {
 	last := e.LastOffset
 	if i, found := p.search(e.BaseOffset); found {
+		if x := p.entries[i]; e.Version != 0 && x.Version > e.Version {
+			return // a later swap reused the base: not the entry deleted
+		}
 		last = max(last, p.entries[i].LastOffset)
 		p.entries = slices.Delete(p.entries, i, i+1)
+		p.reindex()
 	}
-	p.floor = max(p.floor, last+1)
+	if !p.covered(e.BaseOffset, last) {
+		p.floor = max(p.floor, last+1)
+	}
 }
 
 // search finds base among the entries (binary search).
@@ -117,6 +186,37 @@ func (p *manifestPartition) search(base int64) (int, bool) {
 // Committed applies the uploader's own successful commit at once, so that
 // local retention and cold reads see it before the watch delivers it.
 func (m *Manifest) Committed(e metadata.TierEntry) { m.put(e) }
+
+// Swapped applies this broker's own successful compaction swap at once
+// (olds as passed to metadata.SwapTierEntriesRev, news with their Version
+// set to its revision), in one step: readers see either the olds or the
+// news. The watch's later events of the same swap change nothing.
+func (m *Manifest) Swapped(olds, news []metadata.TierEntry) {
+	if len(olds) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.partLocked(tp(olds[0].TopicID, olds[0].Partition))
+	newBases := map[int64]bool{}
+	for _, e := range news {
+		newBases[e.BaseOffset] = true
+		if e.LastOffset < p.floor || p.newerOverlaps(e) {
+			continue
+		}
+		if i, found := p.search(e.BaseOffset); found {
+			p.entries[i] = e
+		} else {
+			p.entries = slices.Insert(p.entries, i, e)
+		}
+	}
+	p.reindex()
+	for _, e := range olds {
+		if !newBases[e.BaseOffset] {
+			m.removeLocked(p, e)
+		}
+	}
+}
 
 // Removed applies this broker's own deletion of entries at once.
 func (m *Manifest) Removed(entries []metadata.TierEntry) {
@@ -154,6 +254,7 @@ func (m *Manifest) loadLocked(entries []metadata.TierEntry, starts map[metadata.
 	}
 	for _, p := range m.parts {
 		slices.SortFunc(p.entries, func(a, b metadata.TierEntry) int { return int(sign(a.BaseOffset - b.BaseOffset)) })
+		p.reindex()
 	}
 	for k, start := range starts {
 		p := m.partLocked(k)
@@ -213,7 +314,9 @@ func (m *Manifest) Segments(id metadata.TopicID, partition int32) []metadata.Tie
 }
 
 // Find returns the entry containing offset, or else the first entry above
-// it; false if there is none.
+// it; false if there is none. While a swap's entries overlap, the entry
+// with the lowest base offset that reaches offset is returned: an old or a
+// new object, both of which hold (or compacted away) the same offsets.
 func (m *Manifest) Find(id metadata.TopicID, partition int32, offset int64) (metadata.TierEntry, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -221,7 +324,7 @@ func (m *Manifest) Find(id metadata.TopicID, partition int32, offset int64) (met
 	if p == nil {
 		return metadata.TierEntry{}, false
 	}
-	i := sort.Search(len(p.entries), func(i int) bool { return p.entries[i].LastOffset >= offset })
+	i := sort.Search(len(p.maxLast), func(i int) bool { return p.maxLast[i] >= offset })
 	if i == len(p.entries) {
 		return metadata.TierEntry{}, false
 	}
@@ -237,7 +340,7 @@ func (m *Manifest) Range(id metadata.TopicID, partition int32) (start, end int64
 	if p == nil || len(p.entries) == 0 {
 		return 0, 0, false
 	}
-	return p.entries[0].BaseOffset, p.entries[len(p.entries)-1].LastOffset + 1, true
+	return p.entries[0].BaseOffset, p.maxLast[len(p.maxLast)-1] + 1, true
 }
 
 // ContiguousEnd is one past the last offset of the gap-free run of entries
