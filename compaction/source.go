@@ -1,0 +1,114 @@
+package compaction
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/strata-log/strata/hotlog"
+)
+
+// Sentinel errors.
+var (
+	// ErrCorrupt means a batch failed validation (framing, CRC, record
+	// encoding, offsets out of order). It wraps hotlog.ErrCorruptBatch where
+	// hotlog found the problem.
+	ErrCorrupt = errors.New("compaction: corrupt batch")
+	// ErrBatchTooLarge means a batch's length exceeds the reader's bound.
+	ErrBatchTooLarge = errors.New("compaction: batch too large")
+	// ErrMapTooSmall means the offset map cannot hold the keys of even one
+	// batch, so a pass cannot make progress.
+	ErrMapTooSmall = errors.New("compaction: offset map too small for one batch")
+	// ErrNotPlanned means Rewriter.Batch was called with neither a Plan pass
+	// nor Policy.LastDataOffsets.
+	ErrNotPlanned = errors.New("compaction: rewriter has no producer plan")
+	// ErrBadPolicy means a Policy failed Validate.
+	ErrBadPolicy = errors.New("compaction: bad policy")
+)
+
+// BatchSource yields whole record batches in increasing offset order.
+// Next returns io.EOF after the last batch. The returned slice is valid only
+// until the next call to Next.
+type BatchSource interface {
+	Next() (batch []byte, err error)
+}
+
+// batchPrefix is the part of a batch header that frames it: base offset and
+// batchLength (bytes after the length field). Part of the Kafka format.
+const (
+	batchPrefix    = 12
+	minBatchLength = hotlog.BatchHeaderSize - batchPrefix
+)
+
+// BatchReader frames whole batches out of a byte stream (a segment file, an
+// object's data section). It checks only framing: each batch's length field
+// is bounded before any allocation; contents are validated by the consumer.
+type BatchReader struct {
+	r        io.Reader
+	maxBatch int
+	buf      []byte // reused for every batch; grows up to maxBatch
+}
+
+var _ BatchSource = (*BatchReader)(nil)
+
+// NewBatchReader returns a reader of batches of at most maxBatch bytes each
+// (whole batch, header included) from r.
+func NewBatchReader(r io.Reader, maxBatch int) *BatchReader {
+	return &BatchReader{r: r, maxBatch: maxBatch}
+}
+
+// Next returns the next whole batch. A clean end of r gives io.EOF; a batch
+// cut short gives ErrCorrupt; a length over the bound ErrBatchTooLarge.
+func (br *BatchReader) Next() ([]byte, error) {
+	var prefix [batchPrefix]byte
+	n, err := io.ReadFull(br.r, prefix[:])
+	if err == io.EOF {
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: torn batch header after %d bytes: %w", ErrCorrupt, n, err)
+	}
+	length := int64(int32(binary.BigEndian.Uint32(prefix[8:])))
+	if length < minBatchLength {
+		return nil, fmt.Errorf("%w: batch length %d", ErrCorrupt, length)
+	}
+	size := batchPrefix + length
+	if size > int64(br.maxBatch) {
+		return nil, fmt.Errorf("%w: %d bytes > %d", ErrBatchTooLarge, size, br.maxBatch)
+	}
+	if int64(cap(br.buf)) < size {
+		br.buf = make([]byte, size)
+	}
+	b := br.buf[:size]
+	copy(b, prefix[:])
+	if _, err := io.ReadFull(br.r, b[batchPrefix:]); err != nil {
+		return nil, fmt.Errorf("%w: torn batch at offset %d: %w", ErrCorrupt, int64(binary.BigEndian.Uint64(prefix[:])), err)
+	}
+	return b, nil
+}
+
+// SliceSource yields the batches of a byte slice holding batches end to end
+// (framing only, as BatchReader). Returned batches alias the slice.
+type SliceSource struct {
+	rest []byte
+}
+
+var _ BatchSource = (*SliceSource)(nil)
+
+// NewSliceSource returns a source over the batches in b.
+func NewSliceSource(b []byte) *SliceSource { return &SliceSource{rest: b} }
+
+// Next returns the next batch, io.EOF at the end, ErrCorrupt on bad framing.
+func (s *SliceSource) Next() ([]byte, error) {
+	if len(s.rest) == 0 {
+		return nil, io.EOF
+	}
+	h, err := hotlog.ParseBatchHeader(s.rest)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	b := s.rest[:h.Size()]
+	s.rest = s.rest[h.Size():]
+	return b, nil
+}
