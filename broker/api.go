@@ -89,6 +89,8 @@ type Config struct {
 	// log start from the bucket (coldpath.go; tier.ColdConfig documents
 	// fields and defaults). Unused when ObjectStore is nil.
 	Cold tier.ColdConfig
+	// Cleaner configures the log cleaner of compacted topics (cleaner.go).
+	Cleaner CleanerConfig
 	// Replication (issue 5; replica.go, fetcher.go).
 	//
 	// PeerAddresses overrides the host:port used to reach other brokers
@@ -163,6 +165,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	c.Tier = c.Tier.withDefaults()
+	c.Cleaner = c.Cleaner.withDefaults()
 	if c.TransactionVersion == 0 {
 		c.TransactionVersion = maxTransactionVersion
 	}
@@ -193,6 +196,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: transaction.version %d (supported: 1-%d)", ErrInvalidConfig, c.TransactionVersion, maxTransactionVersion)
 	}
 	if err := c.Tier.withDefaults().validate(); err != nil {
+		return err
+	}
+	if err := c.Cleaner.withDefaults().validate(); err != nil {
 		return err
 	}
 	if err := c.Group.WithDefaults().Validate(); err != nil {
@@ -372,6 +378,10 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		b.loops.Add(2)
 		go b.tierLoop()
 		go b.tierJanitorLoop()
+	}
+	if !b.cfg.Cleaner.Disable {
+		b.loops.Add(1)
+		go b.cleanerLoop()
 	}
 	go b.watchLost(reg.Lost)
 	return nil

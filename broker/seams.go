@@ -48,6 +48,9 @@ type partition struct {
 	// uploadLag is the bytes of sealed segments not yet tiered, as of the
 	// uploader's last look (written by the uploader, read by Produce).
 	uploadLag atomic.Int64
+	// cleaned counts what the log cleaner did to this partition
+	// (cleaner.go), for metrics and status.
+	cleaned cleanerTotals
 	// self is this broker's node id (the replica's id).
 	self int32
 	// replica is the partition's replication state machine and what the

@@ -98,4 +98,12 @@ type Stats struct {
 	KeylessDropped    int64 // records without a key
 	MarkersDropped    int64 // control batches dropped
 	EmptyBatchesKept  int64 // batches kept with no records (last of their producer)
+
+	// TombstonesKept counts tombstones kept because they were not past the
+	// delete horizon yet, and KeptTombstoneMaxTimestamp is the largest
+	// MaxTimestamp of their batches (0 when none): a pass after
+	// KeptTombstoneMaxTimestamp + delete.retention.ms can drop them all, even
+	// with no new dirty data (the caller schedules it).
+	TombstonesKept            int64
+	KeptTombstoneMaxTimestamp int64
 }

@@ -204,6 +204,10 @@ func (r *Rewriter) keepRecord(h hotlog.BatchHeader, rec *kmsg.Record, pastHorizo
 		r.stats.TombstonesDropped++
 		return false
 	}
+	if rec.Value == nil {
+		r.stats.TombstonesKept++
+		r.stats.KeptTombstoneMaxTimestamp = max(r.stats.KeptTombstoneMaxTimestamp, h.MaxTimestamp)
+	}
 	return true
 }
 

@@ -64,6 +64,11 @@ type serveFlags struct {
 	transactionalIDExpiration time.Duration
 	transactionMaxTimeout     time.Duration
 	transactionVersion        int
+	// Log cleaner (broker/cleaner.go).
+	cleanerEnable      bool
+	cleanerDedupeBytes int64
+	cleanerIORate      int64
+	cleanerBackoff     time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -100,6 +105,28 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.registerCold(fs)
 	f.registerReplication(fs)
 	f.registerTxn(fs)
+	f.registerCleaner(fs)
+}
+
+// registerCleaner registers the log cleaner flags.
+func (f *serveFlags) registerCleaner(fs *flag.FlagSet) {
+	fs.BoolVar(&f.cleanerEnable, "log-cleaner-enable", true, "compact cleanup.policy=compact topics (log.cleaner.enable)")
+	fs.Int64Var(&f.cleanerDedupeBytes, "log-cleaner-dedupe-buffer-size", 128<<20,
+		"memory of one cleaning pass's key→offset map, in bytes (log.cleaner.dedupe.buffer.size); a larger dirty range is cleaned in several passes")
+	fs.Int64Var(&f.cleanerIORate, "log-cleaner-io-max-bytes-per-second", 0,
+		"cap on the bytes the cleaner reads and writes per second (log.cleaner.io.max.bytes.per.second); 0: unlimited")
+	fs.DurationVar(&f.cleanerBackoff, "log-cleaner-backoff", 15*time.Second,
+		"pause of the cleaner when no partition needs cleaning (log.cleaner.backoff.ms)")
+}
+
+// cleanerConfig validates the cleaner flags into cfg.
+func (f *serveFlags) cleanerConfig(cfg *broker.Config) error {
+	if f.cleanerDedupeBytes < 1<<10 || f.cleanerIORate < 0 || f.cleanerBackoff <= 0 {
+		return usageErrorf("--log-cleaner-dedupe-buffer-size must be ≥ 1024, --log-cleaner-io-max-bytes-per-second ≥ 0, --log-cleaner-backoff > 0")
+	}
+	cfg.Cleaner = broker.CleanerConfig{Disable: !f.cleanerEnable, DedupeBufferBytes: f.cleanerDedupeBytes,
+		IOBytesPerSecond: f.cleanerIORate, Backoff: f.cleanerBackoff}
+	return nil
 }
 
 // registerTxn registers the idempotence and transaction flags.
@@ -349,6 +376,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		return cfg, err
 	}
 	if err := f.txnConfig(&cfg.broker); err != nil {
+		return cfg, err
+	}
+	if err := f.cleanerConfig(&cfg.broker); err != nil {
 		return cfg, err
 	}
 	if f.groupInitialRebalanceDelay == 0 {

@@ -107,6 +107,7 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"bad cluster", []string{"--cluster", "a/b"}, nil, "--cluster"},
 		{"transaction version 3", []string{"--transaction-version", "3"}, nil, "--transaction-version"},
 		{"zero producer id expiration", []string{"--producer-id-expiration", "0s"}, nil, "--producer-id-expiration"},
+		{"tiny dedupe buffer", []string{"--log-cleaner-dedupe-buffer-size", "10"}, nil, "--log-cleaner-dedupe-buffer-size"},
 		{"unknown flag", []string{"--no-such-flag"}, nil, "no-such-flag"},
 		{"positional", []string{"extra"}, nil, "unexpected"},
 	}
