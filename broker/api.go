@@ -261,6 +261,9 @@ type Broker struct {
 	// cold serves reads below the local log start from objects (nil when
 	// tiering is off). Set by New, closed by shutdown (coldpath.go).
 	cold *tier.ColdReader
+	// compactor rewrites tiered objects of compacted topics (nil when
+	// tiering is off; cleaner_tier.go).
+	compactor *tier.Compactor
 	// tiering is the uploader's and tier retention's state (tiering.go).
 	tiering tieringState
 
@@ -291,6 +294,9 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.manifest, b.objects = tier.NewManifest(), cfg.ObjectStore
 	if err := b.initColdReader(); err != nil {
 		return nil, err
+	}
+	if err := b.startCompactor(); err != nil {
+		return nil, fmt.Errorf("broker: tiered compactor: %w", err)
 	}
 	b.tiering.init(cfg.Tier.UploadConcurrency)
 	groups, err := b.newCoordinator()

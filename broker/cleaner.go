@@ -37,6 +37,7 @@ import (
 
 	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/tier"
 )
 
 // CleanerConfig configures the log cleaner. Zero values get Kafka's defaults.
@@ -52,6 +53,10 @@ type CleanerConfig struct {
 	// Backoff is the pause when no partition needs cleaning
 	// (log.cleaner.backoff.ms). Default 15s.
 	Backoff time.Duration
+	// ObjectDeleteGrace is how long a tiered object replaced by tiered
+	// cleaning stays in the bucket, so cold reads in flight finish.
+	// Default 5m.
+	ObjectDeleteGrace time.Duration
 }
 
 func (c CleanerConfig) withDefaults() CleanerConfig {
@@ -61,11 +66,14 @@ func (c CleanerConfig) withDefaults() CleanerConfig {
 	if c.Backoff == 0 {
 		c.Backoff = 15 * time.Second
 	}
+	if c.ObjectDeleteGrace == 0 {
+		c.ObjectDeleteGrace = tier.DefaultDeleteGrace
+	}
 	return c
 }
 
 func (c CleanerConfig) validate() error {
-	if c.DedupeBufferBytes < 1<<10 || c.IOBytesPerSecond < 0 || c.Backoff < 0 {
+	if c.DedupeBufferBytes < 1<<10 || c.IOBytesPerSecond < 0 || c.Backoff < 0 || c.ObjectDeleteGrace < 0 {
 		return fmt.Errorf("%w: cleaner: dedupe buffer %d (≥ 1 KiB), io rate %d, backoff %v",
 			ErrInvalidConfig, c.DedupeBufferBytes, c.IOBytesPerSecond, c.Backoff)
 	}
@@ -82,6 +90,8 @@ func (b *Broker) cleanerLoop() {
 	cfg := b.cfg.Cleaner
 	for {
 		cleaned := b.cleanOnce(b.lifetime, time.Now())
+		cleaned = b.cleanTierOnce(b.lifetime, time.Now()) || cleaned
+		b.deleteCompactedObjects(b.lifetime)
 		wait := cfg.Backoff
 		if cleaned {
 			wait = 0
@@ -171,7 +181,7 @@ func (b *Broker) pastMaxCompactionLag(p *partition, fu int64, now time.Time) boo
 // firstUncleanable is the first offset a pass on p may not touch.
 func (b *Broker) firstUncleanable(p *partition, now time.Time) int64 {
 	fu := min(p.highWatermark(), p.lastStableOffset())
-	if b.tieringEnabled(p.config()) {
+	if b.tieringEnabled(p.topic, p.config()) {
 		covered, ok := p.manifest.ContiguousEnd(p.topicID, p.index)
 		if !ok {
 			return 0
@@ -383,6 +393,15 @@ type cleanerTotals struct {
 	// no new dirty data (0: none pending). In memory only: after a restart
 	// the next pass with dirty data drops them.
 	tombstoneDueMs atomic.Int64
+	// tierCheckpoint and tierTombstoneDueMs are the same for the bucket's
+	// copy (cleaner_tier.go), kept by the leader in memory.
+	tierCheckpoint     atomic.Int64
+	tierTombstoneDueMs atomic.Int64
+}
+
+func (t *cleanerTotals) tierTombstonesDue(now time.Time) bool {
+	due := t.tierTombstoneDueMs.Load()
+	return due > 0 && now.UnixMilli() >= due
 }
 
 func (t *cleanerTotals) tombstonesDue(now time.Time) bool {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
@@ -91,6 +92,14 @@ func (s coldSource) ReadCold(ctx context.Context, offset int64, maxBytes int, up
 			req.Next = &obj
 		}
 		data, err := s.cold.Read(ctx, req)
+		if errors.Is(err, tier.ErrObjectGone) {
+			// Tiered cleaning replaced the object (or retention dropped
+			// it) after the lookup: look the offset up again.
+			if err := sleepCtx(ctx, objectGoneBackoff); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err != nil {
 			return nil, coldError(err)
 		}
@@ -145,6 +154,13 @@ func (s coldSource) coldAborted(ctx context.Context, from, to int64) ([]hotlog.A
 	e, ok := p.manifest.Find(p.topicID, p.index, from)
 	for hop := 0; ok && hop < maxAbortedHops && e.BaseOffset < p.localLogStartOffset(); hop++ {
 		x, err := s.cold.Index(ctx, coldObject(e))
+		if errors.Is(err, tier.ErrObjectGone) {
+			if err := sleepCtx(ctx, objectGoneBackoff); err != nil {
+				return nil, err
+			}
+			e, ok = p.manifest.Find(p.topicID, p.index, covered)
+			continue
+		}
 		if err != nil {
 			return nil, coldError(err)
 		}
@@ -291,4 +307,18 @@ func (b *Broker) coldEpochEndOffset(ctx context.Context, p *partition, requested
 		return entries[j-1].LeaderEpoch, entries[j].BaseOffset, true, nil
 	}
 	return requested, entries[0].BaseOffset, true, nil
+}
+
+// objectGoneBackoff is the pause before a cold read looks an offset up
+// again after finding its object deleted (the manifest's watch may lag
+// the swap that replaced it by a moment).
+const objectGoneBackoff = 50 * time.Millisecond
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }

@@ -295,13 +295,14 @@ func (b *Broker) retentionLoop() {
 // hotlogConfig maps a topic's effective configs to a log's.
 func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfig) hotlog.Config {
 	retentionMs, retentionBytes := cfg.RetentionMs, cfg.RetentionBytes
-	// A tiered partition keeps only its hot tail (local.retention.*) on
-	// disk; applyRetention also never deletes what the manifest lacks.
-	if b.tieringEnabled(cfg) {
-		retentionMs, retentionBytes = cfg.EffectiveLocalRetentionMs(), cfg.EffectiveLocalRetentionBytes()
-	}
 	if !cfg.HasDelete() {
 		retentionMs, retentionBytes = -1, -1
+	}
+	// A tiered partition keeps only its hot tail (local.retention.*) on
+	// disk, compacted or not (the bucket keeps the rest); applyRetention
+	// also never deletes what the manifest lacks.
+	if b.tieringEnabled(topic, cfg) {
+		retentionMs, retentionBytes = cfg.EffectiveLocalRetentionMs(), cfg.EffectiveLocalRetentionBytes()
 	}
 	return hotlog.Config{
 		Dir:                  b.partitionDir(topic, index),

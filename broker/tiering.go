@@ -184,7 +184,7 @@ var errUploadLag = errors.New("broker: tier upload lag exceeds tier.upload.max.l
 // reach the bucket stops taking data before its disk fills.
 func (b *Broker) throttleUploadLag(p *partition) error {
 	limit := b.cfg.Tier.MaxUploadLagBytes
-	if limit < 0 || !b.tieringEnabled(p.config()) || p.uploadLag.Load() <= limit {
+	if limit < 0 || !b.tieringEnabled(p.topic, p.config()) || p.uploadLag.Load() <= limit {
 		return nil
 	}
 	deadline := time.NewTimer(b.cfg.Tier.ThrottleWait)

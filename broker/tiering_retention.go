@@ -29,7 +29,7 @@ func (b *Broker) localDeleteLimit(p *partition) int64 {
 // retention.ms/bytes to the bucket.
 func (b *Broker) applyRetention(now time.Time) {
 	for _, p := range b.parts.localPartitions() {
-		tiered := b.tieringEnabled(p.config())
+		tiered := b.tieringEnabled(p.topic, p.config())
 		var n int
 		var err error
 		if tiered {
@@ -182,7 +182,7 @@ func (b *Broker) deleteDueObjects(ctx context.Context, now time.Time) {
 // REQUIRES: offset <= HW.
 func (b *Broker) raiseLogStart(ctx context.Context, p *partition, offset int64) error {
 	_, _, hasTiered := p.tieredRange()
-	if b.tieringEnabled(p.config()) || hasTiered {
+	if b.tieringEnabled(p.topic, p.config()) || hasTiered {
 		stored, err := b.store.RaiseTierLogStart(ctx, p.topicID, p.index, offset)
 		if err != nil {
 			return fmt.Errorf("raise tiered log start: %w", err)

@@ -31,6 +31,11 @@ func (b *Broker) sweepOrphans(ctx context.Context, now time.Time) {
 		live[d.key] = struct{}{} // retention deletes it soon
 	}
 	b.tiering.mu.Unlock()
+	if b.compactor != nil {
+		for key := range b.compactor.PendingDeletes() {
+			live[key] = struct{}{} // replaced by tiered cleaning; deleted after its grace
+		}
+	}
 	confirmed := map[metadata.TierPartition]map[string]bool{}
 	for _, o := range objs {
 		if _, ok := live[o.Key]; ok || now.Sub(o.ModTime) < b.cfg.Tier.OrphanGrace || ctx.Err() != nil {

@@ -7,17 +7,20 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/broker/txn"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
 )
 
 // tieringEnabled reports whether a topic's sealed segments go to the bucket:
-// a bucket is configured, remote.storage.enable is on and the cleanup
-// policy is delete only (compacted topics are tiered by the compaction
-// work, issue 7, which must rewrite objects and local segments together).
-func (b *Broker) tieringEnabled(cfg metadata.TopicConfig) bool {
-	return b.objects != nil && cfg.RemoteStorageEnable && cfg.CleanupPolicy == "delete"
+// a bucket is configured and remote.storage.enable is on, for any cleanup
+// policy (compacted topics are cleaned in the bucket too, cleaner_tier.go),
+// but never for the internal topics: their coordinators load them from the
+// local log, as Kafka, which does not tier them either.
+func (b *Broker) tieringEnabled(topic string, cfg metadata.TopicConfig) bool {
+	return b.objects != nil && cfg.RemoteStorageEnable && topic != group.OffsetsTopic && topic != txn.TopicName
 }
 
 // tierLoop runs the uploader until the broker stops. It never does
@@ -74,7 +77,7 @@ func (b *Broker) kickUploader() {
 // throttling) of the others from being updated.
 func (b *Broker) uploadRound(ctx context.Context) {
 	for _, p := range b.parts.localPartitions() {
-		if p.leader() != b.cfg.NodeID || !b.tieringEnabled(p.config()) || p.config().RemoteLogCopyDisable {
+		if p.leader() != b.cfg.NodeID || !b.tieringEnabled(p.topic, p.config()) || p.config().RemoteLogCopyDisable {
 			continue
 		}
 		b.updateUploadLag(p)

@@ -210,7 +210,7 @@ func (c *Compactor) Compact(ctx context.Context, run CompactRun) (CompactResult,
 		return CompactResult{}, err
 	}
 	defer out.close()
-	src := &runSource{ctx: ctx, store: c.cfg.Store, entries: run.Entries}
+	src := &runSource{ctx: ctx, store: c.cfg.Store, entries: run.Entries, lastOffset: -1}
 	defer src.close()
 	if err := run.Rewrite(src, out.append); err != nil {
 		return CompactResult{}, err

@@ -280,3 +280,26 @@ func (c *Compactor) uploadPiece(ctx context.Context, run CompactRun, out *runOut
 	}
 	return e, nil
 }
+
+// ObjectBatches reads the batches of a contiguous run of a partition's
+// objects in offset order (each object verified as a compaction run reads
+// it), for callers that scan tiered data without rewriting it (the
+// broker's offset map of a tiered cleaning pass). Close it when done.
+type ObjectBatches struct{ src runSource }
+
+var _ BatchSource = (*ObjectBatches)(nil)
+
+// NewObjectBatches returns a reader of entries' batches from store.
+func NewObjectBatches(ctx context.Context, store ObjectStore, entries []metadata.TierEntry) *ObjectBatches {
+	return &ObjectBatches{src: runSource{ctx: ctx, store: store, entries: entries, lastOffset: -1}}
+}
+
+// Next implements BatchSource.
+func (o *ObjectBatches) Next() ([]byte, error) { return o.src.Next() }
+
+// Aborted returns the aborted-transaction entries of the objects opened so
+// far (all of them once Next returned io.EOF).
+func (o *ObjectBatches) Aborted() []AbortedTxn { return o.src.aborted }
+
+// Close releases the object being read.
+func (o *ObjectBatches) Close() { o.src.close() }
