@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -203,6 +204,11 @@ func TestCleanerTieredObjects(t *testing.T) {
 	if err := <-scans; err != nil {
 		t.Fatalf("concurrent reader: %v", err)
 	}
+	st := tb.b.TierStatus("tkeyed")
+	if len(st) != 1 || !st[0].Compacted || !st[0].Tiered || st[0].CleanedTieredEnd <= st[0].TieredStart ||
+		st[0].CleanerPasses == 0 || st[0].CleanedBytesOut >= st[0].CleanedBytesIn {
+		t.Fatalf("tier status after cleaning: %+v", st)
+	}
 	// Old objects go after the grace period; what remains is what the
 	// manifest names (and nothing it names is missing).
 	waitUntil(t, 20*time.Second, func() bool {
@@ -260,4 +266,68 @@ func scanUntil(b *Broker, topic string, m *keyedModel, stop <-chan struct{}) err
 		}
 		cl.Close()
 	}
+}
+
+// TestCleanerCompactsConsumerOffsets: __consumer_offsets is compacted
+// like any keyed topic: after thousands of commits of the same partitions
+// its log stays small, and the committed offsets fetch correctly, also
+// after a restart loads the group from the cleaned log.
+func TestCleanerCompactsConsumerOffsets(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	dir := t.TempDir()
+	cfg := func(c *Config) {
+		fastGroups(c)
+		c.Cleaner = CleanerConfig{Backoff: 50 * time.Millisecond}
+	}
+	tb := startTestBroker(t, endpoints, dir, cfg)
+	adm, _ := adminClient(t, tb.b)
+	createDataTopic(t, adm, "src", 2, nil)
+	const group = "compacting-group"
+	commit := func(off int64) {
+		offs := make(kadm.Offsets)
+		offs.Add(kadm.Offset{Topic: "src", Partition: 0, At: off, LeaderEpoch: -1})
+		offs.Add(kadm.Offset{Topic: "src", Partition: 1, At: 2 * off, LeaderEpoch: -1})
+		resp, err := adm.CommitOffsets(testCtx(t), group, offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("commit %d: %v", off, err)
+		}
+	}
+	commit(0) // creates __consumer_offsets
+	if _, err := adm.AlterTopicConfigs(testCtx(t), []kadm.AlterConfig{
+		{Name: "internal.segment.bytes", Value: kmsg.StringPtr("8192")},
+		{Name: "min.cleanable.dirty.ratio", Value: kmsg.StringPtr("0.1")},
+	}, "__consumer_offsets"); err != nil {
+		t.Fatal(err)
+	}
+	const commits = 3000
+	for i := int64(1); i <= commits; i++ {
+		commit(i)
+	}
+	p, code := tb.b.lookupPartition("__consumer_offsets", tb.b.groups.PartitionFor(group))
+	if code != 0 {
+		t.Fatalf("offsets partition: code %d", code)
+	}
+	// 3000 commits of two partitions are ~300 KiB of records; cleaned, the
+	// log holds the latest two plus the uncleanable tail.
+	waitUntil(t, 30*time.Second, func() bool { return p.log.Size() < 64<<10 })
+	checkCommitted := func(adm *kadm.Client) {
+		t.Helper()
+		got, err := adm.FetchOffsets(testCtx(t), group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o0, _ := got.Lookup("src", 0)
+		o1, _ := got.Lookup("src", 1)
+		if o0.At != commits || o1.At != 2*commits {
+			t.Fatalf("committed offsets %d and %d, want %d and %d", o0.At, o1.At, commits, 2*commits)
+		}
+	}
+	checkCommitted(adm)
+	tb.stop(t)
+	tb = startTestBroker(t, endpoints, dir, cfg)
+	adm, _ = adminClient(t, tb.b)
+	checkCommitted(adm)
 }

@@ -117,6 +117,18 @@ type PartitionTierStatus struct {
 	TieredBytes    int64  `json:"tieredBytes"`
 	UploadLagBytes int64  `json:"uploadLagBytes"`
 	LastError      string `json:"lastError,omitempty"`
+	// Compaction (cleanup.policy has compact): the cleaned ranges are
+	// [LocalStart, CleanedLocalEnd) on disk and [TieredStart,
+	// CleanedTieredEnd) in the bucket (the latter known to the leader
+	// since it last took over).
+	Compacted        bool    `json:"compacted"`
+	CleanedLocalEnd  int64   `json:"cleanedLocalEnd"`
+	CleanedTieredEnd int64   `json:"cleanedTieredEnd"`
+	DirtyRatio       float64 `json:"dirtyRatio"`
+	DirtyBytes       int64   `json:"dirtyBytes"`
+	CleanerPasses    int64   `json:"cleanerPasses"`
+	CleanedBytesIn   int64   `json:"cleanedBytesIn"`
+	CleanedBytesOut  int64   `json:"cleanedBytesOut"`
 }
 
 // TierStatus describes every local partition (of topic, if not empty),
@@ -155,5 +167,23 @@ func (b *Broker) partitionTierStatus(p *partition) PartitionTierStatus {
 		st.LastError = us.lastErr
 	}
 	b.tiering.mu.Unlock()
+	if p.config().HasCompact() {
+		b.addCleanerStatus(p, &st)
+	}
 	return st
+}
+
+// addCleanerStatus fills the compaction fields of st.
+func (b *Broker) addCleanerStatus(p *partition, st *PartitionTierStatus) {
+	clean, dirty := p.log.CleanableBytes(b.firstUncleanable(p, time.Now()))
+	if st.Tiered {
+		tclean, tdirty := tierCleanableBytes(p)
+		clean, dirty = clean+tclean, dirty+tdirty
+		st.CleanedTieredEnd = max(min(p.cleaned.tierCheckpoint.Load(), st.TieredEnd), st.TieredStart)
+	}
+	st.Compacted, st.CleanedLocalEnd, st.DirtyBytes = true, p.log.CleanerCheckpoint(), dirty
+	if clean+dirty > 0 {
+		st.DirtyRatio = float64(dirty) / float64(clean+dirty)
+	}
+	st.CleanerPasses, st.CleanedBytesIn, st.CleanedBytesOut = p.cleaned.passes.Load(), p.cleaned.bytesIn.Load(), p.cleaned.bytesOut.Load()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -124,5 +125,23 @@ func TestColdReaderMetrics(t *testing.T) {
 	hits.Store(11)
 	if _, body := get(t, base+"/metrics"); !strings.Contains(body, "\nstrata_cold_cache_hits_total 11\n") {
 		t.Errorf("cold metrics must be read from the snapshot at each scrape")
+	}
+}
+
+func TestPrintTierStatusCleanedRanges(t *testing.T) {
+	var out strings.Builder
+	printTierStatus(&out, []broker.PartitionTierStatus{
+		{Topic: "plain", Partition: 0, LocalEnd: 10},
+		{Topic: "keyed", Partition: 1, LocalStart: 500, LocalEnd: 900, Tiered: true, TieredStart: 0, TieredEnd: 600,
+			Compacted: true, CleanedLocalEnd: 700, CleanedTieredEnd: 450, DirtyRatio: 0.25, DirtyBytes: 1024},
+	})
+	text := out.String()
+	for _, want := range []string{"tiered [0, 450) local [500, 700)", "25% (1024 B)", "CLEANED"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("tier status output lacks %q:\n%s", want, text)
+		}
+	}
+	if line := strings.Split(text, "\n")[1]; !strings.Contains(line, "plain") || strings.Contains(line, "local [") {
+		t.Errorf("a partition that is not compacted shows cleaned ranges: %q", line)
 	}
 }

@@ -65,13 +65,20 @@ var (
 		"Object-store requests that failed, by operation and topic.", []string{"op", "topic"}, nil)
 	objBytesDesc = prometheus.NewDesc("strata_object_store_bytes_total",
 		"Object-store body bytes moved, by operation and topic.", []string{"op", "topic"}, nil)
+	cleanerDirtyRatioDesc = prometheus.NewDesc("strata_cleaner_dirty_ratio",
+		"Dirty bytes / cleanable bytes of a compacted partition (local and tiered).", []string{"topic", "partition"}, nil)
+	cleanerDirtyBytesDesc = prometheus.NewDesc("strata_cleaner_dirty_bytes",
+		"Cleaner lag: bytes of a compacted partition not yet cleaned.", []string{"topic", "partition"}, nil)
+	cleanerBytesDesc = prometheus.NewDesc("strata_cleaner_bytes_total",
+		"Bytes the cleaner read (in) and wrote (out) for a partition.", []string{"topic", "partition", "direction"}, nil)
 )
 
 // tierCollector maps the broker's snapshots to Prometheus at scrape time.
 type tierCollector struct{ src *tierSource }
 
 func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tierCounterDesc, tierBytesDesc, tierLagDesc, objRequestsDesc, objErrorsDesc, objBytesDesc} {
+	for _, d := range []*prometheus.Desc{tierCounterDesc, tierBytesDesc, tierLagDesc, objRequestsDesc, objErrorsDesc, objBytesDesc,
+		cleanerDirtyRatioDesc, cleanerDirtyBytesDesc, cleanerBytesDesc} {
 		ch <- d
 	}
 }
@@ -87,7 +94,14 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(tierBytesDesc, prometheus.CounterValue, float64(t.BytesUploaded))
 	for _, p := range c.src.broker.TierStatus("") {
-		ch <- prometheus.MustNewConstMetric(tierLagDesc, prometheus.GaugeValue, float64(p.UploadLagBytes), p.Topic, fmt.Sprint(p.Partition))
+		part := fmt.Sprint(p.Partition)
+		ch <- prometheus.MustNewConstMetric(tierLagDesc, prometheus.GaugeValue, float64(p.UploadLagBytes), p.Topic, part)
+		if p.Compacted {
+			ch <- prometheus.MustNewConstMetric(cleanerDirtyRatioDesc, prometheus.GaugeValue, p.DirtyRatio, p.Topic, part)
+			ch <- prometheus.MustNewConstMetric(cleanerDirtyBytesDesc, prometheus.GaugeValue, float64(p.DirtyBytes), p.Topic, part)
+			ch <- prometheus.MustNewConstMetric(cleanerBytesDesc, prometheus.CounterValue, float64(p.CleanedBytesIn), p.Topic, part, "in")
+			ch <- prometheus.MustNewConstMetric(cleanerBytesDesc, prometheus.CounterValue, float64(p.CleanedBytesOut), p.Topic, part, "out")
+		}
 	}
 	if c.src.bucket == nil || c.src.bucket.Counts == nil {
 		return
@@ -165,14 +179,34 @@ func fetchTierStatus(ctx context.Context, addr, topic string) ([]byte, error) {
 
 func printTierStatus(w io.Writer, status []broker.PartitionTierStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START\tLOCAL-RANGE\tLOCAL-BYTES\tTIERED-RANGE\tOBJECTS\tTIERED-BYTES\tUPLOAD-LAG\tERROR")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START\tLOCAL-RANGE\tLOCAL-BYTES\tTIERED-RANGE\tOBJECTS\tTIERED-BYTES\tUPLOAD-LAG\tCLEANED\tDIRTY\tERROR")
 	for _, p := range status {
 		tiered := "-"
 		if p.Tiered {
 			tiered = fmt.Sprintf("[%d, %d)", p.TieredStart, p.TieredEnd)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t[%d, %d)\t%d\t%s\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.LogStartOffset,
-			p.LocalStart, p.LocalEnd, p.LocalBytes, tiered, p.Objects, p.TieredBytes, p.UploadLagBytes, p.LastError)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t[%d, %d)\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, p.LogStartOffset,
+			p.LocalStart, p.LocalEnd, p.LocalBytes, tiered, p.Objects, p.TieredBytes, p.UploadLagBytes,
+			cleanedRanges(p), dirtyColumn(p), p.LastError)
 	}
 	tw.Flush()
+}
+
+// cleanedRanges names the cleaned ranges of a compacted partition.
+func cleanedRanges(p broker.PartitionTierStatus) string {
+	if !p.Compacted {
+		return "-"
+	}
+	local := fmt.Sprintf("local [%d, %d)", p.LocalStart, max(p.CleanedLocalEnd, p.LocalStart))
+	if !p.Tiered {
+		return local
+	}
+	return fmt.Sprintf("tiered [%d, %d) %s", p.TieredStart, p.CleanedTieredEnd, local)
+}
+
+func dirtyColumn(p broker.PartitionTierStatus) string {
+	if !p.Compacted {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%% (%d B)", 100*p.DirtyRatio, p.DirtyBytes)
 }
