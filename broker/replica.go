@@ -82,6 +82,10 @@ type replicaCore struct {
 	// reported to a leading replica (Append/Flushed), so the log watcher
 	// can skip taking the locks when nothing moved.
 	reportedLEO, reportedFlushed atomic.Int64
+	// behindAt is the tick's note of a report the watcher still owed
+	// (reportedLEO+reportedFlushed then; -1: none), see
+	// reportMissedProgressLocked.
+	behindAt atomic.Int64
 
 	hwChanged signal
 	// stop is closed when the partition closes; it ends its log watcher.
@@ -385,11 +389,46 @@ func (b *Broker) tickLoop() {
 
 func (b *Broker) tickReplicas(ms int64) {
 	for _, p := range b.parts.localPartitions() {
-		err := b.withReplica(p, func(r *replication.Replica) error { return r.Tick(ms) })
+		err := b.withReplica(p, func(r *replication.Replica) error {
+			if err := b.reportMissedProgressLocked(p, r); err != nil {
+				return err
+			}
+			return r.Tick(ms)
+		})
 		if err != nil && !errors.Is(err, errPartitionClosed) {
 			b.log.Warn("replica tick", "topic", p.topic, "partition", p.index, "err", err)
 		}
 	}
+}
+
+// reportMissedProgressLocked is a safety net under the log watcher: a
+// leader whose log has been ahead of what its replica was told for a whole
+// tick (a flush the watcher did not report) reports it now, so acks=all
+// waiters and consumers never wait for a notification that will not come.
+// It logs when that happens: the watcher should make it unnecessary.
+// REQUIRES: p.replica.mu held.
+func (b *Broker) reportMissedProgressLocked(p *partition, r *replication.Replica) error {
+	c := p.replica
+	if r.Role() != replication.RoleLeader {
+		c.behindAt.Store(-1)
+		return nil
+	}
+	ahead := max(p.log.LogEndOffset()-c.reportedLEO.Load(), 0)
+	if b.cfg.Durability == hotlog.DurabilityFsync {
+		ahead = max(ahead, p.log.FlushedOffset()-c.reportedFlushed.Load())
+	}
+	if ahead == 0 {
+		c.behindAt.Store(-1)
+		return nil
+	}
+	mark := c.reportedLEO.Load() + c.reportedFlushed.Load()
+	if c.behindAt.Swap(mark) != mark {
+		return nil // behind since this tick only: the watcher may be on it
+	}
+	b.log.Warn("log progress not reported by the watcher; reporting from the tick", "topic", p.topic, "partition", p.index,
+		"leo", p.log.LogEndOffset(), "flushed", p.log.FlushedOffset(), "reported_leo", c.reportedLEO.Load(),
+		"reported_flushed", c.reportedFlushed.Load(), "leader_role", p.isLeader())
+	return b.reportLocalLogLocked(p, r)
 }
 
 // registrationLost: the etcd registration is gone (lease lost or not
