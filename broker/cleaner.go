@@ -290,18 +290,7 @@ func (b *Broker) rewriteRun(p *partition, run []hotlog.SegmentInfo, policy compa
 func (b *Broker) forEachBatch(p *partition, segs []hotlog.SegmentInfo, pace *pacer, fn func([]byte) error) error {
 	src := b.segmentBatches(p, segs, 0, pace)
 	defer src.close()
-	for {
-		batch, err := src.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := fn(batch); err != nil {
-			return err
-		}
-	}
+	return eachBatch(src, fn)
 }
 
 // segmentSource chains the batches of several sealed segments (skipping
