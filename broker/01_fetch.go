@@ -64,6 +64,12 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 	if err != nil {
 		return nil, err
 	}
+	// A shutdown's drain ends the long poll: the answer is what is there.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if b.drainStart != nil {
+		defer context.AfterFunc(b.drainStart, cancel)()
+	}
 	results := fetcher.Fetch(ctx, freq)
 	for i, res := range results {
 		if freq.Partitions[i].Partition == nil {

@@ -231,6 +231,11 @@ type Broker struct {
 	// ends when a shutdown's deadline passes.
 	handlerCtx    context.Context
 	handlerCancel context.CancelFunc
+	// drainStart ends when shutdown starts draining connections: fetch
+	// long-polls then answer at once instead of holding the drain up to
+	// their max wait. Set by New.
+	drainStart context.Context
+	draining   context.CancelFunc
 	loops         sync.WaitGroup // acceptLoop, watchLoop, retentionLoop
 	inflight      sync.WaitGroup // handler goroutines
 
@@ -290,6 +295,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 		return nil, fmt.Errorf("%w: nil metadata store", ErrInvalidConfig)
 	}
 	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
+	b.drainStart, b.draining = context.WithCancel(context.Background())
 	b.fetchers = newFetcherManager(b)
 	b.manifest, b.objects = tier.NewManifest(), cfg.ObjectStore
 	if err := b.initColdReader(); err != nil {
@@ -479,6 +485,7 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	// they do not hold up the drain.
 	b.groups.Close()
 	b.closeTxns()
+	b.draining()
 	drainErr := b.drainConns(ctx)
 	b.handlerCancel()
 	waitTimeout(&b.inflight, time.Second)
