@@ -69,6 +69,7 @@ type serveFlags struct {
 	cleanerDedupeBytes int64
 	cleanerIORate      int64
 	cleanerBackoff     time.Duration
+	cleanerObjectGrace time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -117,15 +118,18 @@ func (f *serveFlags) registerCleaner(fs *flag.FlagSet) {
 		"cap on the bytes the cleaner reads and writes per second (log.cleaner.io.max.bytes.per.second); 0: unlimited")
 	fs.DurationVar(&f.cleanerBackoff, "log-cleaner-backoff", 15*time.Second,
 		"pause of the cleaner when no partition needs cleaning (log.cleaner.backoff.ms)")
+	fs.DurationVar(&f.cleanerObjectGrace, "log-cleaner-object-delete-grace", 5*time.Minute,
+		"how long a bucket object replaced by tiered cleaning stays, so cold reads in flight finish")
 }
 
 // cleanerConfig validates the cleaner flags into cfg.
 func (f *serveFlags) cleanerConfig(cfg *broker.Config) error {
-	if f.cleanerDedupeBytes < 1<<10 || f.cleanerIORate < 0 || f.cleanerBackoff <= 0 {
-		return usageErrorf("--log-cleaner-dedupe-buffer-size must be ≥ 1024, --log-cleaner-io-max-bytes-per-second ≥ 0, --log-cleaner-backoff > 0")
+	if f.cleanerDedupeBytes < 1<<10 || f.cleanerIORate < 0 || f.cleanerBackoff <= 0 || f.cleanerObjectGrace <= 0 {
+		return usageErrorf("--log-cleaner-dedupe-buffer-size must be ≥ 1024, --log-cleaner-io-max-bytes-per-second ≥ 0, " +
+			"--log-cleaner-backoff and --log-cleaner-object-delete-grace > 0")
 	}
 	cfg.Cleaner = broker.CleanerConfig{Disable: !f.cleanerEnable, DedupeBufferBytes: f.cleanerDedupeBytes,
-		IOBytesPerSecond: f.cleanerIORate, Backoff: f.cleanerBackoff}
+		IOBytesPerSecond: f.cleanerIORate, Backoff: f.cleanerBackoff, ObjectDeleteGrace: f.cleanerObjectGrace}
 	return nil
 }
 
