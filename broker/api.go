@@ -236,8 +236,8 @@ type Broker struct {
 	// their max wait. Set by New.
 	drainStart context.Context
 	draining   context.CancelFunc
-	loops         sync.WaitGroup // acceptLoop, watchLoop, retentionLoop
-	inflight      sync.WaitGroup // handler goroutines
+	loops      sync.WaitGroup // acceptLoop, watchLoop, retentionLoop
+	inflight   sync.WaitGroup // handler goroutines
 
 	conns struct {
 		mu      sync.Mutex

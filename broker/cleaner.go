@@ -148,12 +148,12 @@ func (b *Broker) cleanCandidates(now time.Time) []cleanCandidate {
 		}
 		fu := b.firstUncleanable(p, now)
 		clean, dirty := p.log.CleanableBytes(fu)
-		tombstonesDue := p.cleaned.tombstonesDue(now)
-		if dirty == 0 && !tombstonesDue {
+		due := tombstonesDue(&p.cleaned.keptTombstoneTs, now, cfg.DeleteRetentionMs)
+		if dirty == 0 && !due {
 			continue
 		}
-		ratio := float64(dirty) / float64(clean+dirty)
-		if ratio >= cfg.MinCleanableDirtyRatio || tombstonesDue || b.pastMaxCompactionLag(p, fu, now) {
+		ratio := float64(dirty) / float64(max(clean+dirty, 1))
+		if ratio >= cfg.MinCleanableDirtyRatio || due || b.pastMaxCompactionLag(p, fu, now) {
 			out = append(out, cleanCandidate{p: p, firstUncleanable: fu, ratio: ratio})
 		}
 	}
@@ -198,6 +198,14 @@ func (b *Broker) firstUncleanable(p *partition, now time.Time) int64 {
 	return fu
 }
 
+// offsetMapBudget sizes a pass's offset map by its dirty bytes: a record
+// takes well over 2 bytes of a batch, so dirty/2 bytes of map (24 B a
+// slot) hold every key of the range; an underestimate only means another
+// pass. Never above the configured buffer, never tiny.
+func offsetMapBudget(limit, dirtyBytes int64) int64 {
+	return min(limit, max(dirtyBytes/2, 64<<10))
+}
+
 // errNothingToClean: the partition's dirty range vanished (retention).
 var errNothingToClean = errors.New("broker: nothing to clean")
 
@@ -205,12 +213,14 @@ var errNothingToClean = errors.New("broker: nothing to clean")
 func (b *Broker) cleanPartition(ctx context.Context, p *partition, fu int64, now time.Time) (compaction.Stats, error) {
 	segs := p.log.CleanableSegments(fu)
 	checkpoint := p.log.CleanerCheckpoint()
-	if len(segs) == 0 || segs[len(segs)-1].RangeEnd <= checkpoint && !p.cleaned.tombstonesDue(now) {
+	if len(segs) == 0 || segs[len(segs)-1].RangeEnd <= checkpoint &&
+		!tombstonesDue(&p.cleaned.keptTombstoneTs, now, p.config().DeleteRetentionMs) {
 		return compaction.Stats{}, errNothingToClean
 	}
 	pace := newPacer(ctx, b.cfg.Cleaner.IOBytesPerSecond)
 	aborted := p.log.AbortedTxns(segs[0].BaseOffset, p.log.LogEndOffset())
-	m := compaction.NewOffsetMap(b.cfg.Cleaner.DedupeBufferBytes)
+	_, dirty := p.log.CleanableBytes(fu)
+	m := compaction.NewOffsetMap(offsetMapBudget(b.cfg.Cleaner.DedupeBufferBytes, dirty))
 	mapEnd, err := compaction.BuildMap(m, b.segmentBatches(p, segs, checkpoint, pace), checkpoint,
 		segs[len(segs)-1].RangeEnd, aborted, maxCleanerBatch)
 	if err != nil {
@@ -242,16 +252,17 @@ func (b *Broker) cleanPartition(ctx context.Context, p *partition, fu int64, now
 	if err != nil {
 		return stats, err
 	}
-	due := int64(0)
-	if stats.TombstonesKept > 0 && policy.DeleteRetentionMs < math.MaxInt64/4 {
-		due = stats.KeptTombstoneMaxTimestamp + policy.DeleteRetentionMs + 1
+	if policy.FromLogStart {
+		p.cleaned.keptTombstoneTs.Store(keptTombstones(stats))
 	}
-	p.cleaned.tombstoneDueMs.Store(due)
 	return stats, p.log.SetCleanerCheckpoint(mapEnd)
 }
 
 // rewriteRun rewrites run (two passes of the rewriter) into cleaned
-// segments, one per old segment, and swaps them in.
+// segments and swaps them in. Consecutive old segments whose input fits in
+// segment.bytes become one cleaned segment (as Kafka groups them), so
+// segments emptied by cleaning do not pile up; each cleaned segment still
+// ends where an old one did, at a roll point with a producer snapshot.
 func (b *Broker) rewriteRun(p *partition, run []hotlog.SegmentInfo, policy compaction.Policy, pace *pacer) (compaction.Stats, error) {
 	rw := compaction.NewRewriter(policy)
 	defer rw.Close()
@@ -264,17 +275,36 @@ func (b *Broker) rewriteRun(p *partition, run []hotlog.SegmentInfo, policy compa
 			c.Abort() // a no-op for segments the replace took
 		}
 	}()
-	var bases []int64
-	for _, s := range run {
-		c, err := p.log.NewCleanedSegment(s.BaseOffset)
-		if err != nil {
-			return rw.Stats(), err
+	bases := make([]int64, len(run))
+	for i, s := range run {
+		bases[i] = s.BaseOffset
+	}
+	for i, group := range groupSegments(run, p.config().SegmentBytes) {
+		// A group whose output is empty gets no segment, except the first
+		// (the replacement starts at the run's base): the segment before
+		// then covers its range.
+		var c *hotlog.CleanedSegment
+		open := func() error {
+			var err error
+			if c, err = p.log.NewCleanedSegment(group[0].BaseOffset); err == nil {
+				cleaned = append(cleaned, c)
+			}
+			return err
 		}
-		cleaned, bases = append(cleaned, c), append(bases, s.BaseOffset)
-		err = b.forEachBatch(p, []hotlog.SegmentInfo{s}, pace, func(batch []byte) error {
+		if i == 0 {
+			if err := open(); err != nil {
+				return rw.Stats(), err
+			}
+		}
+		err := b.forEachBatch(p, group, pace, func(batch []byte) error {
 			out, kept, err := rw.Batch(batch)
 			if err != nil || !kept {
 				return err
+			}
+			if c == nil {
+				if err := open(); err != nil {
+					return err
+				}
 			}
 			pace.wait(len(out))
 			return c.Append(out)
@@ -284,6 +314,22 @@ func (b *Broker) rewriteRun(p *partition, run []hotlog.SegmentInfo, policy compa
 		}
 	}
 	return rw.Stats(), p.log.ReplaceSegments(bases, cleaned)
+}
+
+// groupSegments splits run into consecutive groups whose input bytes fit
+// in segmentBytes (a group holds at least one segment) and whose offsets
+// stay within a segment's 32-bit relative index.
+func groupSegments(run []hotlog.SegmentInfo, segmentBytes int64) [][]hotlog.SegmentInfo {
+	var groups [][]hotlog.SegmentInfo
+	start, size := 0, int64(0)
+	for i, s := range run {
+		if i > start && (size+s.Size > segmentBytes || s.RangeEnd-run[start].BaseOffset > math.MaxInt32) {
+			groups = append(groups, run[start:i])
+			start, size = i, 0
+		}
+		size += s.Size
+	}
+	return append(groups, run[start:])
 }
 
 // forEachBatch calls fn with every batch of segs, in order.
@@ -377,25 +423,31 @@ func (p *pacer) wait(n int) {
 type cleanerTotals struct {
 	passes, bytesIn, bytesOut, recordsIn, recordsOut atomic.Int64
 	lastMs                                           atomic.Int64
-	// tombstoneDueMs is when the tombstones the last pass had to keep
-	// (within delete.retention.ms) may all go: a pass then runs even with
-	// no new dirty data (0: none pending). In memory only: after a restart
-	// the next pass with dirty data drops them.
-	tombstoneDueMs atomic.Int64
-	// tierCheckpoint and tierTombstoneDueMs are the same for the bucket's
+	// keptTombstoneTs is the largest batch timestamp of the tombstones the
+	// last pass had to keep (younger than delete.retention.ms; 0: none):
+	// once it is delete.retention.ms old, as configured then, a pass runs
+	// even with no new dirty data. In memory only: after a restart the next
+	// pass with dirty data drops them.
+	keptTombstoneTs atomic.Int64
+	// tierCheckpoint and tierKeptTombstoneTs are the same for the bucket's
 	// copy (cleaner_tier.go), kept by the leader in memory.
-	tierCheckpoint     atomic.Int64
-	tierTombstoneDueMs atomic.Int64
+	tierCheckpoint      atomic.Int64
+	tierKeptTombstoneTs atomic.Int64
 }
 
-func (t *cleanerTotals) tierTombstonesDue(now time.Time) bool {
-	due := t.tierTombstoneDueMs.Load()
-	return due > 0 && now.UnixMilli() >= due
+// tombstonesDue: the tombstones kept by the last pass (ts their newest
+// batch timestamp) are past delete.retention.ms now.
+func tombstonesDue(ts *atomic.Int64, now time.Time, retentionMs int64) bool {
+	kept := ts.Load()
+	return kept > 0 && retentionMs >= 0 && now.UnixMilli()-kept > retentionMs
 }
 
-func (t *cleanerTotals) tombstonesDue(now time.Time) bool {
-	due := t.tombstoneDueMs.Load()
-	return due > 0 && now.UnixMilli() >= due
+// keptTombstones is what a pass leaves for tombstonesDue.
+func keptTombstones(s compaction.Stats) int64 {
+	if s.TombstonesKept == 0 {
+		return 0
+	}
+	return max(s.KeptTombstoneMaxTimestamp, 1)
 }
 
 func (t *cleanerTotals) add(s compaction.Stats) {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier/objstore"
 )
@@ -143,6 +144,18 @@ func TestCleanerCompactsKeyedTopic(t *testing.T) {
 		t.Fatalf("%d cleaning passes: the small map should have needed several", p.cleaned.passes.Load())
 	}
 	checkpoint := p.log.CleanerCheckpoint()
+	empty := 0
+	for _, s := range p.log.SealedSegments() {
+		if s.Size == 0 {
+			empty++
+		}
+	}
+	// At most the segment at offset 0 (below the log start once emptied,
+	// never rewritten) and the first of the last pass (a replacement keeps
+	// its base) may be empty; the others were merged.
+	if empty > 2 {
+		t.Fatalf("%d empty sealed segments: cleaned segments should have been merged", empty)
+	}
 
 	tb.stop(t)
 	tb = startTestBroker(t, endpoints, dir, fast)
@@ -330,4 +343,28 @@ func TestCleanerCompactsConsumerOffsets(t *testing.T) {
 	tb = startTestBroker(t, endpoints, dir, cfg)
 	adm, _ = adminClient(t, tb.b)
 	checkCommitted(adm)
+}
+
+func TestGroupSegments(t *testing.T) {
+	seg := func(base, end, size int64) hotlog.SegmentInfo {
+		return hotlog.SegmentInfo{BaseOffset: base, RangeEnd: end, NextOffset: end, Size: size}
+	}
+	run := []hotlog.SegmentInfo{seg(0, 10, 0), seg(10, 20, 400), seg(20, 30, 700), seg(30, 40, 100), seg(40, 50, 2000), seg(50, 60, 0)}
+	var got [][]int64
+	for _, g := range groupSegments(run, 1000) {
+		var bases []int64
+		for _, s := range g {
+			bases = append(bases, s.BaseOffset)
+		}
+		got = append(got, bases)
+	}
+	want := [][]int64{{0, 10}, {20, 30}, {40}, {50}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("groups %v, want %v", got, want)
+	}
+	// Offsets too far apart for one segment's 32-bit relative index.
+	far := []hotlog.SegmentInfo{seg(0, 10, 1), seg(10, 1<<32, 1)}
+	if n := len(groupSegments(far, 1<<30)); n != 2 {
+		t.Fatalf("%d groups for a run spanning 2^32 offsets, want 2", n)
+	}
 }

@@ -47,11 +47,12 @@ func (b *Broker) cleanTierOnce(ctx context.Context, now time.Time) bool {
 			continue
 		}
 		clean, dirty := tierCleanableBytes(p)
-		if dirty == 0 && !p.cleaned.tierTombstonesDue(now) {
+		due := tombstonesDue(&p.cleaned.tierKeptTombstoneTs, now, cfg.DeleteRetentionMs)
+		if dirty == 0 && !due {
 			continue
 		}
 		ratio := float64(dirty) / float64(max(clean+dirty, 1))
-		if (ratio >= cfg.MinCleanableDirtyRatio || p.cleaned.tierTombstonesDue(now)) && ratio > bestRatio {
+		if (ratio >= cfg.MinCleanableDirtyRatio || due) && ratio > bestRatio {
 			best, bestRatio = p, ratio
 		}
 	}
@@ -97,13 +98,14 @@ func (b *Broker) cleanTiered(ctx context.Context, p *partition, now time.Time) (
 	if err != nil {
 		return compaction.Stats{}, err
 	}
-	m := compaction.NewOffsetMap(b.cfg.Cleaner.DedupeBufferBytes)
 	var dirty []metadata.TierEntry
+	var dirtyBytes int64
 	for _, e := range entries {
 		if e.LastOffset >= checkpoint {
-			dirty = append(dirty, e)
+			dirty, dirtyBytes = append(dirty, e), dirtyBytes+e.Size
 		}
 	}
+	m := compaction.NewOffsetMap(offsetMapBudget(b.cfg.Cleaner.DedupeBufferBytes, dirtyBytes))
 	src := tier.NewObjectBatches(ctx, b.objects, dirty)
 	mapEnd, err := compaction.BuildMap(m, src, checkpoint, end, aborted, maxCleanerBatch)
 	src.Close()
@@ -117,11 +119,7 @@ func (b *Broker) cleanTiered(ctx context.Context, p *partition, now time.Time) (
 	if err != nil {
 		return total, err
 	}
-	due := int64(0)
-	if total.TombstonesKept > 0 {
-		due = total.KeptTombstoneMaxTimestamp + policy.DeleteRetentionMs + 1
-	}
-	p.cleaned.tierTombstoneDueMs.Store(due)
+	p.cleaned.tierKeptTombstoneTs.Store(keptTombstones(total))
 	p.cleaned.tierCheckpoint.Store(mapEnd)
 	return total, nil
 }
