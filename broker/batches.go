@@ -19,16 +19,22 @@ import (
 
 // Produce-path sentinel errors; produceErrorCode maps them to Kafka codes.
 var (
-	errNoBatches       = errors.New("broker: produce partition data holds no record batch")
-	errBatchTooLarge   = errors.New("broker: record batch larger than max.message.bytes")
-	errControlBatch    = errors.New("broker: clients may not produce control batches")
-	errTransactional   = errors.New("broker: transactional batch without a producer id")
-	errMixedTxn        = errors.New("broker: transactional batches of several producers in one partition")
-	errZstdTooOld      = errors.New("broker: zstd batches need produce v7+")
-	errInvalidAcks     = errors.New("broker: acks must be -1, 0 or 1")
-	errNotEnoughISR    = errors.New("broker: in-sync replicas below min.insync.replicas")
-	errAcksZeroFailure = errors.New("broker: acks=0 produce failed; closing the connection so the client refreshes metadata")
+	errNoBatches        = errors.New("broker: produce partition data holds no record batch")
+	errBatchTooLarge    = errors.New("broker: record batch larger than max.message.bytes")
+	errControlBatch     = errors.New("broker: clients may not produce control batches")
+	errTransactional    = errors.New("broker: transactional batch without a producer id")
+	errMixedTxn         = errors.New("broker: transactional batches of several producers in one partition")
+	errZstdTooOld       = errors.New("broker: zstd batches need produce v7+")
+	errInvalidAcks      = errors.New("broker: acks must be -1, 0 or 1")
+	errNotEnoughISR     = errors.New("broker: in-sync replicas below min.insync.replicas")
+	errAcksZeroFailure  = errors.New("broker: acks=0 produce failed; closing the connection so the client refreshes metadata")
+	errKeylessCompacted = errors.New("broker: compacted topic cannot accept a record without a key")
 )
+
+// maxKeyCheckDecompressed bounds the decompressed records of one batch
+// whose keys are checked (compacted topics): a larger batch is refused
+// rather than inflated without bound.
+const maxKeyCheckDecompressed = 64 << 20
 
 // logAppendTimeType is the message.timestamp.type value that makes the
 // broker stamp batches.
@@ -43,6 +49,9 @@ type produceRules struct {
 	logAppendTime bool
 	// produceVersion of the request (zstd needs v7+).
 	produceVersion int16
+	// compacted: cleanup.policy has compact, so every record needs a key
+	// (the one case where the produce path decodes records, as Kafka).
+	compacted bool
 }
 
 // rulesFor derives the produce rules from a topic's effective config.
@@ -51,6 +60,7 @@ func rulesFor(cfg metadata.TopicConfig, version int16) produceRules {
 		maxMessageBytes: int(cfg.MaxMessageBytes),
 		logAppendTime:   cfg.MessageTimestampType == logAppendTimeType,
 		produceVersion:  version,
+		compacted:       cfg.HasCompact(),
 	}
 }
 
@@ -79,7 +89,7 @@ type producedBatches struct {
 // transactional ones only with a producer id, none larger than
 // max.message.bytes. With LogAppendTime each batch is stamped with now (ms),
 // which rewrites its maxTimestamp and CRC in place. Nothing is allocated per
-// batch and records are never decoded.
+// batch and records are decoded only for compacted topics (keys).
 func splitProduceRecords(records []byte, rules produceRules, now int64) (producedBatches, error) {
 	out := producedBatches{records: records, producerID: -1, logAppendTime: -1}
 	if len(records) == 0 {
@@ -92,6 +102,11 @@ func splitProduceRecords(records []byte, rules produceRules, now int64) (produce
 		}
 		if err := checkBatchRules(header, size, rules); err != nil {
 			return out, err
+		}
+		if rules.compacted {
+			if err := checkKeys(rest[:size]); err != nil {
+				return out, err
+			}
 		}
 		if out.count == 0 {
 			out.producerID = header.ProducerID
@@ -106,6 +121,22 @@ func splitProduceRecords(records []byte, rules produceRules, now int64) (produce
 		rest = rest[size:]
 	}
 	return out, nil
+}
+
+// checkKeys refuses a batch holding a record without a key (compacted
+// topics: Kafka's INVALID_RECORD, "Compacted topic cannot accept message
+// without key"). Undecodable records are a corrupt batch.
+func checkKeys(batch []byte) error {
+	records, err := hotlog.DecodeRecords(batch, maxKeyCheckDecompressed)
+	if err != nil {
+		return err
+	}
+	for i := range records {
+		if records[i].Key == nil {
+			return fmt.Errorf("%w (offset delta %d)", errKeylessCompacted, records[i].OffsetDelta)
+		}
+	}
+	return nil
 }
 
 // noteTxn records the producer of a transactional batch and rejects a
@@ -152,8 +183,10 @@ func produceErrorCode(err error) int16 {
 	case errors.Is(err, errBatchTooLarge):
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, errNoBatches), errors.Is(err, errControlBatch), errors.Is(err, errTransactional),
-		errors.Is(err, errMixedTxn):
+		errors.Is(err, errMixedTxn), errors.Is(err, errKeylessCompacted):
 		return kerr.InvalidRecord.Code
+	case errors.Is(err, hotlog.ErrDecompressedTooLarge):
+		return kerr.CorruptMessage.Code
 	case errors.Is(err, errZstdTooOld):
 		return kerr.UnsupportedCompressionType.Code
 	case errors.Is(err, errInvalidAcks):

@@ -21,6 +21,7 @@ type batchSpec struct {
 	attributes int16
 	producerID int64
 	timestamp  int64
+	keyed      bool // records carry keys (else null keys)
 }
 
 var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
@@ -35,6 +36,9 @@ func buildBatch(spec batchSpec) []byte {
 	var records []byte
 	for i := range spec.records {
 		r := kmsg.Record{OffsetDelta: int32(i), TimestampDelta64: int64(i), Value: make([]byte, spec.valueSize)}
+		if spec.keyed {
+			r.Key = []byte{byte('a' + i%26)}
+		}
 		body := r.AppendTo(nil)
 		r.Length = int32(len(body) - 1) // placeholder length byte was 0: one varint byte
 		records = r.AppendTo(records)
@@ -90,6 +94,8 @@ func TestSplitProduceRecords(t *testing.T) {
 	tooSmall.maxMessageBytes = len(large) - 1
 	exact := rules
 	exact.maxMessageBytes = len(large)
+	compacted := rules
+	compacted.compacted = true
 	v6 := rules
 	v6.produceVersion = 6
 	recordCountMismatch := buildBatch(batchSpec{records: 3})
@@ -125,6 +131,8 @@ func TestSplitProduceRecords(t *testing.T) {
 		{"zstd on v7+", buildBatch(batchSpec{records: 1, attributes: hotlog.CodecZstd}), rules, 0, 1},
 		{"zstd below v7", buildBatch(batchSpec{records: 1, attributes: hotlog.CodecZstd}), v6, kerr.UnsupportedCompressionType.Code, 0},
 		{"unknown codec", buildBatch(batchSpec{records: 1, attributes: 5}), rules, kerr.CorruptMessage.Code, 0},
+		{"compacted, keyed records", buildBatch(batchSpec{records: 3, keyed: true}), compacted, 0, 1},
+		{"compacted, records without keys", buildBatch(batchSpec{records: 3}), compacted, kerr.InvalidRecord.Code, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
