@@ -28,7 +28,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	log := newServeLogger(c.stderr, cfg)
 	// metadata tags its own lines (component=etcd|metadata).
 	cfg.embedded.Logger = log
 	cfg.metadata.Logger = log
@@ -145,4 +145,14 @@ func (s *server) closeAll() {
 		}
 	}
 	s.log.Info("stopped")
+}
+
+// newServeLogger is the process logger: --log-format text or json on
+// stderr, at --log-level.
+func newServeLogger(w io.Writer, cfg serveConfig) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.logLevel}
+	if cfg.logJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -32,6 +32,7 @@ type serveFlags struct {
 	http                   string
 	rack                   string
 	logLevel               string
+	logFormat              string
 	autoCreateTopics       bool
 	numPartitions          int
 	retentionCheckInterval time.Duration
@@ -86,6 +87,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.http, "http", "127.0.0.1:9644", "`host:port` serving /metrics, /healthz and /readyz")
 	fs.StringVar(&f.rack, "rack", "", "rack id for replica placement")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text (slog key=value) or json (one object per line)")
 	fs.BoolVar(&f.autoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata/Produce (auto.create.topics.enable)")
 	fs.IntVar(&f.numPartitions, "num-partitions", 1, "partitions of auto-created topics (num.partitions)")
 	fs.DurationVar(&f.retentionCheckInterval, "log-retention-check-interval", 30*time.Second, "how often retention runs (log.retention.check.interval.ms)")
@@ -279,6 +281,7 @@ type serveConfig struct {
 	durabilityName string // as given: "fsync" or "replication"
 	http           string
 	logLevel       slog.Level
+	logJSON        bool
 }
 
 // parseServe parses args and the environment into a validated config.
@@ -310,6 +313,13 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	}
 	if cfg.logLevel, err = parseLogLevel(f.logLevel); err != nil {
 		return cfg, err
+	}
+	switch f.logFormat {
+	case "text":
+	case "json":
+		cfg.logJSON = true
+	default:
+		return cfg, usageErrorf("--log-format %q: want text or json", f.logFormat)
 	}
 	durability, err := parseDurability(f.durability)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"path/filepath"
@@ -108,6 +109,7 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"transaction version 3", []string{"--transaction-version", "3"}, nil, "--transaction-version"},
 		{"zero producer id expiration", []string{"--producer-id-expiration", "0s"}, nil, "--producer-id-expiration"},
 		{"tiny dedupe buffer", []string{"--log-cleaner-dedupe-buffer-size", "10"}, nil, "--log-cleaner-dedupe-buffer-size"},
+		{"bad log format", []string{"--log-format", "yaml"}, nil, "--log-format"},
 		{"unknown flag", []string{"--no-such-flag"}, nil, "no-such-flag"},
 		{"positional", []string{"extra"}, nil, "unexpected"},
 	}
@@ -276,5 +278,24 @@ func TestServeTxnFlags(t *testing.T) {
 		b.Txn.MaxTimeout != time.Minute {
 		t.Errorf("flags: transaction version %d, producer id expiration %v, transactional id expiration %v, max timeout %v",
 			b.TransactionVersion, b.ProducerIDExpiration, b.Txn.Expiration, b.Txn.MaxTimeout)
+	}
+}
+
+func TestServeLogFormat(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		json bool
+	}{{nil, false}, {[]string{"--log-format", "json"}, true}, {[]string{"--log-format=text"}, false}} {
+		cfg, err := parseServeForTest(t, tc.args, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf strings.Builder
+		newServeLogger(&buf, cfg).Info("hello", "k", 1)
+		var obj map[string]any
+		isJSON := json.Unmarshal([]byte(buf.String()), &obj) == nil && obj["msg"] == "hello"
+		if isJSON != tc.json || (!tc.json && !strings.Contains(buf.String(), "msg=hello k=1")) {
+			t.Errorf("%v: logged %q, want json %v", tc.args, buf.String(), tc.json)
+		}
 	}
 }
