@@ -187,3 +187,44 @@ func (b *Broker) addCleanerStatus(p *partition, st *PartitionTierStatus) {
 	}
 	st.CleanerPasses, st.CleanedBytesIn, st.CleanedBytesOut = p.cleaned.passes.Load(), p.cleaned.bytesIn.Load(), p.cleaned.bytesOut.Load()
 }
+
+// TierManifestView is the broker's tier manifest as `strata tier verify`
+// checks it against the bucket.
+type TierManifestView struct {
+	Cluster string              `json:"cluster"`
+	Entries []TierManifestEntry `json:"entries"`
+	// PendingDeletes are objects no longer in the manifest that are deleted
+	// after a delay (remote retention, tiered cleaning): not orphans.
+	PendingDeletes []string `json:"pendingDeletes"`
+}
+
+// TierManifestEntry is one manifest entry.
+type TierManifestEntry struct {
+	TopicID    string `json:"topicId"`
+	Partition  int32  `json:"partition"`
+	BaseOffset int64  `json:"baseOffset"`
+	LastOffset int64  `json:"lastOffset"`
+	Key        string `json:"key"`
+	Size       int64  `json:"size"`
+}
+
+// TierManifest returns the in-memory manifest and the objects awaiting
+// deletion.
+func (b *Broker) TierManifest() TierManifestView {
+	v := TierManifestView{Cluster: b.store.Cluster(), Entries: []TierManifestEntry{}, PendingDeletes: []string{}}
+	for _, e := range b.manifest.All() {
+		v.Entries = append(v.Entries, TierManifestEntry{TopicID: e.TopicID.String(), Partition: e.Partition,
+			BaseOffset: e.BaseOffset, LastOffset: e.LastOffset, Key: e.Key, Size: e.Size})
+	}
+	b.tiering.mu.Lock()
+	for _, d := range b.tiering.pendingDeletes {
+		v.PendingDeletes = append(v.PendingDeletes, d.key)
+	}
+	b.tiering.mu.Unlock()
+	if b.compactor != nil {
+		for key := range b.compactor.PendingDeletes() {
+			v.PendingDeletes = append(v.PendingDeletes, key)
+		}
+	}
+	return v
+}

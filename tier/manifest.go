@@ -1,6 +1,7 @@
 package tier
 
 import (
+	"bytes"
 	"slices"
 	"sort"
 	"sync"
@@ -381,5 +382,26 @@ func (m *Manifest) Keys() map[string]struct{} {
 			out[e.Key] = struct{}{}
 		}
 	}
+	return out
+}
+
+// All returns every entry of every partition (copies), by partition and
+// base offset.
+func (m *Manifest) All() []metadata.TierEntry {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []metadata.TierEntry
+	for _, p := range m.parts {
+		out = append(out, p.entries...)
+	}
+	slices.SortFunc(out, func(a, b metadata.TierEntry) int {
+		if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+			return c
+		}
+		if a.Partition != b.Partition {
+			return int(a.Partition - b.Partition)
+		}
+		return int(sign(a.BaseOffset - b.BaseOffset))
+	})
 	return out
 }

@@ -56,9 +56,10 @@ func startHTTP(addr string, log *slog.Logger, probe func(context.Context) error)
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /v1/tier/status", h.tierStatus)
+	mux.HandleFunc("GET /v1/tier/manifest", h.tierManifest)
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { h.serveErr <- h.srv.Serve(ln) }()
-	log.Info("http listening", "addr", h.addr.String(), "paths", "/healthz /readyz /metrics /v1/tier/status")
+	log.Info("http listening", "addr", h.addr.String(), "paths", "/healthz /readyz /metrics /v1/tier/status /v1/tier/manifest")
 	return h, nil
 }
 

@@ -52,6 +52,17 @@ func (h *httpServer) tierStatus(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(status)
 }
 
+// tierManifest answers GET /v1/tier/manifest with broker.TierManifestView.
+func (h *httpServer) tierManifest(w http.ResponseWriter, _ *http.Request) {
+	src := h.tier.Load()
+	if src == nil {
+		http.Error(w, "broker not started", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(src.broker.TierManifest())
+}
+
 var (
 	tierCounterDesc = prometheus.NewDesc("strata_tier_events_total",
 		"Tiering events by kind (segments_uploaded, upload_failures, local_segments_freed, ...).", []string{"event"}, nil)
@@ -118,8 +129,11 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 // partition, the local range, the tiered range, objects and bytes, read
 // from the broker's HTTP port.
 func runTier(ctx context.Context, c *cli, args []string) error {
+	if len(args) > 0 && args[0] == "verify" {
+		return runTierVerify(ctx, c, args[1:])
+	}
 	if len(args) == 0 || args[0] != "status" {
-		return usageErrorf("usage: strata tier status [--topic T] [--http host:port]")
+		return usageErrorf("usage: strata tier status [--topic T] [--http host:port] | strata tier verify --object-store URL [--http host:port] [--full]")
 	}
 	fs := newFlagSet("tier status", c.stderr)
 	topic := fs.String("topic", "", "only this topic")
@@ -152,9 +166,15 @@ func runTier(ctx context.Context, c *cli, args []string) error {
 }
 
 func fetchTierStatus(ctx context.Context, addr, topic string) ([]byte, error) {
+	return fetchBrokerJSON(ctx, addr, "/v1/tier/status", topic)
+}
+
+// fetchBrokerJSON GETs path (with ?topic= when set) from the broker's
+// HTTP port, bounded by maxTierStatusBytes.
+func fetchBrokerJSON(ctx context.Context, addr, path, topic string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	u := url.URL{Scheme: "http", Host: addr, Path: "/v1/tier/status"}
+	u := url.URL{Scheme: "http", Host: addr, Path: path}
 	if topic != "" {
 		u.RawQuery = url.Values{"topic": {topic}}.Encode()
 	}
@@ -164,15 +184,15 @@ func fetchTierStatus(ctx context.Context, addr, topic string) ([]byte, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("tier status: %w", err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTierStatusBytes))
 	if err != nil {
-		return nil, fmt.Errorf("tier status: %w", err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("tier status: %s: %s", resp.Status, body)
+		return nil, fmt.Errorf("%s: %s: %s", path, resp.Status, body)
 	}
 	return body, nil
 }
