@@ -198,12 +198,13 @@ func (b *Broker) firstUncleanable(p *partition, now time.Time) int64 {
 	return fu
 }
 
-// offsetMapBudget sizes a pass's offset map by its dirty bytes: a record
-// takes well over 2 bytes of a batch, so dirty/2 bytes of map (24 B a
-// slot) hold every key of the range; an underestimate only means another
-// pass. Never above the configured buffer, never tiny.
-func offsetMapBudget(limit, dirtyBytes int64) int64 {
-	return min(limit, max(dirtyBytes/2, 64<<10))
+// offsetMapBudget sizes a pass's offset map by the offsets of its dirty
+// range (at most one key each: a compressed batch holds far more records
+// than its bytes suggest), with the map's 90% fill. Never above the
+// configured buffer (a larger range is cleaned in several passes), never
+// tiny.
+func offsetMapBudget(limit, dirtyOffsets int64) int64 {
+	return min(limit, max(dirtyOffsets*compaction.SlotBytes*10/9+compaction.SlotBytes, 64<<10))
 }
 
 // errNothingToClean: the partition's dirty range vanished (retention).
@@ -219,8 +220,8 @@ func (b *Broker) cleanPartition(ctx context.Context, p *partition, fu int64, now
 	}
 	pace := newPacer(ctx, b.cfg.Cleaner.IOBytesPerSecond)
 	aborted := p.log.AbortedTxns(segs[0].BaseOffset, p.log.LogEndOffset())
-	_, dirty := p.log.CleanableBytes(fu)
-	m := compaction.NewOffsetMap(offsetMapBudget(b.cfg.Cleaner.DedupeBufferBytes, dirty))
+	dirtyOffsets := segs[len(segs)-1].RangeEnd - max(checkpoint, segs[0].BaseOffset)
+	m := compaction.NewOffsetMap(offsetMapBudget(b.cfg.Cleaner.DedupeBufferBytes, dirtyOffsets))
 	mapEnd, err := compaction.BuildMap(m, b.segmentBatches(p, segs, checkpoint, pace), checkpoint,
 		segs[len(segs)-1].RangeEnd, aborted, maxCleanerBatch)
 	if err != nil {

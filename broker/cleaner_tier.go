@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/strata-log/strata/compaction"
@@ -73,6 +74,21 @@ func (b *Broker) cleanTierOnce(ctx context.Context, now time.Time) bool {
 	return true
 }
 
+// withinCompactionLag drops the entries from the first one holding a batch
+// younger than min.compaction.lag.ms (objects upload as soon as their
+// segment is sealed, so the bucket has its own young tail).
+func withinCompactionLag(entries []metadata.TierEntry, lagMs int64, now time.Time) []metadata.TierEntry {
+	if lagMs <= 0 {
+		return entries
+	}
+	for i, e := range entries {
+		if e.MaxTimestamp > now.UnixMilli()-lagMs {
+			return entries[:i]
+		}
+	}
+	return entries
+}
+
 // tierCleanableBytes splits the bucket's bytes of p at its tier checkpoint.
 func tierCleanableBytes(p *partition) (clean, dirty int64) {
 	checkpoint := p.cleaned.tierCheckpoint.Load()
@@ -93,19 +109,22 @@ func (b *Broker) cleanTiered(ctx context.Context, p *partition, now time.Time) (
 		return compaction.Stats{}, errNothingToClean
 	}
 	checkpoint := p.cleaned.tierCheckpoint.Load()
+	entries = withinCompactionLag(entries, p.config().MinCompactionLagMs, now)
+	if len(entries) == 0 || entries[len(entries)-1].LastOffset < checkpoint {
+		return compaction.Stats{}, errNothingToClean
+	}
 	end := entries[len(entries)-1].LastOffset + 1
 	aborted, err := b.tierAborted(ctx, p, entries)
 	if err != nil {
 		return compaction.Stats{}, err
 	}
 	var dirty []metadata.TierEntry
-	var dirtyBytes int64
 	for _, e := range entries {
 		if e.LastOffset >= checkpoint {
-			dirty, dirtyBytes = append(dirty, e), dirtyBytes+e.Size
+			dirty = append(dirty, e)
 		}
 	}
-	m := compaction.NewOffsetMap(offsetMapBudget(b.cfg.Cleaner.DedupeBufferBytes, dirtyBytes))
+	m := compaction.NewOffsetMap(offsetMapBudget(b.cfg.Cleaner.DedupeBufferBytes, end-max(checkpoint, entries[0].BaseOffset)))
 	src := tier.NewObjectBatches(ctx, b.objects, dirty)
 	mapEnd, err := compaction.BuildMap(m, src, checkpoint, end, aborted, maxCleanerBatch)
 	src.Close()
@@ -247,6 +266,15 @@ func addStats(total *compaction.Stats, s compaction.Stats) {
 func (b *Broker) startCompactor() error {
 	if b.objects == nil {
 		return nil
+	}
+	// A crash mid-pass leaves its spool and upload files behind.
+	for _, pattern := range []string{".clean-spool-*", "strata-compact-*.log"} {
+		stale, _ := filepath.Glob(filepath.Join(b.cfg.DataDir, pattern))
+		for _, f := range stale {
+			if err := os.Remove(f); err != nil {
+				b.log.Warn("removing a stale cleaning file", "file", f, "err", err)
+			}
+		}
 	}
 	c, err := tier.NewCompactor(tier.CompactorConfig{Store: b.objects, Swapper: b.store, Manifest: b.manifest,
 		Cluster: b.store.Cluster(), TempDir: b.cfg.DataDir, DeleteGrace: b.cfg.Cleaner.ObjectDeleteGrace, Logger: b.log})

@@ -60,7 +60,7 @@ func commands() map[string]command {
 		"version": {"print the version", runVersion},
 		"group":   {"list|describe|reset consumer groups", runGroup},
 		"tier":    {"tiered storage status", runTier},
-		"replay":  {"replay a range from the bucket (issue 8)", notYet(8)},
+		"replay":  {"print a range of a topic from the bucket, no broker needed", runReplay},
 		"restore": {"restore topics from the bucket (issue 8)", notYet(8)},
 	}
 }

@@ -177,7 +177,7 @@ func TestCommandsExitCodes(t *testing.T) {
 		{[]string{"tier", "frobnicate"}, 2, "strata tier status"},
 		{[]string{"serve", "--tier-upload-max-lag-bytes", "0"}, 2, "--tier-upload-max-lag-bytes"},
 		{[]string{"tier", "status", "extra"}, 2, "unexpected arguments"},
-		{[]string{"replay"}, 2, "not yet available (issue 8)"},
+		{[]string{"replay"}, 2, "are required"},
 		{[]string{"restore"}, 2, "not yet available (issue 8)"},
 		{[]string{"nonsense"}, 2, "unknown command"},
 		{[]string{}, 2, "usage"},
