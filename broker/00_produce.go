@@ -82,6 +82,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.recordProduceBytes(req, resp)
 	rc.releaseOrder()
 	switch req.Acks {
 	case 0:

@@ -81,6 +81,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 			fillFollowerPositions(sp, p)
 		}
 	}
+	b.recordFetchBytes(resp, slots, results)
 	b.addFetchLeaders(req, resp)
 	return resp, nil
 }

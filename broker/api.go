@@ -282,6 +282,9 @@ type Broker struct {
 	// nil until Start.
 	ctrl *controller.Controller
 
+	// metrics are the request and topic counters (metrics.go; atomics).
+	metrics brokerMetrics
+
 	startOnce, shutdownOnce sync.Once
 }
 

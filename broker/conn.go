@@ -132,6 +132,7 @@ func (c *conn) dispatch(d decodedRequest, s *slot) {
 // closes this connection only.
 func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan struct{}) {
 	defer c.b.inflight.Done()
+	defer c.requestDone(d.hdr.apiKey, time.Now(), s)
 	defer close(s.done)
 	defer rc.releaseOrder()
 	defer func() {

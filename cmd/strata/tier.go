@@ -26,7 +26,8 @@ type tierSource struct {
 }
 
 // serveTier publishes the broker's tier status on /v1/tier/status and its
-// tiering, object-store and cold reader counters on /metrics.
+// tiering, object-store and cold reader counters and its request, topic and
+// partition metrics (metrics.go) on /metrics.
 func (h *httpServer) serveTier(b *broker.Broker, bucket *tier.Bucket) {
 	src := &tierSource{broker: b, bucket: bucket}
 	h.tier.Store(src)
@@ -34,6 +35,7 @@ func (h *httpServer) serveTier(b *broker.Broker, bucket *tier.Bucket) {
 		h.log.Warn("registering tier metrics", "err", err)
 	}
 	h.serveCold(b.ColdStats)
+	h.serveBrokerMetrics(b)
 }
 
 // tierStatus answers GET /v1/tier/status[?topic=T] with a JSON array of

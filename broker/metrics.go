@@ -1,0 +1,286 @@
+package broker
+
+// Request, topic and partition metrics (issue 8). The broker keeps plain
+// counters and answers snapshots; cmd/strata maps them to Prometheus at
+// scrape time (STYLE.md, habit 8), so this package imports no metrics
+// library.
+//
+// Recording is lock-free: per API key a fixed array of atomic histogram
+// buckets (conn.run calls observeRequest once per request), per topic a
+// pair of atomic byte counters found through a sync.Map (Produce and Fetch
+// add to them once per topic of a request). Snapshots read the atomics one
+// by one, so a snapshot taken during traffic may split a request between
+// two scrapes; each counter on its own only ever grows.
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/fetch"
+	"github.com/strata-log/strata/replication"
+)
+
+// requestLatencyBounds are the upper bounds, in seconds, of the request
+// latency histogram's buckets (an implicit +Inf bucket follows). Fetch
+// long polls land in the upper buckets, by design: they are the wait.
+var requestLatencyBounds = [...]float64{
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+}
+
+// RequestLatencyBuckets returns the upper bounds, in seconds, of the
+// buckets of APIMetrics.Buckets (the last bucket, +Inf, is not listed).
+func RequestLatencyBuckets() []float64 { return slices.Clone(requestLatencyBounds[:]) }
+
+// APIMetrics is one API key's request counters since the broker started.
+type APIMetrics struct {
+	APIKey int16
+	Name   string // kmsg.NameForKey: "Produce", "Fetch", ...
+	// Count is the requests answered (or dropped: acks=0, closed
+	// connection); it equals the sum of Buckets.
+	Count uint64
+	// Errors counts requests whose handler failed or panicked, which
+	// closes the connection. Kafka error codes inside a response are not
+	// errors here: the request was answered.
+	Errors uint64
+	// Buckets[i] counts requests that took at most
+	// RequestLatencyBuckets()[i] seconds (cumulative, as Prometheus
+	// buckets); len(Buckets) == len(RequestLatencyBuckets()).
+	Buckets []uint64
+	// SumSeconds is the total time of the counted requests, from the
+	// request's dispatch (queueing behind an earlier Produce included) to
+	// its encoded response.
+	SumSeconds float64
+}
+
+// TopicBytes are one topic's record bytes moved by this broker.
+type TopicBytes struct {
+	Topic string
+	// BytesIn is the record-batch bytes of Produce requests appended as
+	// leader (Kafka's BytesInPerSec).
+	BytesIn uint64
+	// BytesOut is the record-batch bytes returned to consumers' fetches
+	// (Kafka's BytesOutPerSec); ReplicationBytesOut the same for
+	// followers' fetches (ReplicationBytesOutPerSec).
+	BytesOut            uint64
+	ReplicationBytesOut uint64
+}
+
+// PartitionMetrics is one hosted partition's replication and log state.
+type PartitionMetrics struct {
+	Topic     string
+	Partition int32
+	// Leader: this broker's replica leads the partition. The ISR fields
+	// below are known only to the leader (zero otherwise).
+	Leader bool
+	// UnderReplicated: the ISR is smaller than the replica set;
+	// UnderMinISR: smaller than min.insync.replicas.
+	UnderReplicated bool
+	UnderMinISR     bool
+	Replicas        int
+	ISRSize         int
+	// ISRShrinks and ISRExpands are the ISR changes this replica
+	// committed as leader since the partition was opened here.
+	ISRShrinks uint64
+	ISRExpands uint64
+	// LogSizeBytes is the size of the local log's segments (Kafka's
+	// kafka.log Size); TieredSizeBytes the bytes of its objects in the
+	// bucket (0 when tiering is off).
+	LogSizeBytes    int64
+	TieredSizeBytes int64
+	LogStartOffset  int64 // across both tiers
+	LogEndOffset    int64
+	HighWatermark   int64
+}
+
+// apiCounters is one API key's histogram. Atomics only: written by every
+// handler goroutine, read by snapshots.
+type apiCounters struct {
+	// buckets[i] counts requests in (bound[i-1], bound[i]]; the last
+	// element is the +Inf bucket. Not cumulative (one add per request).
+	buckets  [len(requestLatencyBounds) + 1]atomic.Uint64
+	errors   atomic.Uint64
+	sumNanos atomic.Int64
+}
+
+// topicCounters is one topic's byte counters (atomics only).
+type topicCounters struct {
+	bytesIn, bytesOut, replicationBytesOut atomic.Uint64
+}
+
+// brokerMetrics is the broker's request and topic counters. apis is
+// indexed by API key (keys the table serves are <= kmsg.MaxKey); topics
+// maps a topic name to its *topicCounters: entries are added on first
+// traffic and removed by TopicBytes once the topic is gone.
+type brokerMetrics struct {
+	apis   [kmsg.MaxKey + 1]apiCounters
+	topics sync.Map
+}
+
+// observeRequest records one finished request of apiKey that took took;
+// failed: its handler failed, so the connection closes.
+func (m *brokerMetrics) observeRequest(apiKey int16, took time.Duration, failed bool) {
+	if apiKey < 0 || int(apiKey) >= len(m.apis) {
+		return
+	}
+	c := &m.apis[apiKey]
+	i := sort.SearchFloat64s(requestLatencyBounds[:], took.Seconds()) // first bound >= took: Prometheus's le
+	c.buckets[i].Add(1)
+	c.sumNanos.Add(int64(took))
+	if failed {
+		c.errors.Add(1)
+	}
+}
+
+// topic returns name's counters, adding them on first use.
+func (m *brokerMetrics) topic(name string) *topicCounters {
+	if c, ok := m.topics.Load(name); ok {
+		return c.(*topicCounters)
+	}
+	c, _ := m.topics.LoadOrStore(name, new(topicCounters))
+	return c.(*topicCounters)
+}
+
+// requestDone records a finished request (conn.run defers it with the
+// request's start time).
+func (c *conn) requestDone(apiKey int16, start time.Time, s *slot) {
+	c.b.metrics.observeRequest(apiKey, time.Since(start), s.closeAfter)
+}
+
+// recordProduceBytes adds, per topic, the record bytes of the partitions
+// appended without error. Called before acks=-1 waits: a later timeout
+// does not undo the append.
+func (b *Broker) recordProduceBytes(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+	for ti := range resp.Topics {
+		var n int
+		for pi, sp := range resp.Topics[ti].Partitions {
+			if sp.ErrorCode == 0 && ti < len(req.Topics) && pi < len(req.Topics[ti].Partitions) {
+				n += len(req.Topics[ti].Partitions[pi].Records)
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		if name, ok := b.metricTopicName(resp.Topics[ti].Topic, resp.Topics[ti].TopicID); ok {
+			b.metrics.topic(name).bytesIn.Add(uint64(n))
+		}
+	}
+}
+
+// recordFetchBytes adds, per topic, the record bytes a fetch returns, to
+// consumers' or followers' counters.
+func (b *Broker) recordFetchBytes(resp *kmsg.FetchResponse, slots []fetchSlot, results []fetch.Result) {
+	sums := make([]int, len(resp.Topics)) // by response topic index
+	follower := false
+	for i, res := range results {
+		if i < len(slots) && len(res.Records) > 0 {
+			sums[slots[i].topic] += len(res.Records)
+			follower = follower || slots[i].follower != nil
+		}
+	}
+	for ti, n := range sums {
+		if n == 0 {
+			continue
+		}
+		name, ok := b.metricTopicName(resp.Topics[ti].Topic, resp.Topics[ti].TopicID)
+		if !ok {
+			continue
+		}
+		if c := b.metrics.topic(name); follower {
+			c.replicationBytesOut.Add(uint64(n))
+		} else {
+			c.bytesOut.Add(uint64(n))
+		}
+	}
+}
+
+// metricTopicName is a response topic's name; v13+ requests carry only
+// the topic id.
+func (b *Broker) metricTopicName(name string, id [16]byte) (string, bool) {
+	if name != "" {
+		return name, true
+	}
+	return b.topicName(id)
+}
+
+// RequestMetrics returns the request counters of every API key that has
+// served at least one request, in key order.
+func (b *Broker) RequestMetrics() []APIMetrics {
+	var out []APIMetrics
+	for key := range b.metrics.apis {
+		c := &b.metrics.apis[key]
+		m := APIMetrics{APIKey: int16(key), Name: kmsg.NameForKey(int16(key)), Buckets: make([]uint64, len(requestLatencyBounds))}
+		for i := range c.buckets {
+			m.Count += c.buckets[i].Load()
+			if i < len(m.Buckets) {
+				m.Buckets[i] = m.Count
+			}
+		}
+		if m.Count == 0 {
+			continue
+		}
+		m.Errors = c.errors.Load()
+		m.SumSeconds = time.Duration(c.sumNanos.Load()).Seconds()
+		out = append(out, m)
+	}
+	return out
+}
+
+// TopicBytes returns the byte counters of every topic that had traffic,
+// by name. Topics no longer known to the broker are dropped (a recreated
+// topic starts from zero, as a Prometheus counter reset).
+func (b *Broker) TopicBytes() []TopicBytes {
+	var out []TopicBytes
+	b.metrics.topics.Range(func(k, v any) bool {
+		name, c := k.(string), v.(*topicCounters)
+		if _, ok := b.parts.topic(name); !ok {
+			b.metrics.topics.Delete(name)
+			return true
+		}
+		out = append(out, TopicBytes{Topic: name, BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
+			ReplicationBytesOut: c.replicationBytesOut.Load()})
+		return true
+	})
+	slices.SortFunc(out, func(x, y TopicBytes) int { return strings.Compare(x.Topic, y.Topic) })
+	return out
+}
+
+// PartitionMetrics returns the state of every partition this broker
+// hosts, by topic and partition.
+func (b *Broker) PartitionMetrics() []PartitionMetrics {
+	parts := b.parts.localPartitions()
+	out := make([]PartitionMetrics, 0, len(parts))
+	for _, p := range parts {
+		out = append(out, b.partitionMetrics(p))
+	}
+	slices.SortFunc(out, func(x, y PartitionMetrics) int {
+		if c := strings.Compare(x.Topic, y.Topic); c != 0 {
+			return c
+		}
+		return int(x.Partition) - int(y.Partition)
+	})
+	return out
+}
+
+func (b *Broker) partitionMetrics(p *partition) PartitionMetrics {
+	st := p.replicationStatus()
+	m := PartitionMetrics{
+		Topic: p.topic, Partition: p.index, Leader: st.Role == replication.RoleLeader,
+		UnderReplicated: st.UnderReplicated, UnderMinISR: st.UnderMinISR,
+		Replicas: len(st.Replicas), ISRSize: len(st.ISR),
+		ISRShrinks: st.Counters.ISRShrinks, ISRExpands: st.Counters.ISRExpands,
+		LogSizeBytes: p.log.Size(), LogStartOffset: p.logStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+		HighWatermark: st.HighWatermark,
+	}
+	if b.objects != nil {
+		for _, e := range p.manifest.Segments(p.topicID, p.index) {
+			m.TieredSizeBytes += e.Size
+		}
+	}
+	return m
+}
