@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,46 +178,6 @@ func killGen(seq int) (string, []byte) {
 	return key, fmt.Appendf(nil, "%s-s%08d-%s", key, seq, strings.Repeat("v", int(h>>40%30)))
 }
 
-// pausableProducer runs asyncProducer.produce at about rate records per
-// second until stopped; pause stops new records without ending the loop.
-type pausableProducer struct {
-	*asyncProducer
-	topic  string
-	paused atomic.Bool
-	next   atomic.Int64 // next seq
-	stop   chan struct{}
-	done   chan struct{}
-}
-
-func (p *pausableProducer) run(rate int) {
-	defer close(p.done)
-	const burst = 20
-	tick := time.NewTicker(time.Second * burst / time.Duration(rate))
-	defer tick.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-tick.C:
-		}
-		if p.paused.Load() {
-			continue
-		}
-		for range burst {
-			p.produce(p.topic, int(p.next.Add(1)-1))
-		}
-	}
-}
-
-// quiesce pauses the producer and waits until everything it sent is
-// acknowledged.
-func (p *pausableProducer) quiesce(t testing.TB) {
-	t.Helper()
-	p.paused.Store(true)
-	time.Sleep(50 * time.Millisecond) // a burst in progress finishes
-	p.flush(t, 90*time.Second)
-}
-
 // TestCompactionSurvivesKill9: a producer keeps writing versions of 1,000
 // keys (some tombstones) into 64 KiB segments while the cleaner runs every
 // 50ms with a 16 KiB offset map (614 keys: the dirty range takes several
@@ -242,13 +201,8 @@ func TestCompactionSurvivesKill9(t *testing.T) {
 	// resumes within ~100ms instead of seconds.
 	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(8<<10),
 		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	p := &pausableProducer{asyncProducer: &asyncProducer{cl: cl, m: m}, topic: topic,
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go p.run(2000)
-	defer func() {
-		close(p.stop)
-		<-p.done
-	}()
+	p := newSteadyProducer(&asyncProducer{cl: cl, m: m}, topic, 2000)
+	defer p.close()
 
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -256,7 +210,7 @@ func TestCompactionSurvivesKill9(t *testing.T) {
 	dir := b.PartitionDir(topic, 0)
 	midPass := 0
 	for kill := range 20 {
-		p.paused.Store(false)
+		p.resume()
 		time.Sleep(300*time.Millisecond + time.Duration(rng.Int64N(int64(1200*time.Millisecond))))
 		b.Kill()
 		before := m.view() // every acknowledgement there will be came before the kill
@@ -271,7 +225,7 @@ func TestCompactionSurvivesKill9(t *testing.T) {
 		checkNoLoss(t, b, topic, before, now, now.end())
 	}
 	t.Logf("20 kills (%d during a pass), %d records produced, %d bytes of segments in %d files, %v",
-		midPass, p.next.Load(), logBytesOnDisk(t, dir), len(segmentFiles(t, dir)), time.Since(testStart).Round(time.Millisecond))
+		midPass, p.produced(), logBytesOnDisk(t, dir), len(segmentFiles(t, dir)), time.Since(testStart).Round(time.Millisecond))
 
 	// Quiet period: roll the keyed data into sealed segments and let the
 	// cleaner finish.
