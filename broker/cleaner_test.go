@@ -241,6 +241,15 @@ func TestCleanerTieredObjects(t *testing.T) {
 		}
 		return segs == len(live)
 	})
+	// A leader that forgot its bucket checkpoint (restart, new leader)
+	// cleans again, finds nothing to change, and swaps nothing.
+	keys := tb.b.manifest.Keys()
+	passes := p.cleaned.passes.Load()
+	p.cleaned.tierCheckpoint.Store(0)
+	waitUntil(t, 20*time.Second, func() bool { return p.cleaned.passes.Load() > passes })
+	if after := tb.b.manifest.Keys(); fmt.Sprint(after) != fmt.Sprint(keys) {
+		t.Fatalf("a pass over already clean objects replaced them: %d keys before, %d after", len(keys), len(after))
+	}
 }
 
 // scanUntil reads the partition from offset 0 over and over until stop,

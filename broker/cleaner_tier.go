@@ -156,12 +156,26 @@ func (b *Broker) compactTierRuns(ctx context.Context, p *partition, entries []me
 		pol.FromLogStart = i == 0
 		stats, err := b.compactTierRun(ctx, p, run, pol, targetBytes)
 		addStats(&total, stats)
-		if err != nil && !errors.Is(err, tier.ErrCompactedEmpty) {
+		if err != nil && !errors.Is(err, tier.ErrCompactedEmpty) && !errors.Is(err, errRunUnchanged) {
 			return total, err
 		}
 		i += n
 	}
 	return total, nil
+}
+
+// errRunUnchanged: cleaning would rewrite a run into the same batches and
+// no fewer objects, so it is left as it is (no upload, no swap): a leader
+// that re-cleans the bucket after a restart costs GETs only.
+var errRunUnchanged = errors.New("broker: cleaning changes nothing in this run")
+
+// mergeable: run's objects would fit in fewer objects of targetBytes.
+func mergeable(run []metadata.TierEntry, targetBytes int64) bool {
+	var total int64
+	for _, e := range run {
+		total += e.Size
+	}
+	return len(run) > 1 && total <= int64(len(run)-1)*targetBytes
 }
 
 // compactTierRun rewrites one run of objects and swaps it in.
@@ -172,6 +186,9 @@ func (b *Broker) compactTierRun(ctx context.Context, p *partition, run []metadat
 	rewrite := func(src tier.BatchSource, sink func([]byte) error) error {
 		s, err := b.rewriteSpooled(src, sink, policy)
 		stats = s
+		if err == nil && s.BatchesOut == s.BatchesIn && s.BytesOut == s.BytesIn && !mergeable(run, targetBytes) {
+			return errRunUnchanged // nothing to upload or swap
+		}
 		return err
 	}
 	_, err := b.compactor.Compact(ctx, tier.CompactRun{Topic: p.topic, UploadEpoch: max(p.leaderEpoch(), 0),
