@@ -20,8 +20,8 @@ package main
 //	raw   the value bytes and "\n" (kcat -C's default output)
 //	json  {"topic":..,"partition":..,"offset":..,"timestamp":<ms>,"key":..,"value":..,
 //	       "headers":[{"key":..,"value":..}]}; key, value and header values are
-//	      JSON strings when valid UTF-8, else base64 with "key_base64":true,
-//	      "value_base64":true (per header too); null stays null
+//	      base64 (standard, padded) or null: DESIGN.md §11's contract, so any
+//	      bytes round-trip and scripts decode one way
 //	kcat  kcat -C -J's line: {"topic","partition","offset","tstype","ts","broker":-1,
 //	      ["headers":[k,v,...]],"key","payload"}; bytes written as is, like kcat
 //
@@ -45,7 +45,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
@@ -339,45 +338,35 @@ func (r *replayer) write(partition int32, offset, ts int64, logAppend bool, rec 
 
 // replayJSONRecord is one line of --format json.
 type replayJSONRecord struct {
-	Topic       string             `json:"topic"`
-	Partition   int32              `json:"partition"`
-	Offset      int64              `json:"offset"`
-	Timestamp   int64              `json:"timestamp"`
-	Key         *string            `json:"key"`
-	KeyBase64   bool               `json:"key_base64,omitempty"`
-	Value       *string            `json:"value"`
-	ValueBase64 bool               `json:"value_base64,omitempty"`
-	Headers     []replayJSONHeader `json:"headers"`
+	Topic     string             `json:"topic"`
+	Partition int32              `json:"partition"`
+	Offset    int64              `json:"offset"`
+	Timestamp int64              `json:"timestamp"`
+	Key       *string            `json:"key"`
+	Value     *string            `json:"value"`
+	Headers   []replayJSONHeader `json:"headers"`
 }
 
 type replayJSONHeader struct {
-	Key         string  `json:"key"`
-	Value       *string `json:"value"`
-	ValueBase64 bool    `json:"value_base64,omitempty"`
+	Key   string  `json:"key"`
+	Value *string `json:"value"`
 }
 
-// jsonBytes is b as a JSON string value: text if valid UTF-8, else base64.
-func jsonBytes(b []byte) (s *string, isBase64 bool) {
+// jsonBytes is b in base64, or nil for null.
+func jsonBytes(b []byte) *string {
 	if b == nil {
-		return nil, false
-	}
-	if utf8.Valid(b) {
-		v := string(b)
-		return &v, false
+		return nil
 	}
 	v := base64.StdEncoding.EncodeToString(b)
-	return &v, true
+	return &v
 }
 
 func writeReplayJSON(w *bufio.Writer, topic string, partition int32, offset, ts int64, rec *kmsg.Record) error {
 	line := replayJSONRecord{Topic: topic, Partition: partition, Offset: offset, Timestamp: ts,
 		Headers: make([]replayJSONHeader, 0, len(rec.Headers))}
-	line.Key, line.KeyBase64 = jsonBytes(rec.Key)
-	line.Value, line.ValueBase64 = jsonBytes(rec.Value)
+	line.Key, line.Value = jsonBytes(rec.Key), jsonBytes(rec.Value)
 	for _, h := range rec.Headers {
-		jh := replayJSONHeader{Key: h.Key}
-		jh.Value, jh.ValueBase64 = jsonBytes(h.Value)
-		line.Headers = append(line.Headers, jh)
+		line.Headers = append(line.Headers, replayJSONHeader{Key: h.Key, Value: jsonBytes(h.Value)})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -197,10 +197,10 @@ func TestReplayFormats(t *testing.T) {
 	store := replayFixture(t)
 	base := []string{"--object-store", store, "--cluster", "c", "--topic", "orders", "--partitions", "0", "--from", "15", "--to", "19"}
 	out, _ := runReplayCmd(t, 0, append(base, "--format", "json")...)
-	want := `{"topic":"orders","partition":0,"offset":15,"timestamp":1150,"key":null,"value":"v15","headers":[]}
-{"topic":"orders","partition":0,"offset":16,"timestamp":1160,"key":null,"value":"t16","headers":[]}
-{"topic":"orders","partition":0,"offset":17,"timestamp":1170,"key":null,"value":"t17","headers":[]}
-{"topic":"orders","partition":0,"offset":19,"timestamp":1190,"key":"k19","value":"//4=","value_base64":true,"headers":[{"key":"hk","value":"hv"}]}
+	want := `{"topic":"orders","partition":0,"offset":15,"timestamp":1150,"key":null,"value":"djE1","headers":[]}
+{"topic":"orders","partition":0,"offset":16,"timestamp":1160,"key":null,"value":"dDE2","headers":[]}
+{"topic":"orders","partition":0,"offset":17,"timestamp":1170,"key":null,"value":"dDE3","headers":[]}
+{"topic":"orders","partition":0,"offset":19,"timestamp":1190,"key":"azE5","value":"//4=","headers":[{"key":"hk","value":"aHY="}]}
 `
 	if out != want {
 		t.Errorf("json:\n%s\nwant:\n%s", out, want)

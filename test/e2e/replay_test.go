@@ -170,14 +170,17 @@ func checkReplayJSON(t *testing.T, topic, out string, want []replayProduced) {
 		t.Fatalf("%d records, want %d; output starts:\n%s", len(lines), len(want), firstLines(out))
 	}
 	for i, line := range lines {
-		var got struct {
+		var got struct { // key and values are base64 (DESIGN.md §11): []byte decodes them
 			Topic     string
 			Partition int32
 			Offset    int64
 			Timestamp int64
-			Key       string
-			Value     string
-			Headers   []struct{ Key, Value string }
+			Key       []byte
+			Value     []byte
+			Headers   []struct {
+				Key   string
+				Value []byte
+			}
 		}
 		if err := json.Unmarshal([]byte(line), &got); err != nil {
 			t.Fatalf("line %d %q: %v", i, line, err)
@@ -185,7 +188,8 @@ func checkReplayJSON(t *testing.T, topic, out string, want []replayProduced) {
 		w := want[i]
 		seq := strings.TrimPrefix(w.key, "k")
 		if got.Topic != topic || got.Partition != w.partition || got.Offset != w.offset || got.Timestamp != w.ts.UnixMilli() ||
-			got.Key != w.key || got.Value != w.value || len(got.Headers) != 1 || got.Headers[0] != (struct{ Key, Value string }{"seq", seq}) {
+			string(got.Key) != w.key || string(got.Value) != w.value || len(got.Headers) != 1 || got.Headers[0].Key != "seq" ||
+			string(got.Headers[0].Value) != seq {
 			t.Fatalf("line %d: %s\nwant partition %d offset %d ts %d key %s value %.20s...", i, line, w.partition, w.offset,
 				w.ts.UnixMilli(), w.key, w.value)
 		}

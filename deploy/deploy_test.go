@@ -1,0 +1,345 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// foreignFlags are the flags in deploy/ that belong to other programs
+// (etcd, MinIO, apt-get, Docker, local-cluster.sh itself): every other
+// `--flag` must be a flag of `strata serve`.
+var foreignFlags = map[string]string{
+	"name": "etcd", "listen-client-urls": "etcd", "advertise-client-urls": "etcd",
+	"listen-peer-urls": "etcd", "initial-advertise-peer-urls": "etcd", "initial-cluster": "etcd",
+	"quiet": "minio", "address": "minio",
+	"no-install-recommends": "apt-get", "from": "Dockerfile COPY",
+	"dir": "local-cluster.sh",
+}
+
+var (
+	// flagRE matches a long flag as a word of its own (after a space, a
+	// quote or a bracket, or at the start of a line).
+	flagRE = regexp.MustCompile(`(?m)(?:^|[\s"'\[(])--([a-z][a-z0-9-]*)`)
+	envRE  = regexp.MustCompile(`\bSTRATA_([A-Z0-9_]+)`)
+	// helpRE matches a flag line of Go's flag.PrintDefaults.
+	helpRE = regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`)
+)
+
+// usedFlags returns the strata flags text uses, as flag names: --x as x,
+// STRATA_X_Y as x-y; foreign flags are left out. Values are where each was seen.
+func usedFlags(text string) map[string]string {
+	used := map[string]string{}
+	for _, m := range flagRE.FindAllStringSubmatch(text, -1) {
+		if _, foreign := foreignFlags[m[1]]; !foreign {
+			used[m[1]] = "--" + m[1]
+		}
+	}
+	for _, m := range envRE.FindAllStringSubmatch(text, -1) {
+		used[strings.ToLower(strings.ReplaceAll(m[1], "_", "-"))] = "STRATA_" + m[1]
+	}
+	return used
+}
+
+// buildStrata builds cmd/strata into a temporary directory.
+func buildStrata(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "strata")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/strata").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// serveFlags returns the flag names `strata serve --help` lists.
+func serveFlags(t *testing.T, bin string) map[string]bool {
+	t.Helper()
+	out, err := exec.Command(bin, "serve", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("strata serve --help: %v\n%s", err, out)
+	}
+	known := map[string]bool{}
+	for _, m := range helpRE.FindAllStringSubmatch(string(out), -1) {
+		known[m[1]] = true
+	}
+	if !known["node-id"] || !known["object-store"] {
+		t.Fatalf("could not parse flags from strata serve --help:\n%s", out)
+	}
+	return known
+}
+
+func TestUsedFlagsExtraction(t *testing.T) {
+	got := usedFlags("strata serve --node-id 1 \\\n  --etcd=x \"--http\" --initial-cluster a=b\nSTRATA_DATA_DIR=/x x--not-a-flag\n")
+	want := []string{"data-dir", "etcd", "http", "node-id"}
+	if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, want) {
+		t.Fatalf("usedFlags = %v, want %v", keys, want)
+	}
+}
+
+// TestDeployFlagsExist checks every --flag and STRATA_* variable in the
+// files under deploy/ (the Go sources aside) against `strata serve --help`.
+func TestDeployFlagsExist(t *testing.T) {
+	known := serveFlags(t, buildStrata(t))
+	var unknown []string
+	seen := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, ".go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for name, as := range usedFlags(string(b)) {
+			seen[name] = true
+			if !known[name] {
+				unknown = append(unknown, fmt.Sprintf("%s: %s", path, as))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The files must really be scanned: these are used in all of them.
+	for _, name := range []string{"node-id", "etcd", "object-store", "default-replication-factor", "data-dir", "advertise"} {
+		if !seen[name] {
+			t.Errorf("no file under deploy/ sets %s: extraction broken or files missing", name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		t.Fatalf("flags not in strata serve --help:\n%s", strings.Join(unknown, "\n"))
+	}
+}
+
+// need returns the path of a tool, skipping the test without it (failing
+// under CI=true, where test.sh installs every dependency).
+func need(t *testing.T, path string) string {
+	t.Helper()
+	p, err := exec.LookPath(path)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required in CI: %v", path, err)
+	}
+	t.Skipf("%s not installed: %v", path, err)
+	return ""
+}
+
+// freeRange returns the first of n consecutive loopback ports that are
+// free now (another process may still take one before the cluster binds it).
+func freeRange(t *testing.T, n int, taken map[int]bool) int {
+	t.Helper()
+	for attempt := 0; attempt < 100; attempt++ {
+		base := 20000 + rand.IntN(20000)
+		ok := true
+		for p := base; p < base+n && ok; p++ {
+			ok = !taken[p] && portFree(p)
+		}
+		if ok {
+			for p := base; p < base+n; p++ {
+				taken[p] = true
+			}
+			return base
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// cluster runs local-cluster.sh with its ports in env.
+type cluster struct {
+	dir string
+	env []string
+}
+
+func (c *cluster) run(timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "./local-cluster.sh", append(args, "--dir", c.dir)...)
+	cmd.Env = append(os.Environ(), c.env...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// pids returns the pids local-cluster.sh recorded.
+func (c *cluster) pids() map[string]int {
+	files, _ := filepath.Glob(filepath.Join(c.dir, "*.pid"))
+	pids := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
+			pids[strings.TrimSuffix(filepath.Base(f), ".pid")] = pid
+		}
+	}
+	return pids
+}
+
+// alive reports whether pid runs (a zombie has exited).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X')
+}
+
+func kcat(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kcat", args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
+	}
+	return string(out)
+}
+
+// kcatMetadata is the part of `kcat -L -J` the test reads.
+type kcatMetadata struct {
+	Brokers []struct {
+		ID   int    `json:"id"`
+		Name string `json:"name"`
+	} `json:"brokers"`
+	Topics []struct {
+		Topic      string `json:"topic"`
+		Partitions []struct {
+			Replicas []struct {
+				ID int `json:"id"`
+			} `json:"replicas"`
+		} `json:"partitions"`
+	} `json:"topics"`
+}
+
+func metadata(t *testing.T, broker string, topic ...string) kcatMetadata {
+	t.Helper()
+	args := []string{"-L", "-J", "-b", broker}
+	if len(topic) > 0 {
+		args = append(args, "-t", topic[0])
+	}
+	var md kcatMetadata
+	if out := kcat(t, "", args...); json.Unmarshal([]byte(out), &md) != nil {
+		t.Fatalf("kcat -L -J output is not JSON:\n%s", out)
+	}
+	return md
+}
+
+// TestLocalCluster starts deploy/local-cluster.sh on free ports, uses the
+// cluster with kcat, stops it and checks every process exited.
+func TestLocalCluster(t *testing.T) {
+	need(t, "etcd")
+	need(t, "kcat")
+	minio := os.Getenv("STRATA_MINIO_BIN")
+	if minio == "" {
+		minio, _ = filepath.Abs("../.tools/bin/minio")
+	}
+	need(t, minio)
+	taken := map[int]bool{}
+	kafka := freeRange(t, 3, taken)
+	c := &cluster{dir: t.TempDir(), env: []string{
+		"CLUSTER_KAFKA_PORT=" + strconv.Itoa(kafka),
+		"CLUSTER_HTTP_PORT=" + strconv.Itoa(freeRange(t, 3, taken)),
+		"CLUSTER_ETCD_PORT=" + strconv.Itoa(freeRange(t, 2, taken)),
+		"CLUSTER_MINIO_PORT=" + strconv.Itoa(freeRange(t, 1, taken)),
+		"CLUSTER_MINIO_BIN=" + minio,
+	}}
+	t.Cleanup(func() { // also after a failure: never leave processes behind
+		if out, err := c.run(3*time.Minute, "stop"); err != nil {
+			t.Errorf("cleanup stop: %v\n%s", err, out)
+		}
+	})
+	if out, err := c.run(4*time.Minute, "start"); err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	if out, err := c.run(30*time.Second, "status"); err != nil || strings.Count(out, ": running") != 5 {
+		t.Fatalf("status after start: %v\n%s", err, out)
+	}
+	useCluster(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(kafka)))
+
+	pids := c.pids()
+	if len(pids) != 5 {
+		t.Fatalf("pid files: %v, want etcd, minio and 3 brokers", pids)
+	}
+	if out, err := c.run(3*time.Minute, "stop"); err != nil {
+		t.Fatalf("stop: %v\n%s", err, out)
+	}
+	for name, pid := range pids {
+		if alive(pid) {
+			t.Errorf("%s (pid %d) still runs after stop", name, pid)
+		}
+	}
+	if out, err := c.run(30*time.Second, "status"); err == nil {
+		t.Errorf("status after stop succeeded:\n%s", out)
+	}
+	brokerLog, err := os.ReadFile(filepath.Join(c.dir, "broker-1.log"))
+	if err != nil || !bytes.Contains(brokerLog, []byte("broker stopped")) {
+		t.Errorf("broker 1 did not stop cleanly (err %v); log tail:\n%s", err, tail(brokerLog))
+	}
+}
+
+// useCluster checks the metadata, produces records to a new topic and
+// consumes them back.
+func useCluster(t *testing.T, broker string) {
+	t.Helper()
+	if md := metadata(t, broker); len(md.Brokers) != 3 {
+		t.Fatalf("kcat -L sees brokers %+v, want 3", md.Brokers)
+	}
+	const topic = "deploy-test"
+	var want []string
+	for i := range 5 {
+		want = append(want, fmt.Sprintf("record-%d", i))
+	}
+	kcat(t, strings.Join(want, "\n")+"\n", "-P", "-b", broker, "-t", topic, "-X", "acks=all")
+	out := kcat(t, "", "-C", "-b", broker, "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%s\n")
+	var got []string
+	for s := bufio.NewScanner(strings.NewReader(out)); s.Scan(); {
+		got = append(got, s.Text())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("consumed %q, want %q", got, want)
+	}
+	md := metadata(t, broker, topic)
+	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) == 0 || len(md.Topics[0].Partitions[0].Replicas) != 3 {
+		t.Fatalf("topic %s metadata %+v: want replication factor 3 (--default-replication-factor)", topic, md.Topics)
+	}
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
