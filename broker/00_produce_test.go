@@ -195,7 +195,13 @@ func newProduceReq(topic string, acks int16, timeoutMillis int32, records []byte
 func produceRaw(t *testing.T, b *Broker, topic string, acks int16, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
 	wc := dialWire(t, b)
-	wc.send(newProduceReq(topic, acks, 10000, records), 1)
+	// A long produce timeout: on this 2-core machine, with other suites'
+	// etcd and MinIO fsyncing in parallel, an fsync has been seen to stall
+	// for seconds. A REQUEST_TIMED_OUT is reported with where the log and
+	// its replica stood.
+	_ = wc.nc.SetDeadline(time.Now().Add(45 * time.Second))
+	wc.send(newProduceReq(topic, acks, 30000, records), 1)
+
 	_, body, err := wc.recv(true)
 	if err != nil {
 		t.Fatalf("produce: %v", err)
@@ -205,7 +211,12 @@ func produceRaw(t *testing.T, b *Broker, topic string, acks int16, records []byt
 	if err := resp.ReadFrom(body); err != nil {
 		t.Fatalf("decode produce response: %v", err)
 	}
-	return resp.Topics[0].Partitions[0]
+	sp := resp.Topics[0].Partitions[0]
+	if p, code := b.lookupPartition(topic, sp.Partition); code == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
+		t.Logf("%s-%d timed out: log end %d, flushed %d, HW %d, replica %+v", topic, sp.Partition, p.log.LogEndOffset(),
+			p.log.FlushedOffset(), p.highWatermark(), p.replicationStatus())
+	}
+	return sp
 }
 
 func TestProduceErrors(t *testing.T) {

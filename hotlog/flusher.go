@@ -69,6 +69,9 @@ func (f *groupFlusher) run() {
 	}
 }
 
+// slowFlush is how long a flush round may take before it is logged.
+const slowFlush = 2 * time.Second
+
 // fdatasync is the default Log.syncFile.
 func fdatasync(f *os.File) error {
 	for {
@@ -97,10 +100,15 @@ func (l *Log) flushRound() {
 	if !ok {
 		return
 	}
+	start := time.Now()
 	n, err := l.syncPlan(plan)
 	if err != nil {
 		l.fail(err)
 		return
+	}
+	if took := time.Since(start); took > slowFlush {
+		// acks=all writes and consumers (fsync durability) wait for this.
+		l.logger.Warn("hotlog: slow flush", "dir", l.dir, "took", took, "fsyncs", n, "target", plan.target)
 	}
 	l.mu.Lock()
 	l.mu.stats.Fsyncs += n
