@@ -94,6 +94,12 @@ func benchCleaner(b *testing.B, codec kgo.CompressionCodec, dedupe int64) {
 // drives passes itself) over an embedded etcd; dedupe is the offset map's
 // memory (0: the default).
 func startBenchBroker(b *testing.B, dedupe int64) *Broker {
+	return startBenchBrokerWith(b, func(c *Config) { c.Cleaner.DedupeBufferBytes = dedupe })
+}
+
+// startBenchBrokerWith runs a broker with its cleaner loop off and
+// replication durability (no fsync per produce), edited by edit.
+func startBenchBrokerWith(b *testing.B, edit func(*Config)) *Broker {
 	endpoints := metadatatest.StartEmbedded(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -102,8 +108,10 @@ func startBenchBroker(b *testing.B, dedupe int64) *Broker {
 	if err != nil {
 		b.Fatal(err)
 	}
-	br, err := New(Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: b.TempDir(), Durability: hotlog.DurabilityReplication,
-		DefaultPartitions: 1, Logger: logger, Cleaner: CleanerConfig{Disable: true, DedupeBufferBytes: dedupe}}, store)
+	cfg := Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: b.TempDir(), DefaultPartitions: 1, Logger: logger}
+	edit(&cfg)
+	cfg.Durability, cfg.Cleaner.Disable = hotlog.DurabilityReplication, true
+	br, err := New(cfg, store)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,9 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
-	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier"
 	"github.com/strata-log/strata/tier/objstore"
 )
@@ -100,32 +98,10 @@ func benchCleanerTiered(b *testing.B, codec kgo.CompressionCodec) {
 // startTierBenchBroker runs a broker tiered to store with its cleaner loop
 // off (the benchmark drives passes itself).
 func startTierBenchBroker(b *testing.B, store objstore.ObjectStore) *Broker {
-	endpoints := metadatatest.StartEmbedded(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	logger := testBrokerLogger()
-	ms, err := metadata.Open(ctx, metadata.Config{Endpoints: endpoints, Cluster: "tbench", Logger: logger})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: b.TempDir(), Logger: logger,
-		Cleaner: CleanerConfig{Disable: true, ObjectDeleteGrace: time.Hour}}
-	tierTestConfig(store)(&cfg)
-	cfg.Durability = hotlog.DurabilityReplication // as BenchmarkCleaner: no fsync per produce
-	br, err := New(cfg, ms)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = br.Shutdown(ctx)
-		ms.Close()
+	return startBenchBrokerWith(b, func(c *Config) {
+		tierTestConfig(store)(c)
+		c.Cleaner.ObjectDeleteGrace = time.Hour
 	})
-	return br
 }
 
 // benchTieredPartition creates a compacted, tiered topic (local retention

@@ -178,6 +178,16 @@ func killGen(seq int) (string, []byte) {
 	return key, fmt.Appendf(nil, "%s-s%08d-%s", key, seq, strings.Repeat("v", int(h>>40%30)))
 }
 
+// startKillProducer writes killGen records to topic at 2,000/s for the
+// kill -9 tests. Small batches: each must fit a small offset map on its
+// own. Short metadata age and retry backoff: after a restart the producer
+// resumes within ~100ms instead of seconds.
+func startKillProducer(b *Broker, topic string, m *keyedLog) *steadyProducer {
+	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(8<<10),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	return newSteadyProducer(&asyncProducer{cl: cl, m: m}, topic, 2000)
+}
+
 // TestCompactionSurvivesKill9: a producer keeps writing versions of 1,000
 // keys (some tombstones) into 64 KiB segments while the cleaner runs every
 // 50ms with a 16 KiB offset map (614 keys: the dirty range takes several
@@ -196,12 +206,7 @@ func TestCompactionSurvivesKill9(t *testing.T) {
 		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0",
 	})
 	m := newKeyedLog(killGen)
-	// Small batches: each must fit the 614-key offset map on its own.
-	// Short metadata age and retry backoff: after a restart the producer
-	// resumes within ~100ms instead of seconds.
-	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(8<<10),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	p := newSteadyProducer(&asyncProducer{cl: cl, m: m}, topic, 2000)
+	p := startKillProducer(b, topic, m)
 	defer p.close()
 
 	seed := uint64(time.Now().UnixNano())

@@ -161,11 +161,7 @@ func TestCompactionTieredSurvivesKill9(t *testing.T) {
 		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0",
 	})
 	m := newKeyedLog(killGen)
-	// As in TestCompactionSurvivesKill9: small batches, quick metadata
-	// refresh and retries after a restart.
-	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(8<<10),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	p := newSteadyProducer(&asyncProducer{cl: cl, m: m}, topic, 2000)
+	p := startKillProducer(b, topic, m)
 	defer p.close()
 
 	seed := uint64(time.Now().UnixNano())
