@@ -44,7 +44,7 @@ func (b *Broker) cleanTierOnce(ctx context.Context, now time.Time) bool {
 	bestRatio := -1.0
 	for _, p := range b.parts.localPartitions() {
 		cfg := p.config()
-		if !cfg.HasCompact() || !b.tieringEnabled(p.topic, cfg) || !p.isLeader() {
+		if !cfg.HasCompact() || !b.tieringEnabled(p.topic, cfg) || keepsLocalLog(p.topic) || !p.isLeader() {
 			continue
 		}
 		clean, dirty := tierCleanableBytes(p)

@@ -94,7 +94,7 @@
 // # Tiering (tiering*.go, DESIGN.md §5)
 //
 // With Config.ObjectStore set (cmd: --object-store), partitions of topics
-// with remote.storage.enable=true and cleanup.policy=delete keep only a hot
+// with remote.storage.enable=true (any cleanup.policy) keep only a hot
 // tail locally; history lives in the bucket, indexed by the tier manifest
 // in etcd (metadata/tier.go) and mirrored in memory by one tier.Manifest
 // per broker, fed by the watch loop, snapshots and the uploader's own
@@ -123,7 +123,10 @@
 //   - the orphan sweeper, every Tier.SweepInterval: objects under
 //     <cluster>/topics/ that no manifest entry names (checked again in etcd)
 //     and older than Tier.OrphanGrace are deleted, as are topic.json files
-//     of deleted topics.
+//     of deleted topics — but only objects of a topic id etcd has live or
+//     records as deleted (metadata deleted-topics/<id>, TopicIDKnown): an
+//     id etcd does not know is an index lost or not yet rebuilt by
+//     `strata restore`, and its objects are kept (logged once per sweep).
 //
 // Retention (retentionLoop → applyRetention): a tiered log is opened with
 // local.retention.ms/bytes (capped by retention.*) as its retention, and
@@ -136,6 +139,26 @@
 // the tiered log start in etcd first, deletes the entries (CAS on their
 // versions), then queues their objects for deletion — manifest entry
 // first, then object.
+//
+// Internal topics: __consumer_offsets is tiered whenever a bucket is
+// configured (remote.storage.enable does not matter), so the history of
+// commits is in the bucket for `strata restore --as-of`; but it keeps its
+// untiered local retention (none: it is compacted; keepsLocalLog), because
+// the group coordinator loads from the local log, and the bucket cleaner
+// skips it (restore needs the uncleaned history). The local cleaner still
+// cleans it, up to what is tiered (firstUncleanable). __transaction_state
+// is never tiered.
+//
+// Leader restart at the tiered end (tiering_restore_safety.go): a replica
+// about to lead whose local log ends below the end of the manifest's
+// gap-free run (an empty disk after a restore or a disk loss) first
+// restarts its log empty at that end (hotlog.ResetToWithProducerSnapshot
+// with the producer state of the object ending there, read from the bucket
+// before the replica mutex is taken and bounded by snapshotReadTimeout;
+// else ResetTo), then becomes leader: new records get offsets from that
+// end on, and everything below it is served from the bucket. The restart
+// of a follower at its leader's local start shares the helpers
+// (fetcher_snapshot.go).
 //
 // Log start across tiers: partition.logStartOffset() = max(tiered log
 // start, min(first tiered offset, hot log start)); DeleteRecords raises the

@@ -9,12 +9,14 @@ package broker
 // the state at S. Only an exact end is safe: the state at an earlier end
 // misses the batches between it and S, which the follower cannot replay
 // (they are not in its new log). Without one the reset starts empty, as
-// before, with a warning.
+// before, with a warning. A replica about to lead below the tiered end
+// restarts the same way (tiering_restore_safety.go).
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
@@ -56,31 +58,47 @@ func (b *Broker) tieredProducerSnapshot(ctx context.Context, p *partition, offse
 // producerSnapshotAt fetches the tiered producer state at start for s's
 // partition, or nil (logged) when there is none to be had.
 func (f *peerFetcher) producerSnapshotAt(s taskSnapshot, start int64) []byte {
-	if f.m.producerSnapshot == nil {
+	return restartSnapshot(f.ctx, f.m.log, f.m.producerSnapshot, s.p, start, "follower log restart")
+}
+
+// resetLog restarts s's log at start, installing snap as the producer
+// state when given (restartLog).
+// REQUIRES: the replica mutex (called from withReplica).
+func (f *peerFetcher) resetLog(s taskSnapshot, start int64, snap []byte) error {
+	return restartLog(f.m.log, s.p, start, snap, "follower log restart")
+}
+
+// restartSnapshot reads, through read (Broker.tieredProducerSnapshot or a
+// test seam; nil: none), the producer state as of start for a log restart
+// of p at start; nil (logged as a warning naming why, the restart then
+// starts with empty producer state) when there is none to be had.
+func restartSnapshot(ctx context.Context, log *slog.Logger, read func(context.Context, *partition, int64) ([]byte, error),
+	p *partition, start int64, why string) []byte {
+	if read == nil {
 		return nil
 	}
-	snap, err := f.m.producerSnapshot(f.ctx, s.p, start)
+	snap, err := read(ctx, p, start)
 	if err != nil {
-		f.m.log.Warn("follower log restart: no producer state at the new start; idempotent retries of older batches go undetected here",
-			"topic", s.p.topic, "partition", s.p.index, "offset", start, "err", err)
+		log.Warn(why+": no producer state at the new start; idempotent retries of older batches go undetected here",
+			"topic", p.topic, "partition", p.index, "offset", start, "err", err)
 		return nil
 	}
 	return snap
 }
 
-// resetLog restarts s's log at start, installing snap as the producer
-// state when given. A snapshot the log rejects (it leaves the log
-// untouched then) falls back to empty state.
-// REQUIRES: the replica mutex (called from withReplica).
-func (f *peerFetcher) resetLog(s taskSnapshot, start int64, snap []byte) error {
+// restartLog restarts p's log empty at start, installing snap as the
+// producer state when given. A snapshot the log rejects (it leaves the log
+// untouched then) falls back to empty state, logged with why.
+// REQUIRES: p's replica mutex (no append or truncation interleaves).
+func restartLog(log *slog.Logger, p *partition, start int64, snap []byte, why string) error {
 	if snap == nil {
-		return s.p.log.ResetTo(start)
+		return p.log.ResetTo(start)
 	}
-	err := s.p.log.ResetToWithProducerSnapshot(start, snap)
+	err := p.log.ResetToWithProducerSnapshot(start, snap)
 	if !errors.Is(err, hotlog.ErrBadProducerSnapshot) {
 		return err
 	}
-	f.m.log.Warn("follower log restart: tiered producer snapshot rejected; starting with empty producer state",
-		"topic", s.p.topic, "partition", s.p.index, "offset", start, "err", err)
-	return s.p.log.ResetTo(start)
+	log.Warn(why+": tiered producer snapshot rejected; starting with empty producer state",
+		"topic", p.topic, "partition", p.index, "offset", start, "err", err)
+	return p.log.ResetTo(start)
 }

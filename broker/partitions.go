@@ -300,8 +300,9 @@ func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfi
 	}
 	// A tiered partition keeps only its hot tail (local.retention.*) on
 	// disk, compacted or not (the bucket keeps the rest); applyRetention
-	// also never deletes what the manifest lacks.
-	if b.tieringEnabled(topic, cfg) {
+	// also never deletes what the manifest lacks. __consumer_offsets keeps
+	// its untiered retention (keepsLocalLog).
+	if b.tieringEnabled(topic, cfg) && !keepsLocalLog(topic) {
 		retentionMs, retentionBytes = cfg.EffectiveLocalRetentionMs(), cfg.EffectiveLocalRetentionBytes()
 	}
 	return hotlog.Config{

@@ -70,6 +70,10 @@ func (b *Broker) leadsState(st metadata.PartitionState) bool {
 // under the replica's lock, so it cannot interleave with
 // registrationLost's step-down of the same partition.
 func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg metadata.TopicConfig) {
+	var restart leaderRestart
+	if b.leadsState(st) {
+		restart = b.prepareLeaderRestart(p) // may read the bucket: before the replica mutex
+	}
 	err := b.withReplica(p, func(r *replication.Replica) error {
 		if err := r.SetMinInsyncReplicas(minInsync(cfg)); err != nil {
 			return err
@@ -80,7 +84,7 @@ func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg
 		p.replica.appliedVersion = st.Version
 		switch {
 		case b.leadsState(st):
-			return b.becomeLeaderLocked(p, r, st)
+			return b.becomeLeaderLocked(p, r, st, restart)
 		case st.Leader >= 0 && st.Leader != b.cfg.NodeID && hostsReplica(st.Replicas, b.cfg.NodeID):
 			return r.BecomeFollower(replication.FollowerState{
 				Epoch: st.LeaderEpoch, Leader: st.Leader,
@@ -104,9 +108,11 @@ func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg
 }
 
 // becomeLeaderLocked feeds BecomeLeader with the local log's positions and
-// remembers the state the replica then leads with (the ISR CAS base).
+// remembers the state the replica then leads with (the ISR CAS base). A
+// replica not leading yet whose log ends below the tiered end first
+// restarts it there (restart: prepareLeaderRestart's answer).
 // REQUIRES: p.replica.mu held.
-func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st metadata.PartitionState) error {
+func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st metadata.PartitionState, restart leaderRestart) error {
 	if committedProposal(r, st) {
 		// The watch brought our own ISR write before the CAS answer did:
 		// commit it as such (an expanded follower then counts as caught
@@ -117,6 +123,9 @@ func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st met
 		}
 		p.replica.led = st
 		return nil
+	}
+	if err := b.restartAtTieredEndLocked(p, r, restart); err != nil {
+		return err
 	}
 	durable := p.log.FlushedOffset() // first: durable <= LEO
 	leo := p.log.LogEndOffset()

@@ -14,8 +14,11 @@ import (
 // upload, a deleted topic's objects) and topic.json files of deleted
 // topics, once they are older than OrphanGrace. Before deleting a segment
 // object it re-reads the partition's entries from etcd, so a lagging
-// in-memory manifest never costs a live object. With several brokers
-// (issue 5) only the controller sweeps.
+// in-memory manifest never costs a live object, and it deletes objects only
+// of topic ids etcd has live or recorded as deleted: an id etcd does not
+// know is a lost index that `strata restore` can rebuild
+// (tiering_restore_safety.go). With several brokers (issue 5) only the
+// controller sweeps.
 func (b *Broker) sweepOrphans(ctx context.Context, now time.Time) {
 	if b.objects == nil {
 		return
@@ -36,28 +39,34 @@ func (b *Broker) sweepOrphans(ctx context.Context, now time.Time) {
 			live[key] = struct{}{} // replaced by tiered cleaning; deleted after its grace
 		}
 	}
-	confirmed := map[metadata.TierPartition]map[string]bool{}
+	run := newSweepRun()
 	for _, o := range objs {
 		if _, ok := live[o.Key]; ok || now.Sub(o.ModTime) < b.cfg.Tier.OrphanGrace || ctx.Err() != nil {
 			continue
 		}
-		if b.isOrphan(ctx, o.Key, confirmed) {
+		if b.isOrphan(ctx, o.Key, run) {
 			b.deleteOrphan(ctx, o.Key)
 		}
 	}
 }
 
 // isOrphan decides about one old object absent from the in-memory manifest.
-func (b *Broker) isOrphan(ctx context.Context, key string, confirmed map[metadata.TierPartition]map[string]bool) bool {
+func (b *Broker) isOrphan(ctx context.Context, key string, run *sweepRun) bool {
 	if strings.HasSuffix(key, "/topic.json") {
-		return b.topicFileOrphan(key)
+		return b.topicFileOrphan(ctx, key, run)
 	}
 	parts, err := tier.ParseSegmentKey(key)
 	if err != nil || parts.Cluster != b.store.Cluster() {
 		return false // not ours to judge
 	}
+	switch id := b.topicIDStatus(ctx, run, parts.TopicID, key); {
+	case id.err != nil || (!id.live && !id.deleted):
+		return false // unknown to etcd: restorable, kept
+	case id.deleted && !id.live:
+		return true // its manifest went with it
+	}
 	tpKey := metadata.TierPartition{TopicID: parts.TopicID, Partition: parts.Partition}
-	keys, ok := confirmed[tpKey]
+	keys, ok := run.confirmed[tpKey]
 	if !ok {
 		entries, err := b.store.TierEntries(ctx, parts.TopicID, parts.Partition)
 		if err != nil {
@@ -68,13 +77,13 @@ func (b *Broker) isOrphan(ctx context.Context, key string, confirmed map[metadat
 		for _, e := range entries {
 			keys[e.Key] = true
 		}
-		confirmed[tpKey] = keys
+		run.confirmed[tpKey] = keys
 	}
 	return !keys[key]
 }
 
-// topicFileOrphan: a topic.json whose topic id metadata no longer has.
-func (b *Broker) topicFileOrphan(key string) bool {
+// topicFileOrphan: a topic.json whose topic id etcd records as deleted.
+func (b *Broker) topicFileOrphan(ctx context.Context, key string, run *sweepRun) bool {
 	dir := strings.TrimSuffix(key, "/topic.json")
 	element := dir[strings.LastIndexByte(dir, '/')+1:]
 	const idLen = 22
@@ -85,8 +94,11 @@ func (b *Broker) topicFileOrphan(key string) bool {
 	if err != nil {
 		return false
 	}
-	_, known := b.parts.topicByID(id)
-	return !known
+	if _, known := b.parts.topicByID(id); known {
+		return false
+	}
+	st := b.topicIDStatus(ctx, run, id, key)
+	return st.err == nil && st.deleted && !st.live
 }
 
 func (b *Broker) deleteOrphan(ctx context.Context, key string) {
@@ -196,6 +208,10 @@ type TierManifestView struct {
 	// PendingDeletes are objects no longer in the manifest that are deleted
 	// after a delay (remote retention, tiered cleaning): not orphans.
 	PendingDeletes []string `json:"pendingDeletes"`
+	// LiveTopicIDs are the topic ids this cluster has: objects of other
+	// ids belong to incarnations etcd does not know (kept, not orphans;
+	// `strata restore` can index them).
+	LiveTopicIDs []string `json:"liveTopicIds"`
 }
 
 // TierManifestEntry is one manifest entry.
@@ -212,6 +228,9 @@ type TierManifestEntry struct {
 // deletion.
 func (b *Broker) TierManifest() TierManifestView {
 	v := TierManifestView{Cluster: b.store.Cluster(), Entries: []TierManifestEntry{}, PendingDeletes: []string{}}
+	for _, t := range b.parts.allTopics() {
+		v.LiveTopicIDs = append(v.LiveTopicIDs, t.topic.ID.String())
+	}
 	for _, e := range b.manifest.All() {
 		v.Entries = append(v.Entries, TierManifestEntry{TopicID: e.TopicID.String(), Partition: e.Partition,
 			BaseOffset: e.BaseOffset, LastOffset: e.LastOffset, Key: e.Key, Size: e.Size})

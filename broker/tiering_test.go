@@ -186,7 +186,13 @@ func TestTierUploadAndLocalRetention(t *testing.T) {
 	id, _ := tb.b.topicID("up")
 	cluster := tb.store.Cluster()
 	orphan, _ := tier.SegmentKey(tier.SegmentKeyParts{Cluster: cluster, Topic: "up", TopicID: id, Partition: 0})
-	strayTopic := tier.TopicConfigKey(cluster, "gone", metadata.TopicID{9, 9, 9})
+	// (a topic.json of an id etcd does not know would be kept: restorable)
+	createDataTopic(t, adm, "gone", 1, nil)
+	goneID, _ := tb.b.topicID("gone")
+	if _, err := adm.DeleteTopics(testCtx(t), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	strayTopic := tier.TopicConfigKey(cluster, "gone", goneID)
 	for _, key := range []string{orphan, strayTopic} {
 		if err := mem.Put(testCtx(t), key, strings.NewReader("x"), 1); err != nil {
 			t.Fatal(err)
@@ -469,8 +475,8 @@ func TestTierRemoteRetentionAndDeleteRecords(t *testing.T) {
 
 // decodedRecord is one record of uncompressed batches.
 type decodedRecord struct {
-	Offset int64
-	Value  []byte
+	Offset     int64
+	Key, Value []byte
 }
 
 // decodeRecords walks uncompressed batches record by record.
@@ -492,7 +498,7 @@ func decodeRecords(t *testing.T, batches []byte) []decodedRecord {
 			if err := r.ReadFrom(recs[:n+int(length)]); err != nil {
 				t.Fatalf("record: %v", err)
 			}
-			out = append(out, decodedRecord{Offset: rb.FirstOffset + int64(r.OffsetDelta), Value: r.Value})
+			out = append(out, decodedRecord{Offset: rb.FirstOffset + int64(r.OffsetDelta), Key: r.Key, Value: r.Value})
 			recs = recs[n+int(length):]
 		}
 		batches = batches[12+int(rb.Length):]

@@ -16,12 +16,25 @@ import (
 
 // tieringEnabled reports whether a topic's sealed segments go to the bucket:
 // a bucket is configured and remote.storage.enable is on, for any cleanup
-// policy (compacted topics are cleaned in the bucket too, cleaner_tier.go),
-// but never for the internal topics: their coordinators load them from the
-// local log, as Kafka, which does not tier them either.
+// policy (compacted topics are cleaned in the bucket too, cleaner_tier.go).
+// __consumer_offsets is tiered whenever a bucket is configured, whatever
+// its configs, so `strata restore --as-of` can read group offsets as of a
+// time from the bucket; it keeps its whole log locally too (keepsLocalLog).
+// __transaction_state is never tiered (its coordinator loads it from the
+// local log and nothing needs its history).
 func (b *Broker) tieringEnabled(topic string, cfg metadata.TopicConfig) bool {
-	return b.objects != nil && cfg.RemoteStorageEnable && topic != group.OffsetsTopic && topic != txn.TopicName
+	if b.objects == nil || topic == txn.TopicName {
+		return false
+	}
+	return topic == group.OffsetsTopic || cfg.RemoteStorageEnable
 }
+
+// keepsLocalLog reports whether a tiered topic keeps its local log as an
+// untiered one would (local.retention.* does not apply, the bucket cleaner
+// skips it): __consumer_offsets, whose group coordinator loads from the
+// local log, and whose uncleaned history in the bucket is what restore
+// reads offsets as of a time from.
+func keepsLocalLog(topic string) bool { return topic == group.OffsetsTopic }
 
 // tierLoop runs the uploader until the broker stops. It never does
 // object-store I/O itself (uploads run in their own goroutines), so a

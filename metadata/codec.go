@@ -36,6 +36,9 @@ func (k keys) tier(id TopicID) string    { return k.prefix + "tier/" + id.String
 func (k keys) brokers() string           { return k.prefix + "brokers/" }
 func (k keys) broker(id int32) string    { return k.brokers() + strconv.Itoa(int(id)) }
 func (k keys) producerIDs() string       { return k.prefix + "producer-ids/next" }
+func (k keys) deletedTopic(id TopicID) string {
+	return k.prefix + "deleted-topics/" + id.String()
+}
 func (k keys) partitionsOf(id TopicID) string {
 	return k.partitions() + id.String() + "/"
 }

@@ -18,6 +18,7 @@
 //	P + "controller/..."                      reserved: controller election (client/v3/concurrency, issue 5)
 //	P + "topics/<name>"                       JSON topic record
 //	P + "topic-ids/<topicId>"                 the topic's name (plain bytes): id → name index
+//	P + "deleted-topics/<topicId>"            decimal unix ms: the id of a deleted topic (never removed)
 //	P + "partitions/<topicId>/<partition:05>" JSON partition state
 //	P + "tier/<topicId>/<partition:05>/<baseOffset:020>"  JSON tier manifest entry (one per tiered segment)
 //	P + "tier/<topicId>/<partition:05>/log-start"         decimal int64: the partition's tiered log start
@@ -93,7 +94,8 @@
 //	CreateTopic         If topics/<name> CreateRevision == 0   Then put topic, put topic-ids/<id>
 //	                                                          Else → ErrTopicExists
 //	DeleteTopic         If topics/<name> ModRevision == read   Then delete topic, topic-ids/<id>,
-//	                                                               partitions/<id>/ (prefix), tier/<id>/ (prefix)
+//	                                                               partitions/<id>/ (prefix), tier/<id>/ (prefix);
+//	                                                               put deleted-topics/<id>
 //	AlterTopicConfigs   If topics/<name> ModRevision == read   Then put           Else re-read and retry
 //	AddPartitions       If topics/<name> ModRevision == read   Then put           Else re-read and retry
 //	CASPartitionState   If partitions/<id>/<p> ModRevision == st.Version (0: absent)
@@ -139,6 +141,11 @@
 //     entry; the uploader commits segments in offset order, so a
 //     partition's entries have no gaps above its tiered log start. Tier
 //     keys of a topic go with the topic (DeleteTopic deletes the prefix).
+//   - deleted-topics/<id> is written with the deletion of the topic and
+//     never removed: the orphan sweeper deletes bucket objects only of live
+//     or deleted ids (TopicIDKnown), never of an id etcd does not know
+//     (objects whose etcd index was lost stay restorable). One small key
+//     per deleted topic is the cost.
 //
 // # Brokers and liveness
 //

@@ -73,6 +73,7 @@ var storeCases = []storeCase{
 	{"Watch", testWatch},
 	{"WatchCompacted", testWatchCompacted},
 	{"ProducerIDs", testProducerIDs},
+	{"TopicIDKnown", testTopicIDKnown},
 }
 
 func runStoreCases(t *testing.T, endpoints []string) {

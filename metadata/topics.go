@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -54,7 +56,10 @@ func (s *Store) CreateTopic(ctx context.Context, req CreateTopicRequest) (Topic,
 
 // DeleteTopic removes the topic, its id index, its partition states and its
 // tier manifest in one transaction (CAS on the topic's revision, retried if a
-// concurrent alter got in between).
+// concurrent alter got in between), and records the id under
+// deleted-topics/ (value: unix ms of the deletion), so the orphan sweeper
+// can tell a deleted topic's objects from those of an id etcd never knew
+// (a lost index that `strata restore` can rebuild).
 func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
 		t, err := s.Topic(ctx, name)
@@ -69,6 +74,7 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 				clientv3.OpDelete(s.keys.topicID(t.ID)),
 				clientv3.OpDelete(s.keys.partitionsOf(t.ID), clientv3.WithPrefix()),
 				clientv3.OpDelete(s.keys.tier(t.ID), clientv3.WithPrefix()),
+				clientv3.OpPut(s.keys.deletedTopic(t.ID), strconv.FormatInt(time.Now().UnixMilli(), 10)),
 			})
 		if err != nil {
 			return err
@@ -78,6 +84,25 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 		}
 	}
 	return fmt.Errorf("%w: delete topic %q: too much contention", ErrCASFailed, name)
+}
+
+// TopicIDKnown reports whether id is a live topic (topic-ids/<id> exists)
+// and whether it was deleted (deleted-topics/<id> exists), read in one
+// transaction. Both false: etcd never knew the id (or its index was lost).
+func (s *Store) TopicIDKnown(ctx context.Context, id TopicID) (live, deleted bool, err error) {
+	tr, err := s.txn(ctx, nil, []clientv3.Op{
+		clientv3.OpGet(s.keys.topicID(id), clientv3.WithCountOnly()),
+		clientv3.OpGet(s.keys.deletedTopic(id), clientv3.WithCountOnly()),
+	})
+	if err != nil {
+		return false, false, err
+	}
+	if len(tr.Responses) != 2 {
+		return false, false, fmt.Errorf("%w: topic id lookup: %d responses", ErrCorrupt, len(tr.Responses))
+	}
+	live = tr.Responses[0].GetResponseRange().GetCount() > 0
+	deleted = tr.Responses[1].GetResponseRange().GetCount() > 0
+	return live, deleted, nil
 }
 
 // Topic reads one topic; ErrTopicNotFound if absent (or not a legal name).

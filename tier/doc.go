@@ -272,4 +272,64 @@
 // first, then deletes of the old, at one revision) so that the run is
 // covered after every single event; Manifest.Swapped applies a local swap
 // in one step. See Manifest for the overlap and staleness rules.
+//
+// # Restore (issue 8, restore.go)
+//
+// `strata restore` rebuilds a topic's manifest from the bucket alone.
+// ListBucketTopics lists <cluster>/topics/: every incarnation (topic id)
+// of each name with its topic.json (FileErr when unusable), object count
+// and newest ModTime, the latest incarnation of a name first.
+// RestorePartitionPlan plans one partition from FindReplayTopic's listing:
+//
+//   - PlanReplay chooses the objects (ranking above); every object with a
+//     piece becomes an entry as the uploader would have written it:
+//     BaseOffset = key base, LastOffset, timestamps from the footer,
+//     LeaderEpoch = its last batch's epoch (leader-epoch section), Key,
+//     Size. Retried uploads of one range give one entry. LogStart is the
+//     first piece's From; BucketEnd one past the last piece's To.
+//   - Without AsOf the cut E is BucketEnd. With AsOf T (ms, truncated), E
+//     is the offset of the first record in plan order whose timestamp is
+//     after T (CreateTime: firstTimestamp+delta; LogAppendTime: the batch's
+//     maxTimestamp; control records count: a marker after T ends its
+//     transaction after T). Later records are dropped even when their
+//     timestamp is <= T. A batch whose maxTimestamp is <= T is trusted to
+//     hold no later record, as the time indexes and ListOffsets trust it.
+//     The restored topic gets a new id: the old incarnation's objects stay
+//     untouched, so a restore to another T stays possible.
+//   - Objects with a piece below E that end below E are referenced as they
+//     are. Of those reaching past E, the one with the lowest first batch
+//     is rewritten into the tail object: its batches below E, the one
+//     straddling E re-encoded with the same codec and header but only its
+//     records below E (lastOffsetDelta = E-1-base, so the producer's last
+//     sequence stays right; maxTimestamp of the kept records unless
+//     LogAppendTime). Any object covering an offset holds the right record
+//     there, so this one copy covers [its key base, E-1]; kept objects
+//     inside that range are left out, the others reaching past E too.
+//   - Producer state at E: the producer snapshot of an object ending at
+//     the start of the rewritten object (or, with no cut, of an object
+//     ending at E), then that object's batches below E applied with
+//     hotlog.ProducerTable. Without such a snapshot the scan starts empty
+//     (StateGuessed): a transaction seen only before that object is missed.
+//   - Every transaction still open at E gets an ABORT marker (offsets E,
+//     E+1, ... by first offset): the producer's id and epoch, coordinator
+//     epoch 0, leader epoch MaxEpoch+1 (the restore epoch), timestamp T
+//     (without AsOf the largest restored timestamp). Its aborted-
+//     transaction entry (first offset, marker offset, LSO = first offset of
+//     the next still open, else marker+1) joins the rewritten object's
+//     entries whose marker lies below E. No one could ever end these
+//     transactions (the transaction coordinator's state is not restored),
+//     so markers are written without AsOf too, in a markers-only object
+//     when no object is cut. End = E + markers.
+//   - The tail object (rewritten batches, markers) is encoded with the
+//     producer snapshot as of End, upload epoch = restore epoch, key base =
+//     the rewritten object's key base (else E), under the restored id's
+//     directory; it is put, then verified whole (deleted if that fails).
+//
+// MaxEpoch is the largest upload or batch epoch of the bucket objects
+// restored; the restored partition's leader epoch is MaxEpoch+1, so new
+// batches carry a larger epoch than any restored one. Dropped = BucketEnd
+// - E offsets; Gaps lists unclaimed ranges below E. Everything read is
+// bounded (sections by MaxIndexSectionBytes, decompression by
+// MaxBatchBytes) and checked (footer, section and chunk CRCs, batch CRCs,
+// snapshot invariants): damage is ErrCorruptObject, never a panic.
 package tier

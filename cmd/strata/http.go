@@ -57,9 +57,10 @@ func startHTTP(addr string, log *slog.Logger, probe func(context.Context) error)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /v1/tier/status", h.tierStatus)
 	mux.HandleFunc("GET /v1/tier/manifest", h.tierManifest)
+	mux.HandleFunc("POST /v1/restore/topic", h.restoreTopic)
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { h.serveErr <- h.srv.Serve(ln) }()
-	log.Info("http listening", "addr", h.addr.String(), "paths", "/healthz /readyz /metrics /v1/tier/status /v1/tier/manifest")
+	log.Info("http listening", "addr", h.addr.String(), "paths", "/healthz /readyz /metrics /v1/tier/status /v1/tier/manifest /v1/restore/topic")
 	return h, nil
 }
 

@@ -61,7 +61,7 @@ func commands() map[string]command {
 		"group":   {"list|describe|reset consumer groups", runGroup},
 		"tier":    {"tiered storage status", runTier},
 		"replay":  {"print a range of a topic from the bucket, no broker needed", runReplay},
-		"restore": {"restore topics from the bucket (issue 8)", notYet(8)},
+		"restore": {"restore topics, configs and group offsets from the bucket into a running cluster", runRestore},
 	}
 }
 
@@ -113,13 +113,6 @@ func printUsage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-8s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'strata <command> -h' for a command's flags.")
-}
-
-// notYet is the command of a feature that a later issue delivers.
-func notYet(issue int) func(context.Context, *cli, []string) error {
-	return func(_ context.Context, c *cli, _ []string) error {
-		return usageErrorf("not yet available (issue %d)", issue)
-	}
 }
 
 func runVersion(_ context.Context, c *cli, args []string) error {

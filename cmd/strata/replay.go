@@ -6,6 +6,7 @@ package main
 //	strata replay --object-store URL --topic T [--cluster C] [--topic-id ID]
 //	    [--partitions 0,2] --from BOUND [--to BOUND] [--format raw|json|kcat]
 //	    [--isolation read_committed|read_uncommitted]
+//	    [--to-brokers host:port,... [--to-topic T2]]
 //
 // Bounds: a plain integer or offset:N is an offset; an RFC 3339 time
 // (2026-01-02T15:04:05Z) or ms:N (Unix milliseconds) is a time. --to is
@@ -30,6 +31,12 @@ package main
 // stopped on stderr); control batches are never printed. Objects that
 // overlap are resolved as tier/replay.go documents. Progress (records,
 // bytes, ETA) goes to stderr only when stderr is a terminal.
+//
+// With --to-brokers the records are produced, instead of printed, into
+// --to-topic (default: the same name) of a running cluster: key, value,
+// headers and timestamp kept, each into the partition of its number (the
+// target needs at least as many partitions), acks=all and idempotent, so
+// per-partition order is the bucket's. --format is ignored then.
 
 import (
 	"bufio"
@@ -99,6 +106,8 @@ type replayConfig struct {
 	from, to                       replayBound
 	format                         string
 	committed                      bool
+	toBrokers                      []string // produce into a cluster instead of printing
+	toTopic                        string
 }
 
 func parseReplayArgs(c *cli, args []string) (replayConfig, error) {
@@ -113,6 +122,8 @@ func parseReplayArgs(c *cli, args []string) (replayConfig, error) {
 	to := fs.String("to", "", "last offset or time, inclusive (default: the end of the bucket)")
 	fs.StringVar(&cfg.format, "format", "raw", "raw (values), json (JSON lines) or kcat (kcat -J lines)")
 	isolation := fs.String("isolation", "read_committed", "read_committed or read_uncommitted")
+	toBrokers := fs.String("to-brokers", "", "produce the records into a running cluster (`host:port,...`) instead of printing them")
+	fs.StringVar(&cfg.toTopic, "to-topic", "", "topic to produce into with --to-brokers (default: --topic)")
 	positional, err := parseArgs(fs, args)
 	if err != nil {
 		return cfg, err
@@ -136,6 +147,10 @@ func parseReplayArgs(c *cli, args []string) (replayConfig, error) {
 	}
 	if cfg.partitions, err = parsePartitionList(*parts); err != nil {
 		return cfg, err
+	}
+	cfg.toBrokers = splitList(*toBrokers)
+	if cfg.toTopic == "" {
+		cfg.toTopic = cfg.topic
 	}
 	switch cfg.format {
 	case "raw", "json", "kcat":
@@ -187,12 +202,24 @@ func runReplay(ctx context.Context, c *cli, args []string) error {
 	}
 	out := bufio.NewWriterSize(c.stdout, 256<<10)
 	r := &replayer{cfg: cfg, store: bucket, topic: topic, out: out, progress: newReplayProgress(c.stderr)}
+	if len(cfg.toBrokers) > 0 {
+		if r.sink, err = newReplayProducer(ctx, cfg.toBrokers, cfg.toTopic, partitions); err != nil {
+			return err
+		}
+		defer r.sink.close()
+	}
 	r.plan(partitions)
 	for _, p := range partitions {
 		if err := r.partition(ctx, p, c.stderr); err != nil {
 			out.Flush() // the records before the failure are good: keep them
 			return err
 		}
+	}
+	if r.sink != nil {
+		if err := r.sink.flush(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "produced %d records into %s\n", r.records, cfg.toTopic)
 	}
 	r.progress.finish(r.records)
 	return out.Flush()
@@ -206,6 +233,7 @@ type replayer struct {
 	out      *bufio.Writer
 	progress *replayProgress
 	plans    map[int32][]tier.ReplayPiece
+	sink     *replayProducer // nil: print
 	records  int64
 	doneRead int64 // bytes read by finished partitions
 }
@@ -299,11 +327,7 @@ func (w *partitionWriter) batch(b tier.ReplayBatch) error {
 	cfg := w.r.cfg
 	for i := range records {
 		rec := &records[i]
-		offset := b.Header.BaseOffset + int64(rec.OffsetDelta)
-		ts := b.Header.FirstTimestamp + rec.TimestampDelta64
-		if b.Header.LogAppendTime() {
-			ts = b.Header.MaxTimestamp
-		}
+		offset, ts := recordPosition(b.Header, rec)
 		if offset < b.From || offset > b.To || (!cfg.from.isTime && offset < cfg.from.value) {
 			continue
 		}
@@ -322,9 +346,22 @@ func (w *partitionWriter) batch(b tier.ReplayBatch) error {
 	return nil
 }
 
+// recordPosition is a record's offset and timestamp in its batch (a
+// LogAppendTime batch stamps every record with its maxTimestamp).
+func recordPosition(h hotlog.BatchHeader, rec *kmsg.Record) (offset, ts int64) {
+	offset, ts = h.BaseOffset+int64(rec.OffsetDelta), h.FirstTimestamp+rec.TimestampDelta64
+	if h.LogAppendTime() {
+		ts = h.MaxTimestamp
+	}
+	return offset, ts
+}
+
 // write prints one record in the chosen format.
 func (r *replayer) write(partition int32, offset, ts int64, logAppend bool, rec *kmsg.Record) error {
 	r.records++
+	if r.sink != nil {
+		return r.sink.produce(partition, ts, rec)
+	}
 	switch r.cfg.format {
 	case "raw":
 		r.out.Write(rec.Value)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
 	"strings"
 
 	"github.com/strata-log/strata/broker"
@@ -22,6 +23,10 @@ type verifyReport struct {
 	entries, objects, pending int
 	missing, badSize, corrupt []string
 	orphans                   []string
+	// unindexed counts objects of topic ids the cluster does not know
+	// (another incarnation, or a cluster whose etcd was lost): not problems.
+	unindexed    int
+	unindexedIDs map[string]bool
 }
 
 func (r *verifyReport) problems() int {
@@ -102,15 +107,25 @@ func verifyBucket(ctx context.Context, store objstore.ObjectStore, view broker.T
 	for _, k := range view.PendingDeletes {
 		pending[k] = true
 	}
+	live := map[string]bool{}
+	for _, id := range view.LiveTopicIDs {
+		live[id] = true
+	}
+	r.unindexedIDs = map[string]bool{}
 	for key := range sizes {
+		parts, err := tier.ParseSegmentKey(key)
 		switch {
 		case named[key]:
 		case pending[key]:
 			r.pending++
+		case err == nil && !live[parts.TopicID.String()]:
+			r.unindexed++
+			r.unindexedIDs[parts.TopicID.String()] = true
 		default:
 			r.orphans = append(r.orphans, key)
 		}
 	}
+	sort.Strings(r.orphans)
 	return r, nil
 }
 
@@ -137,6 +152,10 @@ func verifyObject(ctx context.Context, store objstore.ObjectStore, e broker.Tier
 func printVerifyReport(w io.Writer, r *verifyReport) {
 	fmt.Fprintf(w, "%d manifest entries, %d segment objects in the bucket (%d awaiting delayed deletion)\n",
 		r.entries, r.objects, r.pending)
+	if r.unindexed > 0 {
+		fmt.Fprintf(w, "%d objects of %d topic ids this cluster does not have (other incarnations, or an index "+
+			"lost with etcd: kept; `strata restore` can index them)\n", r.unindexed, len(r.unindexedIDs))
+	}
 	for _, section := range []struct {
 		name string
 		keys []string

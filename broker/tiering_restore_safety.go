@@ -1,0 +1,123 @@
+package broker
+
+// What keeps a bucket restorable (issue 8, `strata restore`; doc.go
+// "Tiering"):
+//
+//   - A replica that becomes leader while its local log ends below the
+//     partition's tiered end (an empty disk after a restore or a disk loss)
+//     first restarts its log at that end, so its first new record gets the
+//     next offset after the bucket's and never reuses a tiered offset.
+//   - The orphan sweeper deletes objects only of topic ids etcd knows, live
+//     or recorded as deleted: objects of an id etcd never heard of (its
+//     index was lost, or `strata restore` is mid-way) are what a restore
+//     rebuilds from, and stay.
+
+import (
+	"context"
+
+	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/replication"
+)
+
+// leaderRestart is the log restart a replica about to lead needs: at
+// offset, with snap as the producer state there (nil: empty). The zero
+// value (offset 0) means none.
+type leaderRestart struct {
+	offset int64
+	snap   []byte
+}
+
+// tieredRestartOffset is where a replica about to lead must restart its
+// log: the end of the manifest's gap-free run (or the tiered log start,
+// when above it), if its local log ends below that; false if it need not.
+func tieredRestartOffset(p *partition) (int64, bool) {
+	target := p.manifest.LogStart(p.topicID, p.index)
+	if end, ok := p.manifest.ContiguousEnd(p.topicID, p.index); ok {
+		target = max(target, end)
+	}
+	return target, p.log.LogEndOffset() < target
+}
+
+// prepareLeaderRestart decides, before the replica mutex is taken, whether
+// p must restart its log before leading, and reads the producer state at
+// the restart offset from the tiered object ending there (a bucket GET
+// bounded by snapshotReadTimeout; without one the restart starts with
+// empty producer state, logged). A replica already leading needs none.
+// Called under b.parts.applyMu: a slow bucket delays the application of
+// later partition states by at most snapshotReadTimeout, and only when a
+// restart is due (rare: an empty or lagging disk taking leadership).
+func (b *Broker) prepareLeaderRestart(p *partition) leaderRestart {
+	if p.isLeader() {
+		return leaderRestart{}
+	}
+	offset, need := tieredRestartOffset(p)
+	if !need {
+		return leaderRestart{}
+	}
+	snap := restartSnapshot(b.lifetime, b.log, b.tieredProducerSnapshot, p, offset, "leader log restart at the tiered end")
+	return leaderRestart{offset: offset, snap: snap}
+}
+
+// restartAtTieredEndLocked restarts p's log at the tiered end before r
+// becomes leader, when its local log still ends below it: nothing below
+// the end is then served from (absent) local data, and the cold path
+// serves it from the bucket. prep is prepareLeaderRestart's answer; if the
+// end moved since, the restart goes to the new end without a snapshot.
+// REQUIRES: p.replica.mu held, r not leading.
+func (b *Broker) restartAtTieredEndLocked(p *partition, r *replication.Replica, prep leaderRestart) error {
+	if r.Role() == replication.RoleLeader {
+		return nil
+	}
+	offset, need := tieredRestartOffset(p)
+	if !need {
+		return nil
+	}
+	snap := prep.snap
+	if prep.offset != offset {
+		snap = nil
+	}
+	from := p.log.LogEndOffset()
+	if err := restartLog(b.log, p, offset, snap, "leader log restart at the tiered end"); err != nil {
+		return err
+	}
+	b.log.Info("log restarted at the tiered end before leading: history below it is in the bucket",
+		"topic", p.topic, "partition", p.index, "from", from, "to", offset, "producer_state", snap != nil)
+	return nil
+}
+
+// topicIDStatus is what etcd says about a topic id (TopicIDKnown).
+type topicIDStatus struct {
+	live, deleted bool
+	err           error
+}
+
+// sweepRun is one orphan sweep's state, owned by its goroutine.
+type sweepRun struct {
+	// confirmed holds, per partition, the keys etcd's manifest names.
+	confirmed map[metadata.TierPartition]map[string]bool
+	// ids caches TopicIDKnown per id (one read and one log line per id).
+	ids map[metadata.TopicID]topicIDStatus
+}
+
+func newSweepRun() *sweepRun {
+	return &sweepRun{confirmed: map[metadata.TierPartition]map[string]bool{}, ids: map[metadata.TopicID]topicIDStatus{}}
+}
+
+// topicIDStatus asks etcd about id once per sweep. An id neither live nor
+// deleted is logged (once per sweep): its objects are kept.
+func (b *Broker) topicIDStatus(ctx context.Context, run *sweepRun, id metadata.TopicID, key string) topicIDStatus {
+	if st, ok := run.ids[id]; ok {
+		return st
+	}
+	var st topicIDStatus
+	st.live, st.deleted, st.err = b.store.TopicIDKnown(ctx, id)
+	switch {
+	case st.err != nil:
+		b.log.Warn("orphan sweep: looking up a topic id", "topic_id", id.String(), "key", key, "err", st.err)
+	case !st.live && !st.deleted:
+		b.log.Info("orphan sweep: object of a topic id unknown to etcd: kept (restore can rebuild its index)",
+			"topic_id", id.String(), "key", key)
+	}
+	run.ids[id] = st
+	return st
+}
