@@ -116,6 +116,8 @@ func (c *conn) dispatch(d decodedRequest, s *slot) {
 		correlationID: d.hdr.correlationID,
 		apiKey:        d.hdr.apiKey,
 		version:       d.hdr.version,
+		principal:     anonymousPrincipal,
+		host:          remoteHost(c.nc),
 	}
 	var prev chan struct{}
 	if d.hdr.apiKey == produceKey {
@@ -206,4 +208,14 @@ func (c *conn) close() {
 // drain the requests already in flight (graceful shutdown).
 func (c *conn) stopReading() {
 	_ = c.nc.SetReadDeadline(aLongTimeAgo)
+}
+
+// remoteHost is the IP address of the connection's peer (its host for
+// ACLs and per-IP limits), or the whole remote address if it has no port.
+func remoteHost(nc net.Conn) string {
+	addr := nc.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
 }

@@ -28,7 +28,22 @@ type requestContext struct {
 	// requests. Call it through releaseOrder (conn.go). Added by the
 	// connection half: additive.
 	orderRelease func()
+	// Security (issue 9). principal is the connection's authenticated
+	// identity in Kafka's form ("User:alice"; "User:ANONYMOUS" before or
+	// without authentication); host is the client's IP address (ACL host
+	// matching, per-IP limits); listener names the listener the connection
+	// arrived on. Set by the connection for every request.
+	principal string
+	host      string
+	listener  string
+	// throttleMs is set by a handler whose quota was exceeded (quotas.go):
+	// it goes into the response's throttle_time_ms and the connection reads
+	// no further request for that long after writing the response.
+	throttleMs int32
 }
+
+// anonymousPrincipal is the principal of an unauthenticated connection.
+const anonymousPrincipal = "User:ANONYMOUS"
 
 // handlerFunc serves one API key. It returns the response to write, or a nil
 // response for requests that get none (Produce with acks=0). A non-nil error
