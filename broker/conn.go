@@ -162,6 +162,7 @@ func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan stru
 		return
 	}
 	resp.SetVersion(d.req.GetVersion())
+	c.b.applyThrottle(rc, resp)
 	s.frame = appendResponseFrame(make([]byte, 0, responseSizeHint(resp)), d.hdr.correlationID, resp)
 }
 
