@@ -44,6 +44,10 @@ type ScramServer struct {
 	clientFirstBare string
 	serverFirst     string
 	nonce           string // client nonce + server nonce
+	// legacyNonce is client nonce + nonce: librdkafka before 2.10 echoes
+	// the client nonce twice in client-final (Kafka accepts it, checking
+	// only that the nonce ends with the one issued).
+	legacyNonce string
 }
 
 // NewScramServer starts an exchange for mech (MechScramSHA256 or
@@ -128,6 +132,7 @@ func (s *ScramServer) clientFirst(msg string) ([]byte, error) {
 	}
 	s.clientFirstBare = bare
 	s.nonce = clientNonce + s.serverNonce()
+	s.legacyNonce = clientNonce + s.nonce
 	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(s.cred.Salt) + ",i=" + itoa(s.cred.Iterations)
 	return []byte(s.serverFirst), nil
 }
@@ -198,8 +203,11 @@ func (s *ScramServer) clientFinal(msg string) ([]byte, error) {
 	if fields[0][2:] != base64.StdEncoding.EncodeToString([]byte(s.gs2Header)) {
 		return nil, fmt.Errorf("%w: channel binding data does not echo the gs2 header", ErrBadMessage)
 	}
-	// CVE-2024-56128: the nonce must be exactly the one this server issued.
-	if subtle.ConstantTimeCompare([]byte(fields[1][2:]), []byte(s.nonce)) != 1 {
+	// CVE-2024-56128: the nonce must be the one this server issued (or,
+	// from librdkafka < 2.10, that one after the client nonce again: both
+	// carry the whole server nonce, and the proof covers the message sent).
+	got := []byte(fields[1][2:])
+	if subtle.ConstantTimeCompare(got, []byte(s.nonce)) != 1 && subtle.ConstantTimeCompare(got, []byte(s.legacyNonce)) != 1 {
 		return nil, fmt.Errorf("%w: nonce does not match the server's", ErrAuthFailed)
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofText)

@@ -221,6 +221,7 @@ func TestScramTamperedNonceRejected(t *testing.T) {
 		"extra suffix":          func(issued string) string { return issued + "x" },
 		"truncated":             func(issued string) string { return issued[:len(issued)-1] },
 		"different client part": func(issued string) string { return "X" + issued[1:] },
+		"other prefix":          func(issued string) string { return "clientnonceX" + issued },
 	}
 	for name, tamper := range tampers {
 		t.Run(name, func(t *testing.T) {
@@ -243,6 +244,23 @@ func TestScramTamperedNonceRejected(t *testing.T) {
 				t.Fatalf("tampered nonce: done %v err %v, want ErrAuthFailed", done, err)
 			}
 		})
+	}
+}
+
+// librdkafka before 2.10 echoes the client nonce before the issued one
+// (Kafka accepts it); that form, and only that one, passes too.
+func TestScramLibrdkafkaRepeatedClientNonce(t *testing.T) {
+	store := users{}
+	store.add(t, "alice", "pw", MechScramSHA512)
+	server, _ := NewScramServer(MechScramSHA512, store.lookup(MechScramSHA512))
+	bare := "n=alice,r=clientnonce"
+	first, _, err := server.Step([]byte("n,," + bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := clientFinal(t, MechScramSHA512, "pw", bare, string(first), "clientnonce"+serverNonceOf(t, first))
+	if _, done, err := server.Step([]byte(final)); !done || err != nil {
+		t.Fatalf("repeated client nonce: done %v err %v", done, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/hotlog"
 )
 
@@ -51,6 +52,10 @@ import (
 //     via WriteTxnMarkers.
 //   - v13 addresses topics by id; the lookup is here, but the version is not
 //     advertised until v12 is.
+//   - Authorization (issue 9, authz.go): Write on each topic, else
+//     TOPIC_AUTHORIZATION_FAILED; a transactional producer also needs Write
+//     on its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+//     for every partition. Checked before the topic is looked up.
 //   - Produce requests of one connection are appended in order (conn.go);
 //     the handler releases the next one as soon as its appends are done, so
 //     acks=-1 waits of pipelined requests overlap.
@@ -72,8 +77,9 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 		rt := &req.Topics[ti]
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		denied := b.produceAuthCode(rc, req, rt)
 		for pi := range rt.Partitions {
-			sp, wait := b.producePartition(ctx, req, rt, &rt.Partitions[pi], now)
+			sp, wait := b.producePartition(ctx, req, rt, &rt.Partitions[pi], now, denied)
 			failed = failed || sp.ErrorCode != 0
 			if wait != nil {
 				pending = append(pending, pendingAck{topic: ti, partition: pi, wait: wait})
@@ -112,13 +118,44 @@ func firstProduceError(resp *kmsg.ProduceResponse) string {
 	return ""
 }
 
+// produceAuthCode is a topic's authorization answer (0: allowed): a
+// transactional producer needs Write on its transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), every producer Write on the
+// topic (TOPIC_AUTHORIZATION_FAILED, also for topics that do not exist, so
+// that existence does not leak). An unknown topic id is left to the lookup
+// (UNKNOWN_TOPIC_ID).
+func (b *Broker) produceAuthCode(rc *requestContext, req *kmsg.ProduceRequest, rt *kmsg.ProduceRequestTopic) int16 {
+	if !b.cfg.Authorizer {
+		return 0
+	}
+	if id := derefStr(req.TransactionID); id != "" && !b.authorizedTxnID(rc, auth.OpWrite, id) {
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	name := rt.Topic
+	if req.Version >= 13 {
+		var ok bool
+		if name, ok = b.topicName(rt.TopicID); !ok {
+			return 0
+		}
+	}
+	if !b.authorizedTopic(rc, auth.OpWrite, name) {
+		return kerr.TopicAuthorizationFailed.Code
+	}
+	return 0
+}
+
 // producePartition validates and appends one partition's batches. It returns
-// the partition's answer and, for acks=-1, what to wait for.
+// the partition's answer and, for acks=-1, what to wait for. denied is the
+// topic's authorization answer: nonzero fails the partition untouched.
 func (b *Broker) producePartition(ctx context.Context, req *kmsg.ProduceRequest, rt *kmsg.ProduceRequestTopic,
-	rp *kmsg.ProduceRequestTopicPartition, now int64,
+	rp *kmsg.ProduceRequestTopicPartition, now int64, denied int16,
 ) (kmsg.ProduceResponseTopicPartition, *ackWait) {
 	sp := kmsg.NewProduceResponseTopicPartition()
 	sp.Partition = rp.Partition
+	if denied != 0 {
+		sp.ErrorCode = denied
+		return sp, nil
+	}
 	var p *partition
 	var code int16
 	if req.Version >= 13 {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
 )
@@ -39,6 +40,10 @@ import (
 //     not the HW, from the local log only: an offset below the local log
 //     start that the bucket holds answers OFFSET_MOVED_TO_TIERED_STORAGE.
 //     The answer carries the leader's HW and Kafka's log start.
+//   - Authorization (issue 9, authz.go): a consumer needs Read on each
+//     topic, a follower ClusterAction on the Cluster; otherwise every
+//     partition of the topic is TOPIC_AUTHORIZATION_FAILED, untouched (a
+//     refused follower fetch moves no replica state).
 //   - Tiering (issue 4): the log start offset is the start across both
 //     tiers; offsets below the local log start are read from the bucket
 //     (coldpath.go) without holding up the request's hot partitions (see
@@ -59,7 +64,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
-	freq, slots := b.planFetch(req, resp)
+	freq, slots := b.planFetch(rc, req, resp)
 	fetcher, err := fetch.New(fetch.Config{})
 	if err != nil {
 		return nil, err
@@ -95,9 +100,38 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 	return req.ReplicaID
 }
 
+// fetchAuthCode is a topic's authorization answer (0: allowed): a
+// follower (replica id >= 0) needs ClusterAction on the Cluster, which
+// only brokers hold, so no client can pose as a replica, read past the HW
+// or move the HW and ISR (CVE-2018-1288); a consumer needs Read on the
+// topic. Both are TOPIC_AUTHORIZATION_FAILED, as Kafka answers. An unknown
+// topic id is left to the lookup (UNKNOWN_TOPIC_ID).
+func (b *Broker) fetchAuthCode(rc *requestContext, req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic, followerAllowed bool) int16 {
+	if !b.cfg.Authorizer {
+		return 0
+	}
+	if fetchReplicaID(req) >= 0 {
+		if followerAllowed {
+			return 0
+		}
+		return kerr.TopicAuthorizationFailed.Code
+	}
+	name := rt.Topic
+	if req.Version >= 13 {
+		var ok bool
+		if name, ok = b.topicName(rt.TopicID); !ok {
+			return 0
+		}
+	}
+	if !b.authorizedTopic(rc, auth.OpRead, name) {
+		return kerr.TopicAuthorizationFailed.Code
+	}
+	return 0
+}
+
 // planFetch resolves every requested partition, laying out the response
 // (errors filled in) and the fetch.Request in the same order.
-func (b *Broker) planFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (fetch.Request, []fetchSlot) {
+func (b *Broker) planFetch(rc *requestContext, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (fetch.Request, []fetchSlot) {
 	freq := fetch.Request{
 		MinBytes:  int(req.MinBytes),
 		MaxBytes:  int(req.MaxBytes),
@@ -111,11 +145,13 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (fe
 	if replicaID >= 0 {
 		freq.Isolation = fetch.ReadUncommitted // a follower reads up to the LEO
 	}
+	followerAllowed := replicaID >= 0 && b.authorizedCluster(rc, auth.OpClusterAction)
 	var slots []fetchSlot
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		denied := b.fetchAuthCode(rc, req, rt, followerAllowed)
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := kmsg.NewFetchResponseTopicPartition()
@@ -123,7 +159,9 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (fe
 			sp.RecordBatches = []byte{} // librdkafka reads a null record set as corrupt
 			pr := fetch.PartitionRequest{Offset: rp.FetchOffset, MaxBytes: int(rp.PartitionMaxBytes)}
 			slot := fetchSlot{topic: ti, partition: pi}
-			if replicaID >= 0 {
+			if denied != 0 {
+				sp.ErrorCode, sp.HighWatermark = denied, -1
+			} else if replicaID >= 0 {
 				p, code := b.followerFetchPartition(req.Version, replicaID, rt, rp)
 				if code != 0 {
 					sp.ErrorCode, sp.HighWatermark = code, -1

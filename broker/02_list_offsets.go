@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
 )
@@ -29,6 +30,7 @@ import (
 //     index, then their batches through the cold cache), then the hot log;
 //     none gives offset -1 and timestamp -1.
 //
+// Describe on the topic is needed (TOPIC_AUTHORIZATION_FAILED otherwise).
 // Only the leader answers (NOT_LEADER_OR_FOLLOWER). A replica id >= 0
 // (a follower or a debugging tool) gets the LEO for -1.
 //
@@ -55,7 +57,14 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *requestContext, kreq
 		rt := &req.Topics[ti]
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
+		allowed := b.authorizedTopic(rc, auth.OpDescribe, rt.Topic)
 		for pi := range rt.Partitions {
+			if !allowed {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rt.Partitions[pi].Partition, kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			st.Partitions = append(st.Partitions, b.listPartitionOffset(ctx, rt.Topic, &rt.Partitions[pi], iso, req.ReplicaID >= 0))
 		}
 		resp.Topics = append(resp.Topics, st)

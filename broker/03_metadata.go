@@ -7,13 +7,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/metadata"
 )
 
 // handleMetadata describes brokers, the cluster and the asked-for topics
 // (all of them for a null list, or an empty one before v1), creating
 // unknown topics when the client allows and auto.create.topics.enable.
-func (b *Broker) handleMetadata(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+//
+// Authorization (issue 9): the full list omits topics the principal may
+// not Describe; a topic asked for by name or id without Describe is
+// TOPIC_AUTHORIZATION_FAILED (for names that do not exist too, so that
+// existence does not leak), and auto-creation needs Create on the Cluster
+// or on the topic (TOPIC_AUTHORIZATION_FAILED). authorized_operations
+// (v8+) are computed when asked for.
+func (b *Broker) handleMetadata(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	view := b.brokerView()
@@ -28,30 +36,62 @@ func (b *Broker) handleMetadata(ctx context.Context, _ *requestContext, kreq kms
 	resp.ClusterID = kmsg.StringPtr(b.clusterID)
 	resp.ControllerID = b.controllerID()
 	resp.AuthorizedOperations = authorizedOperationsUnknown
+	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
+		resp.AuthorizedOperations = b.clusterAuthorizedOperations(rc)
+	}
+	defer b.addTopicAuthorizedOperations(rc, req, resp)
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range b.parts.allTopics() {
-			resp.Topics = append(resp.Topics, metadataTopic(t, view))
+			if b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, t.topic.Name) {
+				resp.Topics = append(resp.Topics, metadataTopic(t, view))
+			}
 		}
 		return resp, nil
 	}
 	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && !b.cfg.DisableAutoCreateTopics
 	for _, rt := range req.Topics {
-		resp.Topics = append(resp.Topics, b.metadataForRequested(ctx, rt, autoCreate, view))
+		resp.Topics = append(resp.Topics, b.metadataForRequested(ctx, rc, rt, autoCreate, view))
 	}
 	return resp, nil
 }
 
+// clusterAuthorizedOperations is the Cluster's authorized_operations: 0
+// without Describe on it, as Kafka.
+func (b *Broker) clusterAuthorizedOperations(rc *requestContext) int32 {
+	if !b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceCluster, auth.ClusterResourceName) {
+		return 0
+	}
+	return b.authorizedOperations(rc, auth.ResourceCluster, auth.ClusterResourceName)
+}
+
+// addTopicAuthorizedOperations fills the described topics'
+// authorized_operations when the client asks (v8+).
+func (b *Broker) addTopicAuthorizedOperations(rc *requestContext, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if !req.IncludeTopicAuthorizedOperations {
+		return
+	}
+	for i := range resp.Topics {
+		if mt := &resp.Topics[i]; mt.ErrorCode == 0 && mt.Topic != nil {
+			mt.AuthorizedOperations = b.authorizedOperations(rc, auth.ResourceTopic, *mt.Topic)
+		}
+	}
+}
+
 // metadataForRequested answers one requested topic, by name or (v10+) id.
-func (b *Broker) metadataForRequested(ctx context.Context, rt kmsg.MetadataRequestTopic, autoCreate bool, view brokerView) kmsg.MetadataResponseTopic {
+func (b *Broker) metadataForRequested(ctx context.Context, rc *requestContext, rt kmsg.MetadataRequestTopic, autoCreate bool, view brokerView) kmsg.MetadataResponseTopic {
 	if rt.Topic == nil {
 		t, ok := b.parts.topicByID(rt.TopicID)
-		if !ok {
-			mt := kmsg.NewMetadataResponseTopic()
-			mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.UnknownTopicID.Code
-			mt.AuthorizedOperations = authorizedOperationsUnknown
-			return mt
+		if ok && b.authorizedTopic(rc, auth.OpDescribe, t.topic.Name) {
+			return metadataTopic(t, view)
 		}
-		return metadataTopic(t, view)
+		code := kerr.UnknownTopicID.Code
+		if ok {
+			code = kerr.TopicAuthorizationFailed.Code
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.TopicID, mt.ErrorCode = rt.TopicID, code
+		mt.AuthorizedOperations = authorizedOperationsUnknown
+		return mt
 	}
 	name := *rt.Topic
 	errTopic := func(code int16) kmsg.MetadataResponseTopic {
@@ -59,6 +99,9 @@ func (b *Broker) metadataForRequested(ctx context.Context, rt kmsg.MetadataReque
 		mt.Topic, mt.ErrorCode = kmsg.StringPtr(name), code
 		mt.AuthorizedOperations = authorizedOperationsUnknown
 		return mt
+	}
+	if !b.authorizedTopic(rc, auth.OpDescribe, name) {
+		return errTopic(kerr.TopicAuthorizationFailed.Code)
 	}
 	if t, ok := b.parts.topic(name); ok {
 		return metadataTopic(t, view)
@@ -68,6 +111,9 @@ func (b *Broker) metadataForRequested(ctx context.Context, rt kmsg.MetadataReque
 	}
 	if !autoCreate {
 		return errTopic(kerr.UnknownTopicOrPartition.Code)
+	}
+	if !b.authorizedCluster(rc, auth.OpCreate) && !b.authorizedTopic(rc, auth.OpCreate, name) {
+		return errTopic(kerr.TopicAuthorizationFailed.Code)
 	}
 	t, err := b.autoCreateTopic(ctx, name)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 )
 
@@ -15,9 +16,11 @@ import (
 // always one). Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION
 // and metadata longer than offset.metadata.max.bytes
 // OFFSET_METADATA_TOO_LARGE; the rest are committed together and answered
-// once the commit is durable in __consumer_offsets.
+// once the commit is durable in __consumer_offsets. Read on the group is
+// needed (every partition GROUP_AUTHORIZATION_FAILED otherwise), and Read
+// on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
 
-func (b *Broker) handleOffsetCommit(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleOffsetCommit(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	in := group.CommitInput{
@@ -29,8 +32,16 @@ func (b *Broker) handleOffsetCommit(_ context.Context, _ *requestContext, kreq k
 		in.Generation = -1
 	}
 	now := time.Now().UnixMilli()
+	groupAllowed := b.authorizedGroup(rc, auth.OpRead, req.Group)
 	for _, rt := range req.Topics {
-		resp.Topics = append(resp.Topics, b.offsetCommitTopic(req.Version, rt, in.Offsets, now))
+		denied := int16(0)
+		switch {
+		case !groupAllowed:
+			denied = kerr.GroupAuthorizationFailed.Code
+		case !b.authorizedTopic(rc, auth.OpRead, rt.Topic):
+			denied = kerr.TopicAuthorizationFailed.Code
+		}
+		resp.Topics = append(resp.Topics, b.offsetCommitTopic(req.Version, rt, in.Offsets, now, denied))
 	}
 	if len(in.Offsets) == 0 {
 		return resp, nil
@@ -47,16 +58,20 @@ func (b *Broker) handleOffsetCommit(_ context.Context, _ *requestContext, kreq k
 }
 
 // offsetCommitTopic checks a topic's partitions, adding the committable
-// ones to offsets; the others get their error code.
+// ones to offsets; the others get their error code (denied, the topic's
+// authorization answer, first).
 func (b *Broker) offsetCommitTopic(version int16, rt kmsg.OffsetCommitRequestTopic,
-	offsets map[group.TopicPartition]group.Offset, now int64,
+	offsets map[group.TopicPartition]group.Offset, now int64, denied int16,
 ) kmsg.OffsetCommitResponseTopic {
 	st := kmsg.NewOffsetCommitResponseTopic()
 	st.Topic = rt.Topic
 	for _, rp := range rt.Partitions {
 		sp := kmsg.NewOffsetCommitResponseTopicPartition()
 		sp.Partition = rp.Partition
-		sp.ErrorCode = b.offsetCommitCheck(rt.Topic, rp)
+		sp.ErrorCode = denied
+		if denied == 0 {
+			sp.ErrorCode = b.offsetCommitCheck(rt.Topic, rp)
+		}
 		if sp.ErrorCode == 0 {
 			offsets[group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = commitOffset(version, rp, now)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 )
 
@@ -14,14 +15,17 @@ import (
 // asks for every committed offset of the group. A partition without a
 // commit answers offset -1. require_stable (v7+): a partition with a
 // pending transactional commit (TxnOffsetCommit awaiting its marker)
-// answers UNSTABLE_OFFSET_COMMIT, so the consumer retries.
+// answers UNSTABLE_OFFSET_COMMIT, so the consumer retries. Describe on the
+// group is needed (GROUP_AUTHORIZATION_FAILED), and Describe on a topic to
+// see its offsets: asked-for partitions of other topics answer
+// TOPIC_AUTHORIZATION_FAILED, and "every offset" leaves those topics out.
 
-func (b *Broker) handleOffsetFetch(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleOffsetFetch(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			resp.Groups = append(resp.Groups, b.offsetFetchGroup(rg, req.RequireStable))
+			resp.Groups = append(resp.Groups, b.offsetFetchGroup(rc, rg, req.RequireStable))
 		}
 		return resp, nil
 	}
@@ -33,7 +37,7 @@ func (b *Broker) handleOffsetFetch(_ context.Context, _ *requestContext, kreq km
 	for _, rt := range req.Topics {
 		rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: rt.Topic, Partitions: rt.Partitions})
 	}
-	g := b.offsetFetchGroup(rg, req.RequireStable)
+	g := b.offsetFetchGroup(rc, rg, req.RequireStable)
 	resp.ErrorCode = g.ErrorCode
 	for _, gt := range g.Topics {
 		st := kmsg.NewOffsetFetchResponseTopic()
@@ -68,9 +72,13 @@ func setOffsetFetchV0Error(resp *kmsg.OffsetFetchResponse, req *kmsg.OffsetFetch
 }
 
 // offsetFetchGroup answers one group (v8+ form).
-func (b *Broker) offsetFetchGroup(rg kmsg.OffsetFetchRequestGroup, requireStable bool) kmsg.OffsetFetchResponseGroup {
+func (b *Broker) offsetFetchGroup(rc *requestContext, rg kmsg.OffsetFetchRequestGroup, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = rg.Group
+	if !b.authorizedGroup(rc, auth.OpDescribe, rg.Group) {
+		g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return g
+	}
 	var tps []group.TopicPartition
 	if rg.Topics != nil {
 		tps = []group.TopicPartition{}
@@ -87,7 +95,9 @@ func (b *Broker) offsetFetchGroup(rg kmsg.OffsetFetchRequestGroup, requireStable
 	}
 	if tps == nil {
 		for tp := range offsets {
-			tps = append(tps, tp)
+			if b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, tp.Topic) {
+				tps = append(tps, tp)
+			}
 		}
 		slices.SortFunc(tps, func(a, b group.TopicPartition) int {
 			if c := compareStrings(a.Topic, b.Topic); c != 0 {
@@ -100,7 +110,22 @@ func (b *Broker) offsetFetchGroup(rg kmsg.OffsetFetchRequestGroup, requireStable
 	if requireStable {
 		markUnstable(g.Topics, b.groups.Unstable(rg.Group))
 	}
+	b.hideUnauthorizedOffsets(rc, g.Topics)
 	return g
+}
+
+// hideUnauthorizedOffsets answers TOPIC_AUTHORIZATION_FAILED, without the
+// offset, for the partitions of topics the principal may not Describe.
+func (b *Broker) hideUnauthorizedOffsets(rc *requestContext, topics []kmsg.OffsetFetchResponseGroupTopic) {
+	for ti := range topics {
+		if b.authorizedTopic(rc, auth.OpDescribe, topics[ti].Topic) {
+			continue
+		}
+		for pi := range topics[ti].Partitions {
+			p := &topics[ti].Partitions[pi]
+			p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
+		}
+	}
 }
 
 // offsetFetchTopics groups answers by topic, in request order.

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -13,29 +14,31 @@ import (
 // leader of their __consumer_offsets partition, which is created on first
 // use. Transaction keys (type 1) map to the leader of their
 // __transaction_state partition, created on first use likewise; an empty
-// transactional id is INVALID_REQUEST.
+// transactional id is INVALID_REQUEST. Describe on the group
+// (GROUP_AUTHORIZATION_FAILED) or transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is needed.
 
 const (
 	coordinatorTypeGroup       = 0
 	coordinatorTypeTransaction = 1
 )
 
-func (b *Broker) handleFindCoordinator(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleFindCoordinator(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version < 4 {
-		c := b.findCoordinator(ctx, req.CoordinatorType, req.CoordinatorKey)
+		c := b.findCoordinator(ctx, rc, req.CoordinatorType, req.CoordinatorKey)
 		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 		return resp, nil
 	}
 	for _, key := range req.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, req.CoordinatorType, key))
+		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, rc, req.CoordinatorType, key))
 	}
 	return resp, nil
 }
 
-func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (b *Broker) findCoordinator(ctx context.Context, rc *requestContext, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(code int16, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -50,6 +53,10 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 	switch {
 	case keyType == coordinatorTypeGroup && key == "":
 		return fail(kerr.InvalidGroupID.Code, "empty group id")
+	case keyType == coordinatorTypeGroup && !b.authorizedGroup(rc, auth.OpDescribe, key):
+		return fail(kerr.GroupAuthorizationFailed.Code, "not authorized to describe the group")
+	case keyType == coordinatorTypeTransaction && key != "" && !b.authorizedTxnID(rc, auth.OpDescribe, key):
+		return fail(kerr.TransactionalIDAuthorizationFailed.Code, "not authorized to describe the transactional id")
 	case keyType == coordinatorTypeGroup:
 		info, code, msg = b.coordinatorOf(ctx, key)
 	case keyType == coordinatorTypeTransaction && key == "":

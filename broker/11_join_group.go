@@ -3,19 +3,26 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 )
 
 // JoinGroup: v0-9. v4+ new dynamic members get MEMBER_ID_REQUIRED first
 // (KIP-394); v5+ static membership; v7+ protocol type in the answer; v9
 // skip_assignment for a static leader rejoining a Stable group (KIP-814).
-// The answer waits for the rebalance (broker/group).
+// The answer waits for the rebalance (broker/group). Read on the group is
+// needed (GROUP_AUTHORIZATION_FAILED, generation -1).
 
 func (b *Broker) handleJoinGroup(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if !b.authorizedGroup(rc, auth.OpRead, req.Group) {
+		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		return resp, nil
+	}
 	in := group.JoinInput{
 		Group: req.Group, MemberID: req.MemberID, InstanceID: derefStr(req.InstanceID),
 		ClientID: rc.clientID, ClientHost: clientHost(rc), ProtocolType: req.ProtocolType,

@@ -3,18 +3,24 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 )
 
 // LeaveGroup: v0-5. v0-2 name one member and answer with the top-level
 // code; v3+ batch members (by member id and/or group.instance.id) with a
-// code each.
+// code each. Read on the group is needed (GROUP_AUTHORIZATION_FAILED).
 
-func (b *Broker) handleLeaveGroup(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleLeaveGroup(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !b.authorizedGroup(rc, auth.OpRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	var refs []group.MemberRef
 	if req.Version < 3 {
 		refs = []group.MemberRef{{MemberID: req.MemberID}}

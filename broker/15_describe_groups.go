@@ -3,21 +3,34 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/auth"
 )
 
 // DescribeGroups: v0-5. An unknown group is described as Dead with no
-// error, as Kafka does before v6.
+// error, as Kafka does before v6. Describe on a group is needed
+// (GROUP_AUTHORIZATION_FAILED); authorized_operations (v3+) are computed
+// when asked for.
 
-func (b *Broker) handleDescribeGroups(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDescribeGroups(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, name := range req.Groups {
-		d, code := b.groups.Describe(name)
 		g := kmsg.NewDescribeGroupsResponseGroup()
-		g.Group, g.ErrorCode, g.State = name, code, d.State.String()
+		g.Group, g.AuthorizedOperations = name, authorizedOperationsUnknown
+		if !b.authorizedGroup(rc, auth.OpDescribe, name) {
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		d, code := b.groups.Describe(name)
+		g.ErrorCode, g.State = code, d.State.String()
 		g.ProtocolType, g.Protocol = d.ProtocolType, d.Protocol
-		g.AuthorizedOperations = -2147483648 // not requested / not computed
+		if req.IncludeAuthorizedOperations {
+			g.AuthorizedOperations = b.authorizedOperations(rc, auth.ResourceGroup, name)
+		}
 		for _, m := range d.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()
 			rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.MemberID, optStr(m.InstanceID), m.ClientID, m.ClientHost

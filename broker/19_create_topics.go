@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/metadata"
 )
@@ -21,20 +22,30 @@ type topicSpec struct {
 	configs           map[string]string
 }
 
-// handleCreateTopics creates topics (or only validates them).
-func (b *Broker) handleCreateTopics(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// handleCreateTopics creates topics (or only validates them). Create on the
+// Cluster or on the topic is needed (TOPIC_AUTHORIZATION_FAILED); the
+// configs are returned (v5+) only with DescribeConfigs on the topic
+// (otherwise ConfigErrorCode TOPIC_AUTHORIZATION_FAILED).
+func (b *Broker) handleCreateTopics(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	counts := map[string]int{}
 	for _, rt := range req.Topics {
 		counts[rt.Topic]++
 	}
+	clusterCreate := b.authorizedQuiet(rc, auth.OpCreate, auth.ResourceCluster, auth.ClusterResourceName)
 	for _, rt := range req.Topics {
 		var st kmsg.CreateTopicsResponseTopic
-		if counts[rt.Topic] > 1 {
+		switch {
+		case counts[rt.Topic] > 1:
 			st = createTopicError(rt.Topic, kerr.InvalidRequest.Code, "duplicate topic name in request")
-		} else {
+		case !clusterCreate && !b.authorizedTopic(rc, auth.OpCreate, rt.Topic):
+			st = createTopicError(rt.Topic, kerr.TopicAuthorizationFailed.Code, "not authorized to create the topic")
+		default:
 			st = b.createOneTopic(ctx, rt, req.ValidateOnly)
+			if st.ErrorCode == 0 && !b.authorizedTopic(rc, auth.OpDescribeConfigs, rt.Topic) {
+				st.Configs, st.ConfigErrorCode = nil, kerr.TopicAuthorizationFailed.Code
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

@@ -7,11 +7,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/metadata"
 )
 
 // handleDeleteTopics deletes topics by name (v0-v5) or by name or id (v6+).
-func (b *Broker) handleDeleteTopics(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// Delete on the topic is needed (TOPIC_AUTHORIZATION_FAILED): checked
+// before existence for a name, so that existence does not leak, and after
+// resolving an id (whose name is then not answered).
+func (b *Broker) handleDeleteTopics(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	topics := req.Topics
@@ -24,21 +28,27 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, _ *requestContext, kreq
 		}
 	}
 	for _, rt := range topics {
-		resp.Topics = append(resp.Topics, b.deleteOneTopic(ctx, rt))
+		resp.Topics = append(resp.Topics, b.deleteOneTopic(ctx, rc, rt))
 	}
 	return resp, nil
 }
 
-func (b *Broker) deleteOneTopic(ctx context.Context, rt kmsg.DeleteTopicsRequestTopic) kmsg.DeleteTopicsResponseTopic {
+func (b *Broker) deleteOneTopic(ctx context.Context, rc *requestContext, rt kmsg.DeleteTopicsRequestTopic) kmsg.DeleteTopicsResponseTopic {
 	st := kmsg.NewDeleteTopicsResponseTopic()
 	st.Topic, st.TopicID = rt.Topic, rt.TopicID
 	fail := func(code int16, msg string) kmsg.DeleteTopicsResponseTopic {
 		st.ErrorCode, st.ErrorMessage = code, kmsg.StringPtr(msg)
 		return st
 	}
+	if rt.Topic != nil && !b.authorizedTopic(rc, auth.OpDelete, *rt.Topic) {
+		return fail(kerr.TopicAuthorizationFailed.Code, "not authorized to delete the topic")
+	}
 	t, code, msg := b.resolveDeleteTarget(rt)
 	if code != 0 {
 		return fail(code, msg)
+	}
+	if !b.authorizedTopic(rc, auth.OpDelete, t.topic.Name) {
+		return fail(kerr.TopicAuthorizationFailed.Code, "not authorized to delete the topic")
 	}
 	st.Topic, st.TopicID = kmsg.StringPtr(t.topic.Name), t.topic.ID
 	if err := b.store.DeleteTopic(ctx, t.topic.Name); err != nil {

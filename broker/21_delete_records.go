@@ -7,9 +7,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/auth"
 )
 
 // DeleteRecords: v0-2.
+//
+// Delete on the topic is needed (TOPIC_AUTHORIZATION_FAILED otherwise).
 //
 // Behaviour per partition:
 //   - offset -1 means the HW;
@@ -33,10 +37,14 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, rc *requestContext, kr
 		rt := &req.Topics[ti]
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
+		allowed := b.authorizedTopic(rc, auth.OpDelete, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			sp.LowWatermark, sp.ErrorCode = b.deleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset)
+			sp.LowWatermark, sp.ErrorCode = -1, kerr.TopicAuthorizationFailed.Code
+			if allowed {
+				sp.LowWatermark, sp.ErrorCode = b.deleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset)
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/txn"
 )
 
@@ -16,14 +17,21 @@ import (
 // transaction is aborted first: CONCURRENT_TRANSACTIONS until done),
 // INVALID_TRANSACTION_TIMEOUT outside (0, transaction.max.timeout.ms].
 // An empty transactional id is INVALID_REQUEST, as in Kafka.
-// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
-func (b *Broker) handleInitProducerID(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4. Authorization:
+// Write on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+// without one, IdempotentWrite on the Cluster or Write on some topic
+// (CLUSTER_AUTHORIZATION_FAILED), as Kafka since KIP-679.
+func (b *Broker) handleInitProducerID(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		if *req.TransactionalID == "" {
 			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		}
+		if !b.authorizedTxnID(rc, auth.OpWrite, *req.TransactionalID) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return resp, nil
 		}
 		in := txn.InitInput{ID: *req.TransactionalID, TimeoutMs: req.TransactionTimeoutMillis, ProducerID: -1, ProducerEpoch: -1}
@@ -33,6 +41,10 @@ func (b *Broker) handleInitProducerID(ctx context.Context, _ *requestContext, kr
 		r := b.txns.InitProducerID(in)
 		resp.ErrorCode = fencedForVersion(r.Code, req.Version < 4)
 		resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch
+		return resp, nil
+	}
+	if b.cfg.Authorizer && !b.authorizedIdempotentWrite(rc) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
 	id, err := b.nextProducerID(ctx)

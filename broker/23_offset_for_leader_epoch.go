@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/replication"
 )
 
@@ -24,6 +25,10 @@ import (
 // (replication/doc.go, "Truncation"); an epoch that ended in the bucket is
 // answered from there for both.
 //
+// Authorization (issue 9): ClusterAction on the Cluster (brokers), or
+// Describe on the topic (consumers validating their position, KIP-320);
+// TOPIC_AUTHORIZATION_FAILED otherwise.
+//
 // Across tiers (issue 4): an epoch that ended in the bucket is answered
 // from the tiered objects' leader-epoch ranges (coldpath.go,
 // coldEpochEndOffset): the hot log's checkpoint no longer knows epochs
@@ -32,11 +37,19 @@ import (
 func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	cluster := b.authorizedCluster(rc, auth.OpClusterAction)
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		allowed := cluster || b.authorizedTopic(rc, auth.OpDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
+			if !allowed {
+				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			st.Partitions = append(st.Partitions, b.epochEndOffset(ctx, rt.Topic, rp, req.ReplicaID >= 0 && req.Version >= 3))
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/txn"
 )
 
@@ -15,10 +16,20 @@ import (
 // gets its transaction's code; partitions of unknown topics get
 // UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, as in
 // Kafka. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+//
+// Authorization: v4+ is the brokers' form and needs ClusterAction on the
+// Cluster (top-level CLUSTER_AUTHORIZATION_FAILED). v0-3 need Write on the
+// transactional id (every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+// and on each topic (TOPIC_AUTHORIZATION_FAILED; the others then
+// OPERATION_NOT_ATTEMPTED), as Kafka.
 
-func (b *Broker) handleAddPartitionsToTxn(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleAddPartitionsToTxn(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version >= 4 && !b.authorizedCluster(rc, auth.OpClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.Version >= 4 {
 		for _, rt := range req.Transactions {
 			resp.Transactions = append(resp.Transactions, b.addPartitionsTxn(req.Version, rt))
@@ -30,7 +41,12 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, _ *requestContext, 
 	for _, t := range req.Topics {
 		rt.Topics = append(rt.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions})
 	}
-	res := b.addPartitionsTxn(req.Version, rt)
+	var res kmsg.AddPartitionsToTxnResponseTransaction
+	if denied := b.addPartitionsAuthCodes(rc, rt); denied != nil {
+		res = *denied
+	} else {
+		res = b.addPartitionsTxn(req.Version, rt)
+	}
 	for _, t := range res.Topics {
 		st := kmsg.NewAddPartitionsToTxnResponseTopic()
 		st.Topic = t.Topic
@@ -71,6 +87,36 @@ func (b *Broker) addPartitionsTxn(version int16, rt kmsg.AddPartitionsToTxnReque
 		}
 	}
 	return addPartitionsResult(rt.TransactionalID, tps, codes)
+}
+
+// addPartitionsAuthCodes is the answer of a client's (v0-3) transaction
+// that is not authorized, or nil when it is.
+func (b *Broker) addPartitionsAuthCodes(rc *requestContext, rt kmsg.AddPartitionsToTxnRequestTransaction) *kmsg.AddPartitionsToTxnResponseTransaction {
+	if !b.cfg.Authorizer {
+		return nil
+	}
+	var tps []txn.TopicPartition
+	var codes []int16
+	idAllowed := b.authorizedTxnID(rc, auth.OpWrite, rt.TransactionalID)
+	denied := !idAllowed
+	for _, t := range rt.Topics {
+		code := kerr.TransactionalIDAuthorizationFailed.Code
+		if idAllowed {
+			code = kerr.OperationNotAttempted.Code
+			if !b.authorizedTopic(rc, auth.OpWrite, t.Topic) {
+				code, denied = kerr.TopicAuthorizationFailed.Code, true
+			}
+		}
+		for _, p := range t.Partitions {
+			tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
+			codes = append(codes, code)
+		}
+	}
+	if !denied {
+		return nil
+	}
+	res := addPartitionsResult(rt.TransactionalID, tps, codes)
+	return &res
 }
 
 // unknownPartitions marks the partitions whose topic or index does not

@@ -6,16 +6,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/broker/txn"
 )
 
 // AddOffsetsToTxn: v0-4. Adds the group's __consumer_offsets partition to
 // the transaction, so its TxnOffsetCommit records get the marker.
-// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
-func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2. Write on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and Read on the
+// group (GROUP_AUTHORIZATION_FAILED) are needed.
+func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	switch {
+	case !b.authorizedTxnID(rc, auth.OpWrite, req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	case !b.authorizedGroup(rc, auth.OpRead, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil

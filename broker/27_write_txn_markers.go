@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/hotlog"
 )
@@ -32,8 +33,10 @@ import (
 //   - Once a marker on a __consumer_offsets partition is replicated, the
 //     group coordinator applies (commit) or drops (abort) the producer's
 //     pending transactional offset commits (group.Coordinator.CompleteTxn).
-//   - The request is inter-broker; like Kafka without ACLs, any client may
-//     send it.
+//   - The request is inter-broker: with the authorizer on it needs
+//     ClusterAction on the Cluster (every partition
+//     CLUSTER_AUTHORIZATION_FAILED otherwise), which only brokers hold;
+//     without it, as Kafka without ACLs, any client may send it.
 
 // markerAckTimeout bounds the wait for a marker's replication (Kafka uses
 // request.timeout.ms, 30 s, for the same append).
@@ -49,9 +52,10 @@ type markerSlot struct {
 	committed bool
 }
 
-func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleWriteTxnMarkers(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	allowed := b.authorizedCluster(rc, auth.OpClusterAction)
 	now := time.Now().UnixMilli()
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
 	var slots []markerSlot
@@ -70,7 +74,9 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *requestContext, k
 				sp := &rt.Partitions[pi]
 				*sp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = index
-				if slot, ok := b.writeMarker(m, rt.Topic, sp, now); ok {
+				if !allowed {
+					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				} else if slot, ok := b.writeMarker(m, rt.Topic, sp, now); ok {
 					slots = append(slots, slot)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 )
 
@@ -20,9 +21,18 @@ import (
 // (KIP-890 part 2) the client sends no AddOffsetsToTxn: the group's
 // offsets partition is first added to the transaction by its coordinator
 // (txn_verify.go), and its answer is the code of every partition.
-func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+//
+// Authorization: Write on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and Read on the group
+// (GROUP_AUTHORIZATION_FAILED) for every partition; then Read on each topic
+// (TOPIC_AUTHORIZATION_FAILED for its partitions, not committed).
+func (b *Broker) handleTxnOffsetCommit(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	if code := b.txnOffsetCommitAuthCode(rc, req); code != 0 {
+		fillTxnOffsetCommitError(req, resp, code)
+		return resp, nil
+	}
 	in := group.TxnCommitInput{Group: req.Group, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
 		Generation: -1, Offsets: map[group.TopicPartition]group.Offset{}}
 	if req.Version >= 3 {
@@ -32,9 +42,14 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *requestContext, k
 		}
 	}
 	tooLarge := map[group.TopicPartition]bool{}
+	deniedTopics := map[string]bool{}
 	now := time.Now().UnixMilli()
 	maxMeta := b.cfg.Group.WithDefaults().OffsetMetadataMaxBytes
 	for _, t := range req.Topics {
+		if !b.authorizedTopic(rc, auth.OpRead, t.Topic) {
+			deniedTopics[t.Topic] = true
+			continue
+		}
 		for _, p := range t.Partitions {
 			tp := group.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			meta := ""
@@ -64,11 +79,40 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *requestContext, k
 			if tooLarge[group.TopicPartition{Topic: t.Topic, Partition: p.Partition}] {
 				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			}
+			if deniedTopics[t.Topic] {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// txnOffsetCommitAuthCode is the request-wide authorization answer (0:
+// allowed).
+func (b *Broker) txnOffsetCommitAuthCode(rc *requestContext, req *kmsg.TxnOffsetCommitRequest) int16 {
+	switch {
+	case !b.authorizedTxnID(rc, auth.OpWrite, req.TransactionalID):
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	case !b.authorizedGroup(rc, auth.OpRead, req.Group):
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	return 0
+}
+
+// fillTxnOffsetCommitError answers code for every partition.
+func fillTxnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse, code int16) {
+	for _, t := range req.Topics {
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.Topic = t.Topic
+		for _, p := range t.Partitions {
+			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
 }
 
 // addOffsetsPartitionImplicitly adds the group's __consumer_offsets

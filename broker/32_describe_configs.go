@@ -7,16 +7,25 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/auth"
 )
 
 // handleDescribeConfigs describes topic configs (overrides and defaults)
-// and this broker's static configs.
-func (b *Broker) handleDescribeConfigs(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// and this broker's static configs. DescribeConfigs on the topic
+// (TOPIC_AUTHORIZATION_FAILED) or, for broker resources, on the Cluster
+// (CLUSTER_AUTHORIZATION_FAILED) is needed.
+func (b *Broker) handleDescribeConfigs(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, rr := range req.Resources {
 		r := kmsg.NewDescribeConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
+		if code := b.configAuthCode(rc, auth.OpDescribeConfigs, rr.ResourceType, rr.ResourceName); code != 0 {
+			r.ErrorCode = code
+			resp.Resources = append(resp.Resources, r)
+			continue
+		}
 		entries, code, msg := b.describeResource(rr.ResourceType, rr.ResourceName)
 		if code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
@@ -26,6 +35,24 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, _ *requestContext, kre
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp, nil
+}
+
+// configAuthCode is the authorization answer (0: allowed) for op
+// (DescribeConfigs or AlterConfigs) on a config resource: topics are
+// checked on the topic, broker and broker-logger resources on the Cluster;
+// other types are refused later as unsupported.
+func (b *Broker) configAuthCode(rc *requestContext, op auth.Operation, typ kmsg.ConfigResourceType, name string) int16 {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !b.authorizedTopic(rc, op, name) {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if !b.authorizedCluster(rc, op) {
+			return kerr.ClusterAuthorizationFailed.Code
+		}
+	}
+	return 0
 }
 
 // describeResource returns the configs of one resource, or an error code.

@@ -8,18 +8,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/metadata"
 )
 
 // handleAlterConfigs replaces all of a topic's overrides with the given set
-// (the legacy, non-incremental API).
-func (b *Broker) handleAlterConfigs(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// (the legacy, non-incremental API). AlterConfigs on the topic
+// (TOPIC_AUTHORIZATION_FAILED) or Cluster (CLUSTER_AUTHORIZATION_FAILED) is
+// needed.
+func (b *Broker) handleAlterConfigs(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for _, rr := range req.Resources {
 		r := kmsg.NewAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.replaceConfigs(ctx, rr, req.ValidateOnly)
+		code, msg := b.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		if code == 0 {
+			code, msg = b.replaceConfigs(ctx, rr, req.ValidateOnly)
+		}
 		if code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
 		}

@@ -7,11 +7,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/controller"
 )
 
-// handleCreatePartitions raises topics' partition counts.
-func (b *Broker) handleCreatePartitions(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// handleCreatePartitions raises topics' partition counts. Alter on the
+// topic is needed (TOPIC_AUTHORIZATION_FAILED).
+func (b *Broker) handleCreatePartitions(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	counts := map[string]int{}
@@ -22,7 +24,9 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, _ *requestContext, 
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		code, msg := kerr.InvalidRequest.Code, "duplicate topic name in request"
-		if counts[rt.Topic] == 1 {
+		if !b.authorizedTopic(rc, auth.OpAlter, rt.Topic) {
+			code, msg = kerr.TopicAuthorizationFailed.Code, "not authorized to alter the topic"
+		} else if counts[rt.Topic] == 1 {
 			code, msg = b.createPartitions(ctx, rt, req.ValidateOnly)
 		}
 		if code != 0 {

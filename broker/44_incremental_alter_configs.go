@@ -10,18 +10,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/metadata"
 )
 
 // handleIncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT to topic
-// overrides (or only validates them).
-func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// overrides (or only validates them). AlterConfigs on the topic
+// (TOPIC_AUTHORIZATION_FAILED) or Cluster (CLUSTER_AUTHORIZATION_FAILED) is
+// needed.
+func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, rr := range req.Resources {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.incrementalAlter(ctx, rr, req.ValidateOnly)
+		code, msg := b.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		if code == 0 {
+			code, msg = b.incrementalAlter(ctx, rr, req.ValidateOnly)
+		}
 		if code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
 		}

@@ -3,20 +3,32 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 )
 
 // OffsetDelete: v0. Offsets of topics a live consumer group subscribes to
 // get GROUP_SUBSCRIBED_TO_TOPIC; a live group of another protocol type,
-// NON_EMPTY_GROUP.
+// NON_EMPTY_GROUP. Delete on the group is needed (top-level
+// GROUP_AUTHORIZATION_FAILED), and Read on each topic
+// (TOPIC_AUTHORIZATION_FAILED for its partitions, which are kept).
 
-func (b *Broker) handleOffsetDelete(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleOffsetDelete(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if !b.authorizedGroup(rc, auth.OpDelete, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	var tps []group.TopicPartition
-	for _, rt := range req.Topics {
+	allowed := make([]bool, len(req.Topics))
+	for ti, rt := range req.Topics {
+		if allowed[ti] = b.authorizedTopic(rc, auth.OpRead, rt.Topic); !allowed[ti] {
+			continue
+		}
 		for _, rp := range rt.Partitions {
 			tps = append(tps, group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
 		}
@@ -27,13 +39,16 @@ func (b *Broker) handleOffsetDelete(_ context.Context, _ *requestContext, kreq k
 		return resp, nil
 	}
 	i := 0
-	for _, rt := range req.Topics {
+	for ti, rt := range req.Topics {
 		st := kmsg.NewOffsetDeleteResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, codes[i]
-			i++
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+			if allowed[ti] {
+				sp.ErrorCode = codes[i]
+				i++
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -12,8 +12,9 @@ import (
 const endpointTypeBrokers = 1
 
 // handleDescribeCluster reports the cluster id, the elected controller and
-// the live brokers.
-func (b *Broker) handleDescribeCluster(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// the live brokers. No authorization is needed, as Kafka; the Cluster's
+// authorized_operations are computed when asked for.
+func (b *Broker) handleDescribeCluster(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = req.EndpointType
@@ -25,6 +26,9 @@ func (b *Broker) handleDescribeCluster(_ context.Context, _ *requestContext, kre
 	resp.ClusterID = b.clusterID
 	resp.ControllerID = b.controllerID()
 	resp.ClusterAuthorizedOperations = authorizedOperationsUnknown
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOperations(rc)
+	}
 	for _, info := range b.brokers() {
 		br := kmsg.NewDescribeClusterResponseBroker()
 		br.NodeID, br.Host, br.Port = info.NodeID, info.Host, info.Port

@@ -4,24 +4,31 @@ import (
 	"context"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/hotlog"
 )
 
 // DescribeProducers: v0. For each partition this broker leads, the
 // producers its log knows (hotlog.(*Log).Producers), by producer id;
-// NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION otherwise.
-func (b *Broker) handleDescribeProducers(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION otherwise. Read on
+// the topic is needed (TOPIC_AUTHORIZATION_FAILED otherwise), as Kafka.
+func (b *Broker) handleDescribeProducers(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
+		allowed := b.authorizedTopic(rc, auth.OpRead, rt.Topic)
 		for _, idx := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = idx
 			p, code := b.lookupPartition(rt.Topic, idx)
+			if !allowed {
+				p, code = nil, kerr.TopicAuthorizationFailed.Code
+			}
 			if code != 0 {
 				sp.ErrorCode = code
 				st.Partitions = append(st.Partitions, sp)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/txn"
 )
 
@@ -18,7 +19,8 @@ import (
 // transactions started at least that long ago, as Kafka, and (v2) a
 // regular expression the whole id must match (Go's RE2 syntax, close to
 // Java's for the usual patterns); a bad one is INVALID_REGULAR_EXPRESSION.
-func (b *Broker) handleListTransactions(_ context.Context, _ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// Only ids the principal may Describe are listed.
+func (b *Broker) handleListTransactions(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	var states []txn.State
@@ -52,6 +54,8 @@ func (b *Broker) handleListTransactions(_ context.Context, _ *requestContext, kr
 		case pattern != nil && !pattern.MatchString(m.ID):
 			return false
 		case req.Version >= 1 && req.DurationFilterMillis >= 0 && (m.StartMs < 0 || now-m.StartMs < req.DurationFilterMillis):
+			return false
+		case !b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceTransactionalID, m.ID):
 			return false
 		}
 		return true

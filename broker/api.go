@@ -5,6 +5,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -117,7 +118,40 @@ type Config struct {
 	// with auto.leader.rebalance.enable): how often the controller moves
 	// leadership back to preferred replicas. Default 5m; negative: never.
 	LeaderRebalanceInterval time.Duration
-	Logger                  *slog.Logger
+	// Security and hardening (issue 9; listeners.go, sasl.go, connlimits.go).
+	//
+	// Listeners are the named listeners (Kafka's listeners,
+	// advertised.listeners and listener.security.protocol.map; see
+	// ParseListeners). Empty: one PLAINTEXT listener named "PLAINTEXT"
+	// on Listen, advertised as Advertise.
+	Listeners []ListenerConfig
+	// InterBrokerListener (inter.broker.listener.name) names the listener
+	// peers connect to for replication and transaction markers. Default:
+	// the first listener.
+	InterBrokerListener string
+	// InterBrokerTLS is the client TLS configuration for an SSL or
+	// SASL_SSL inter-broker listener (CAs, and a certificate for mTLS).
+	// nil: the system roots, no client certificate.
+	InterBrokerTLS *tls.Config
+	// InterBrokerSASL is this broker's identity on a SASL inter-broker
+	// listener.
+	InterBrokerSASL InterBrokerSASL
+	// SuperUsers (super.users) are principals allowed everything.
+	SuperUsers []string
+	// Authorizer turns ACL authorization on (authorizer.class.name set):
+	// requests are denied unless an ACL allows them.
+	Authorizer bool
+	// MaxConnections (max.connections) bounds the open client connections
+	// of the broker, MaxConnectionsPerIP (max.connections.per.ip) those
+	// from one IP address; more are closed at accept. 0: unbounded. A
+	// separate inter-broker listener is exempt from MaxConnections.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	// QueuedMaxRequestBytes (queued.max.request.bytes) bounds the bytes of
+	// requests read and not yet handled, across all connections; readers
+	// wait for room. 0 or negative: unbounded.
+	QueuedMaxRequestBytes int64
+	Logger                *slog.Logger
 }
 
 const (
@@ -209,7 +243,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: advertise: %v", ErrInvalidConfig, err)
 		}
 	}
-	return nil
+	if c.MaxConnections < 0 || c.MaxConnectionsPerIP < 0 {
+		return fmt.Errorf("%w: negative connection limit", ErrInvalidConfig)
+	}
+	return c.validateListeners()
 }
 
 // Broker is one Kafka-protocol server over its local logs and the cluster metadata.
@@ -219,8 +256,9 @@ type Broker struct {
 	log   *slog.Logger
 	apis  apiTable
 
-	// Set by Start, read-only afterwards.
+	// Set by Start, read-only afterwards. ln is the first listener's.
 	ln         net.Listener
+	listeners  []*listener
 	clusterID  string
 	advertised metadata.BrokerInfo
 
@@ -243,8 +281,12 @@ type Broker struct {
 		mu      sync.Mutex
 		set     map[*conn]struct{}
 		closing bool
+		counts  connCounts     // the connection limits' accounting
 		wg      sync.WaitGroup // one per serving connection
 	}
+	// queued bounds the bytes of requests read and not yet handled
+	// (QueuedMaxRequestBytes). Set by New.
+	queued *byteBudget
 
 	parts    partitionManager
 	liveBrks liveBrokers
@@ -284,6 +326,11 @@ type Broker struct {
 
 	// metrics are the request and topic counters (metrics.go; atomics).
 	metrics brokerMetrics
+	// quotas are the client quotas and their rates (quotas.go; zero
+	// value ready).
+	quotas quotaState
+	// authz is the ACL snapshot (authz.go).
+	authz authzState
 
 	startOnce, shutdownOnce sync.Once
 }
@@ -318,6 +365,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	}
 	b.apis = newAPITable(b)
 	b.conns.set = map[*conn]struct{}{}
+	b.queued = newByteBudget(cfg.QueuedMaxRequestBytes)
 	b.parts.init()
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
@@ -333,13 +381,13 @@ func (b *Broker) Start(ctx context.Context) error {
 }
 
 func (b *Broker) start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", b.cfg.Listen)
+	listeners, err := b.openListeners()
 	if err != nil {
-		return fmt.Errorf("broker: listen: %w", err)
+		return err
 	}
-	b.ln = ln
+	b.listeners, b.ln = listeners, listeners[0].ln
 	if err := b.startBackground(ctx); err != nil {
-		_ = ln.Close()
+		closeListeners(listeners)
 		b.groups.Close()
 		b.closeTxns()
 		b.lifetimeCancel()
@@ -347,10 +395,15 @@ func (b *Broker) start(ctx context.Context) error {
 		b.parts.closeAll(b.log)
 		return err
 	}
-	b.loops.Add(1)
-	go b.acceptLoop(ln)
-	b.log.Info("broker started", "listen", ln.Addr().String(), "advertise",
-		net.JoinHostPort(b.advertised.Host, strconv.Itoa(int(b.advertised.Port))), "cluster_id", b.clusterID)
+	for _, l := range listeners {
+		b.loops.Add(1)
+		go b.acceptLoop(l)
+		b.log.Info("listening", "listener", l.cfg.Name, "security", l.cfg.Security, "addr", l.ln.Addr().String(),
+			"advertise", l.endpoint)
+	}
+	b.log.Info("broker started", "listen", b.ln.Addr().String(), "advertise",
+		net.JoinHostPort(b.advertised.Host, strconv.Itoa(int(b.advertised.Port))), "cluster_id", b.clusterID,
+		"inter_broker_listener", b.cfg.interBrokerListener())
 	return nil
 }
 
@@ -362,11 +415,14 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		return fmt.Errorf("broker: cluster id: %w", err)
 	}
 	b.clusterID = id
-	if b.advertised, err = b.advertisedInfo(); err != nil {
+	if b.advertised, err = b.registrationInfo(); err != nil {
 		return err
 	}
 	if err := b.startPartitions(ctx); err != nil {
 		return err
+	}
+	if err := b.startAuthorizer(ctx); err != nil {
+		return fmt.Errorf("broker: loading ACLs: %w", err)
 	}
 	b.groups.Start()
 	b.txns.Start()
@@ -480,9 +536,7 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	if b.ctrl != nil {
 		_ = b.ctrl.Close()
 	}
-	if b.ln != nil {
-		_ = b.ln.Close()
-	}
+	closeListeners(b.listeners)
 	// Resigning the groups first answers joins and syncs that wait for a
 	// rebalance (NOT_COORDINATOR: clients find the coordinator again), so
 	// they do not hold up the drain.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -52,25 +51,6 @@ func (b *Broker) brokers() []metadata.BrokerInfo {
 
 func (b *Broker) isLive(node int32) bool {
 	return slices.ContainsFunc(b.brokers(), func(i metadata.BrokerInfo) bool { return i.NodeID == node })
-}
-
-// advertisedInfo is this broker's registration: Config.Advertise, or the
-// bound address (with the host name when bound to every interface).
-func (b *Broker) advertisedInfo() (metadata.BrokerInfo, error) {
-	addr := b.cfg.Advertise
-	if addr == "" {
-		addr = b.ln.Addr().String()
-	}
-	host, port, err := parseHostPort(addr)
-	if err != nil {
-		return metadata.BrokerInfo{}, fmt.Errorf("broker: advertise %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		if host, err = os.Hostname(); err != nil {
-			return metadata.BrokerInfo{}, fmt.Errorf("broker: host name: %w", err)
-		}
-	}
-	return metadata.BrokerInfo{NodeID: b.cfg.NodeID, Host: host, Port: port, Rack: b.cfg.Rack}, nil
 }
 
 func parseHostPort(s string) (string, int32, error) {

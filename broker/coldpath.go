@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/fetch"
@@ -57,7 +58,8 @@ func (b *Broker) fetchPartition(p *partition) fetch.Partition {
 	if b.cold == nil {
 		return fetchSource{p}
 	}
-	return coldSource{fetchSource: fetchSource{p}, cold: b.cold}
+	return coldSource{fetchSource: fetchSource{p}, cold: b.cold, quotas: &b.quotas,
+		clientBudget: float64(b.cfg.Cold.ClientBytesPerSecond)}
 }
 
 // coldSource is a fetchSource whose offsets below the local log start come
@@ -65,6 +67,51 @@ func (b *Broker) fetchPartition(p *partition) fetch.Partition {
 type coldSource struct {
 	fetchSource
 	cold *tier.ColdReader
+	// quotas measures the per-client cold-read budget, clientBudget bytes
+	// per second (0: off; quotas.go).
+	quotas       *quotaState
+	clientBudget float64
+}
+
+// coldBudgetKey is the context key of a client fetch's *coldBudgetUse,
+// set by withQuotas when the cold-read budget is on.
+type coldBudgetKey struct{}
+
+// coldBudgetUse carries one client fetch's cold-read budget into its cold
+// reads, which run on their own goroutines: throttleMs is the largest
+// throttle any of them met, copied into the response by withQuotas.
+type coldBudgetUse struct {
+	key        sensorKey
+	throttleMs atomic.Int32
+}
+
+func (u *coldBudgetUse) raise(ms int32) {
+	for {
+		old := u.throttleMs.Load()
+		if ms <= old || u.throttleMs.CompareAndSwap(old, ms) {
+			return
+		}
+	}
+}
+
+// readColdBudgeted is the budget around one cold read: a client over its
+// budget gets no cold bytes now (the fetch answers without them, with
+// throttle_time_ms set, and the client backs off); what is served is
+// counted against the budget.
+func (s coldSource) readColdBudgeted(ctx context.Context, read func() ([]byte, error)) ([]byte, error) {
+	use, _ := ctx.Value(coldBudgetKey{}).(*coldBudgetUse)
+	if use == nil || s.clientBudget <= 0 {
+		return read()
+	}
+	if ms := s.quotas.throttleOf(use.key, s.clientBudget); ms > 0 {
+		use.raise(ms)
+		return []byte{}, nil
+	}
+	data, err := read()
+	if len(data) > 0 {
+		use.raise(s.quotas.record(use.key, s.clientBudget, float64(len(data))))
+	}
+	return data, err
 }
 
 var _ fetch.ColdPartition = coldSource{}
@@ -78,6 +125,10 @@ func (s coldSource) IsCold(offset int64) bool { return offset < s.p.localLogStar
 // hotlog.ErrStorage, which the broker answers KAFKA_STORAGE_ERROR: the
 // client retries, and damaged bytes are never served.
 func (s coldSource) ReadCold(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, error) {
+	return s.readColdBudgeted(ctx, func() ([]byte, error) { return s.readCold(ctx, offset, maxBytes, upTo) })
+}
+
+func (s coldSource) readCold(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	p := s.p
 	for hop := 0; hop < maxColdHops; hop++ {
 		e, ok := p.manifest.Find(p.topicID, p.index, offset)

@@ -3,26 +3,40 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // aLongTimeAgo is a read deadline in the past: it unblocks a pending Read.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// conn is one client connection. The reader goroutine (readLoop) owns br and
-// lastProduce; the writer goroutine (writeLoop) owns writes to nc. Each slot
-// is written by exactly one handler goroutine before it closes slot.done.
+// conn is one client connection. The reader goroutine (readLoop) owns br,
+// auth and lastProduce; the writer goroutine (writeLoop) owns writes to nc.
+// Each slot is written by exactly one goroutine (a handler, or the reader
+// for SASL requests) before it closes slot.done.
 type conn struct {
-	b      *Broker
+	b *Broker
+	// raw is the accepted socket: closing it or setting its read deadline
+	// works from any goroutine. nc is what requests are read from and
+	// responses written to: raw, or the TLS connection over it (set by
+	// serve before the loops start).
+	raw    net.Conn
 	nc     net.Conn
 	br     *bufio.Reader
+	l      ListenerConfig
+	host   string // the peer's IP address
 	log    *slog.Logger
 	queue  chan *slot // request order; capacity bounds requests in flight
 	ctx    context.Context
@@ -30,6 +44,11 @@ type conn struct {
 	// lastProduce is closed when the newest Produce so far releases its
 	// turn; the next Produce waits on it (reader-owned).
 	lastProduce chan struct{}
+	// auth is the connection's identity (reader-owned; sasl.go).
+	auth connAuth
+	// mutedUntil (unix nanoseconds) is when the reader may serve the next
+	// request after a throttled response (written by the writer).
+	mutedUntil atomic.Int64
 }
 
 // slot is one request's place in the response order.
@@ -37,26 +56,38 @@ type slot struct {
 	done chan struct{}
 	// frame is the encoded response; nil for requests without a response.
 	frame []byte
-	// closeAfter: close the connection when the writer reaches this slot.
+	// closeAfter: close the connection once the writer reached this slot
+	// (after writing frame, if any).
 	closeAfter bool
+	// throttleMs mutes the connection's reader after the frame is written.
+	throttleMs int32
 }
 
-func newConn(b *Broker, nc net.Conn, parent context.Context) *conn {
+func newConn(b *Broker, nc net.Conn, l ListenerConfig, parent context.Context) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{
 		b:      b,
+		raw:    nc,
 		nc:     nc,
-		br:     bufio.NewReaderSize(nc, 64<<10),
-		log:    b.log.With("remote", nc.RemoteAddr().String()),
+		l:      l,
+		host:   remoteHost(nc),
+		log:    b.log.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 		queue:  make(chan *slot, b.cfg.MaxInFlightRequests),
 		ctx:    ctx,
 		cancel: cancel,
+		auth:   connAuth{principal: anonymousPrincipal, authenticated: !l.Security.usesSASL()},
 	}
 }
 
 // serve runs the connection until it closes; it returns once both loops
 // have ended and the socket is closed.
 func (c *conn) serve() {
+	if err := c.handshake(); err != nil {
+		c.log.Info("closing connection: TLS handshake failed", "err", err)
+		c.close()
+		return
+	}
+	c.br = bufio.NewReaderSize(c.nc, 64<<10)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -66,34 +97,115 @@ func (c *conn) serve() {
 	<-done
 }
 
+// tlsHandshakeTimeout bounds a client's TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// handshake runs the TLS handshake of SSL and SASL_SSL listeners. On an
+// SSL listener a verified client certificate makes the principal
+// "User:" + its subject (Kafka's default principal builder).
+func (c *conn) handshake() error {
+	if !c.l.Security.usesTLS() {
+		return nil
+	}
+	tc := tls.Server(c.raw, c.l.TLS)
+	ctx, cancel := context.WithTimeout(c.ctx, tlsHandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return err
+	}
+	c.nc = tc
+	certs := tc.ConnectionState().PeerCertificates
+	if c.l.Security == SSL && len(certs) > 0 && c.l.TLS.ClientAuth >= tls.VerifyClientCertIfGiven {
+		c.setPrincipal("User:"+certs[0].Subject.String(), "mTLS")
+	}
+	return nil
+}
+
 // readLoop reads, decodes and dispatches requests until the peer goes away,
 // a request is invalid, or the broker stops reading (read deadline).
 func (c *conn) readLoop() {
 	defer close(c.queue)
 	for {
-		frame, err := readFrame(c.br, c.b.cfg.SocketRequestMaxBytes)
+		if c.auth.rawTokens && !c.auth.authenticated {
+			if !c.serveRawToken() {
+				return
+			}
+			continue
+		}
+		frame, reserved, err := c.readRequest()
 		if err != nil {
 			c.logReadError(err)
 			return
 		}
-		d, err := c.b.apis.decode(frame)
-		if err != nil {
-			c.log.Info("closing connection on bad request", "err", err)
+		c.waitUnmuted()
+		if !c.serveFrame(frame, reserved) {
 			return
 		}
-		s := &slot{done: make(chan struct{})}
-		select {
-		case c.queue <- s:
-		case <-c.ctx.Done():
-			return
-		}
-		c.dispatch(d, s)
 	}
+}
+
+// readRequest reads one frame once the broker's queued-bytes budget has
+// room for it; the caller releases reserved when the request is handled.
+func (c *conn) readRequest() (frame []byte, reserved int64, err error) {
+	head, err := c.br.Peek(4)
+	if err != nil {
+		return nil, 0, err
+	}
+	maxBytes := c.b.cfg.SocketRequestMaxBytes
+	if !c.auth.authenticated {
+		maxBytes = min(maxBytes, preAuthMaxRequestBytes)
+	}
+	// Out-of-range sizes reserve nothing: readFrame rejects them unread.
+	if size := int32(binary.BigEndian.Uint32(head)); size >= minRequestHeaderBytes && size <= maxBytes {
+		charge := int64(size) * decodeAmplification // see decodeWithinBudget
+		if !c.b.queued.acquire(c.ctx, charge) {
+			return nil, 0, c.ctx.Err()
+		}
+		reserved = charge
+	}
+	frame, err = readFrame(c.br, maxBytes)
+	if err != nil {
+		c.b.queued.release(reserved)
+		return nil, 0, err
+	}
+	return frame, reserved, nil
+}
+
+// serveFrame decodes one request and starts serving it; false closes the
+// connection. It owns reserved until it hands it to the handler.
+func (c *conn) serveFrame(frame []byte, reserved int64) bool {
+	d, reserved, err := c.decodeWithinBudget(frame, reserved)
+	if err != nil {
+		c.b.queued.release(reserved)
+		c.log.Info("closing connection on bad request", "err", err)
+		return false
+	}
+	if !c.auth.authenticated && !preAuthAllowed(d.hdr.apiKey) {
+		c.b.queued.release(reserved)
+		c.log.Info("closing connection: request before SASL authentication", "api_key", d.hdr.apiKey)
+		return false
+	}
+	s := &slot{done: make(chan struct{})}
+	select {
+	case c.queue <- s:
+	case <-c.ctx.Done():
+		c.b.queued.release(reserved)
+		return false
+	}
+	if d.req != nil && (d.hdr.apiKey == saslHandshakeKey || d.hdr.apiKey == saslAuthenticateKey) {
+		closeAfter := c.serveSASL(d, s)
+		c.b.queued.release(reserved)
+		close(s.done)
+		return !closeAfter
+	}
+	c.dispatch(d, s, reserved)
+	return true
 }
 
 func (c *conn) logReadError(err error) {
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, context.Canceled):
 	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrFrameTooSmall):
 		c.log.Warn("closing connection on bad frame", "err", err)
 	default:
@@ -103,10 +215,11 @@ func (c *conn) logReadError(err error) {
 
 // dispatch starts the request's handler. Produce requests are chained so
 // that each starts only after the previous one of this connection released
-// its turn.
-func (c *conn) dispatch(d decodedRequest, s *slot) {
+// its turn. The handler releases reserved queued bytes when it ends.
+func (c *conn) dispatch(d decodedRequest, s *slot, reserved int64) {
 	if d.req == nil { // unsupported ApiVersions version: answer v0
 		s.frame = appendResponseFrame(nil, d.hdr.correlationID, c.b.apiVersionsFallback())
+		c.b.queued.release(reserved)
 		close(s.done)
 		return
 	}
@@ -116,8 +229,9 @@ func (c *conn) dispatch(d decodedRequest, s *slot) {
 		correlationID: d.hdr.correlationID,
 		apiKey:        d.hdr.apiKey,
 		version:       d.hdr.version,
-		principal:     anonymousPrincipal,
-		host:          remoteHost(c.nc),
+		principal:     c.auth.principal,
+		host:          c.host,
+		listener:      c.l.Name,
 	}
 	var prev chan struct{}
 	if d.hdr.apiKey == produceKey {
@@ -127,13 +241,14 @@ func (c *conn) dispatch(d decodedRequest, s *slot) {
 		rc.orderRelease = sync.OnceFunc(func() { close(mine) })
 	}
 	c.b.inflight.Add(1)
-	go c.run(d, s, rc, prev)
+	go c.run(d, s, rc, prev, reserved)
 }
 
 // run executes one handler and fills its slot. A panic is recovered and
 // closes this connection only.
-func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan struct{}) {
+func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan struct{}, reserved int64) {
 	defer c.b.inflight.Done()
+	defer c.b.queued.release(reserved)
 	defer c.requestDone(d.hdr.apiKey, time.Now(), s)
 	defer close(s.done)
 	defer rc.releaseOrder()
@@ -163,6 +278,8 @@ func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan stru
 	}
 	resp.SetVersion(d.req.GetVersion())
 	c.b.applyThrottle(rc, resp)
+	c.b.rewriteEndpoints(rc.listener, resp)
+	s.throttleMs = rc.throttleMs
 	s.frame = appendResponseFrame(make([]byte, 0, responseSizeHint(resp)), d.hdr.correlationID, resp)
 }
 
@@ -185,14 +302,14 @@ func (c *conn) writeLoop() {
 		case <-c.ctx.Done():
 			return
 		}
+		if s.frame != nil {
+			if _, err := c.nc.Write(s.frame); err != nil {
+				c.log.Debug("connection write failed", "err", err)
+				return
+			}
+			c.mute(s.throttleMs)
+		}
 		if s.closeAfter {
-			return
-		}
-		if s.frame == nil {
-			continue
-		}
-		if _, err := c.nc.Write(s.frame); err != nil {
-			c.log.Debug("connection write failed", "err", err)
 			return
 		}
 	}
@@ -202,13 +319,13 @@ func (c *conn) writeLoop() {
 // blocked in Read or on a full queue returns.
 func (c *conn) close() {
 	c.cancel()
-	_ = c.nc.Close()
+	_ = c.raw.Close()
 }
 
 // stopReading makes the reader return at its next read, so the writer can
 // drain the requests already in flight (graceful shutdown).
 func (c *conn) stopReading() {
-	_ = c.nc.SetReadDeadline(aLongTimeAgo)
+	_ = c.raw.SetReadDeadline(aLongTimeAgo)
 }
 
 // remoteHost is the IP address of the connection's peer (its host for
@@ -219,4 +336,42 @@ func remoteHost(nc net.Conn) string {
 		return host
 	}
 	return addr
+}
+
+// decodeAmplification bounds how much memory decoding a frame may take,
+// per frame byte: a request of many tiny array elements (a Produce naming
+// a million empty topics) decodes to tens of times its size. readRequest
+// charges the queued budget that much per frame, so concurrent decodes
+// stay within queued.max.request.bytes (one frame larger than the whole
+// budget still passes alone).
+const decodeAmplification = 64
+
+// maxProducePartitions bounds the partitions one Produce may name (clients
+// send one entry per partition they have records for).
+const maxProducePartitions = 100_000
+
+// decodeWithinBudget decodes frame under readRequest's amplified charge. A
+// Produce (whose records stay in the frame's bytes) then goes back to a
+// charge of its frame size; other requests, small in practice, keep the
+// amplified charge until handled. Returns what the caller holds now.
+func (c *conn) decodeWithinBudget(frame []byte, reserved int64) (decodedRequest, int64, error) {
+	d, err := c.b.apis.decode(frame)
+	if err != nil {
+		return d, reserved, err
+	}
+	if req, ok := d.req.(*kmsg.ProduceRequest); ok {
+		n := len(req.Topics)
+		for i := range req.Topics {
+			n += len(req.Topics[i].Partitions)
+		}
+		if n > maxProducePartitions {
+			return d, reserved, fmt.Errorf("%w: produce naming %d topics and partitions (at most %d)",
+				ErrMalformedBody, n, maxProducePartitions)
+		}
+		if keep := int64(len(frame)) + 4; reserved > keep {
+			c.b.queued.release(reserved - keep)
+			reserved = keep
+		}
+	}
+	return d, reserved, nil
 }

@@ -164,7 +164,7 @@ func newFetcherManager(b *Broker) *fetcherManager {
 		withReplica:       b.withReplica,
 		address:           b.peerAddress,
 		dial: func(node int32, addr string) (peerClient, error) {
-			return dialPeer(b.cfg.NodeID, addr)
+			return b.dialPeer(b.cfg.NodeID, addr)
 		},
 		producerSnapshot: b.tieredProducerSnapshot,
 	}

@@ -38,6 +38,7 @@ func seedRequests() [][]byte {
 		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("compact")}}}}
 	reqs = append(reqs, av, md, ct, dc, pr, fe, ia, kmsg.NewPtrDescribeClusterRequest(), kmsg.NewPtrInitProducerIDRequest())
 	reqs = append(reqs, groupSeedRequests()...)
+	reqs = append(reqs, securitySeedRequests()...)
 	var out [][]byte
 	for i, r := range reqs {
 		out = append(out, kmsg.NewRequestFormatter(kmsg.FormatterClientID("seed")).AppendRequest(nil, r, int32(i)))

@@ -2,14 +2,19 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/strata-log/strata/auth"
 )
 
 // peerClient sends requests to one peer broker. kgoPeer is the real one;
@@ -30,21 +35,26 @@ type kgoPeer struct {
 var _ peerClient = (*kgoPeer)(nil)
 
 // dialPeer makes the client for the peer at addr (it connects lazily).
-func dialPeer(nodeID int32, addr string) (peerClient, error) {
-	return dialPeerWithOverhead(nodeID, addr, peerRequestOverhead)
+func (b *Broker) dialPeer(nodeID int32, addr string) (peerClient, error) {
+	return b.dialPeerWithOverhead(nodeID, addr, peerRequestOverhead)
 }
 
 // dialPeerWithOverhead is dialPeer for requests the peer may hold longer
 // (WriteTxnMarkers waits for the HW up to markerAckTimeout): overhead
 // bounds the wait for each answer beyond the request's own timeout.
-func dialPeerWithOverhead(nodeID int32, addr string, overhead time.Duration) (peerClient, error) {
-	cl, err := kgo.NewClient(
+func (b *Broker) dialPeerWithOverhead(nodeID int32, addr string, overhead time.Duration) (peerClient, error) {
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(addr),
-		kgo.ClientID("strata-replica-fetcher-"+strconv.Itoa(int(nodeID))),
+		kgo.ClientID("strata-replica-fetcher-" + strconv.Itoa(int(nodeID))),
 		kgo.BrokerMaxReadBytes(replicaMaxResponseBytes),
 		kgo.DialTimeout(peerRequestOverhead),
 		kgo.RequestTimeoutOverhead(overhead),
-	)
+	}
+	security, err := b.peerSecurityOpts()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, security...)...)
 	if err != nil {
 		return nil, fmt.Errorf("broker: peer client for %s: %w", addr, err)
 	}
@@ -56,6 +66,46 @@ func dialPeerWithOverhead(nodeID int32, addr string, overhead time.Duration) (pe
 	return &kgoPeer{cl: cl, broker: seeds[0]}, nil
 }
 
+// peerSecurityOpts are the TLS and SASL options of the inter-broker
+// listener's protocol.
+func (b *Broker) peerSecurityOpts() ([]kgo.Opt, error) {
+	var l ListenerConfig
+	for _, lc := range b.cfg.listeners() {
+		if lc.Name == b.cfg.interBrokerListener() {
+			l = lc
+		}
+	}
+	var opts []kgo.Opt
+	if l.Security.usesTLS() {
+		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if b.cfg.InterBrokerTLS != nil {
+			tlsCfg = b.cfg.InterBrokerTLS.Clone()
+		}
+		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
+	}
+	if l.Security.usesSASL() {
+		m, err := peerSASLMechanism(b.cfg.InterBrokerSASL)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
+
+// peerSASLMechanism is franz-go's client side of cfg's mechanism.
+func peerSASLMechanism(cfg InterBrokerSASL) (sasl.Mechanism, error) {
+	switch cfg.Mechanism {
+	case auth.MechPlain:
+		return plain.Auth{User: cfg.Username, Pass: cfg.Password}.AsMechanism(), nil
+	case auth.MechScramSHA256:
+		return scram.Auth{User: cfg.Username, Pass: cfg.Password}.AsSha256Mechanism(), nil
+	case auth.MechScramSHA512, "":
+		return scram.Auth{User: cfg.Username, Pass: cfg.Password}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("%w: inter-broker SASL mechanism %q", ErrInvalidConfig, cfg.Mechanism)
+}
+
 func (k *kgoPeer) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	return k.broker.Request(ctx, req)
 }
@@ -63,14 +113,15 @@ func (k *kgoPeer) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 func (k *kgoPeer) Close() { k.cl.Close() }
 
 // peerAddress is where node listens for replication: the PeerAddresses
-// override, else its registration; "" while unknown.
+// override, else its registered inter-broker listener endpoint; "" while
+// unknown.
 func (b *Broker) peerAddress(node int32) string {
 	if addr := b.cfg.PeerAddresses[node]; addr != "" {
 		return addr
 	}
 	for _, info := range b.brokers() {
 		if info.NodeID == node {
-			return net.JoinHostPort(info.Host, strconv.Itoa(int(info.Port)))
+			return endpointOn(info, b.cfg.interBrokerListener())
 		}
 	}
 	return ""

@@ -47,6 +47,7 @@ func newAPITable(b *Broker) apiTable {
 		20: b.handleDeleteTopics, 22: b.handleInitProducerID, 32: b.handleDescribeConfigs,
 		33: b.handleAlterConfigs, 37: b.handleCreatePartitions,
 		44: b.handleIncrementalAlterConfigs, 60: b.handleDescribeCluster,
+		saslHandshakeKey: b.handleSASLUnreachable, saslAuthenticateKey: b.handleSASLUnreachable,
 	}
 	for key, h := range groupHandlers(b) {
 		handlers[key] = h
@@ -54,8 +55,15 @@ func newAPITable(b *Broker) apiTable {
 	for key, h := range txnHandlers(b) {
 		handlers[key] = h
 	}
+	for key, h := range authzHandlers(b) {
+		handlers[key] = h
+	}
+	for key, h := range quotaHandlers(b) {
+		handlers[key] = h
+	}
+	b.wrapQuotaHandlers(handlers) // client quotas (quotas.go)
 	t := apiTable{}
-	for _, versions := range []map[int16][2]int16{dataPathVersions, adminVersions, groupVersions, txnVersions} {
+	for _, versions := range []map[int16][2]int16{dataPathVersions, adminVersions, groupVersions, txnVersions, saslVersions, authzVersions, quotaVersions} {
 		for key, v := range versions {
 			h, ok := handlers[key]
 			if !ok {
@@ -124,36 +132,43 @@ func (t apiTable) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	return keys
 }
 
-// acceptLoop accepts connections until the listener closes.
-func (b *Broker) acceptLoop(ln net.Listener) {
+// acceptLoop accepts connections of one listener until it closes.
+func (b *Broker) acceptLoop(l *listener) {
 	defer b.loops.Done()
 	var backoff time.Duration
 	for {
-		nc, err := ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			// Temporary failures (EMFILE...): back off instead of spinning.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			b.log.Warn("accept failed", "err", err, "backoff", backoff)
+			b.log.Warn("accept failed", "listener", l.cfg.Name, "err", err, "backoff", backoff)
 			time.Sleep(backoff)
 			continue
 		}
 		backoff = 0
-		b.startConn(nc)
+		b.startConn(nc, l.cfg)
 	}
 }
 
-// startConn registers and serves a connection, unless shutdown has begun.
-func (b *Broker) startConn(nc net.Conn) {
+// startConn registers and serves a connection, unless shutdown has begun
+// or the connection limits are reached (it is closed at once then).
+func (b *Broker) startConn(nc net.Conn, l ListenerConfig) {
+	host := remoteHost(nc)
 	b.conns.mu.Lock()
 	defer b.conns.mu.Unlock()
 	if b.conns.closing {
 		_ = nc.Close()
 		return
 	}
-	c := newConn(b, nc, b.handlerCtx)
+	if !b.admitLocked(host, l.Name) {
+		b.log.Debug("connection refused by the connection limits", "remote", nc.RemoteAddr().String(), "listener", l.Name)
+		_ = nc.Close()
+		return
+	}
+	c := newConn(b, nc, l, b.handlerCtx)
 	b.conns.set[c] = struct{}{}
 	b.conns.wg.Add(1)
 	go func() {
@@ -161,6 +176,7 @@ func (b *Broker) startConn(nc net.Conn) {
 		c.serve()
 		b.conns.mu.Lock()
 		delete(b.conns.set, c)
+		b.releaseLocked(host)
 		b.conns.mu.Unlock()
 	}()
 }

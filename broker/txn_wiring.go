@@ -173,7 +173,7 @@ type txnPeerSet struct {
 func (s *txnPeerSet) peer(b *Broker, node int32) (peerClient, error) {
 	addr := b.peerAddress(node)
 	if node == b.cfg.NodeID && b.ln != nil && b.cfg.PeerAddresses[node] == "" {
-		addr = b.ln.Addr().String() // ourselves: the bound listener
+		addr = b.interBrokerBoundAddr() // ourselves: the bound inter-broker listener
 	}
 	if addr == "" {
 		return nil, fmt.Errorf("broker: no address known for broker %d", node)
@@ -187,7 +187,7 @@ func (s *txnPeerSet) peer(b *Broker, node int32) (peerClient, error) {
 		p.cl.Close()
 		delete(s.clients, node)
 	}
-	cl, err := dialPeerWithOverhead(node, addr, markerAckTimeout+peerRequestOverhead)
+	cl, err := b.dialPeerWithOverhead(node, addr, markerAckTimeout+peerRequestOverhead)
 	if err != nil {
 		return nil, err
 	}

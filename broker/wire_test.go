@@ -14,28 +14,46 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/metadata"
 )
 
 // newWireBroker serves the dispatch table (which edit may change) on
 // 127.0.0.1 without metadata or logs: enough for the connection machinery.
 func newWireBroker(t *testing.T, edit func(apiTable)) *Broker {
 	t.Helper()
-	cfg := Config{NodeID: 1, DataDir: t.TempDir(), SocketRequestMaxBytes: 1 << 20, MaxInFlightRequests: 8}.withDefaults()
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	b := &Broker{cfg: cfg, log: cfg.Logger}
+	return newWireBrokerConfig(t, Config{}, nil, edit)
+}
+
+// newWireBrokerConfig is newWireBroker with cfg's settings (its first
+// listener is served; the node, data dir and sizes are the test's).
+// store (may be nil) is where SASL credentials are looked up.
+func newWireBrokerConfig(t *testing.T, cfg Config, store *metadata.Store, edit func(apiTable)) *Broker {
+	t.Helper()
+	cfg.NodeID, cfg.DataDir, cfg.SocketRequestMaxBytes = 1, t.TempDir(), 1<<20
+	if cfg.MaxInFlightRequests == 0 {
+		cfg.MaxInFlightRequests = 8
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Logger == slog.Default() {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	b := &Broker{cfg: cfg, log: cfg.Logger, store: store}
 	b.apis = newAPITable(b)
 	if edit != nil {
 		edit(b.apis)
 	}
 	b.conns.set = map[*conn]struct{}{}
+	b.queued = newByteBudget(cfg.QueuedMaxRequestBytes)
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.ln = ln
+	b.listeners = []*listener{{cfg: cfg.listeners()[0], ln: ln, endpoint: ln.Addr().String()}}
 	b.loops.Add(1)
-	go b.acceptLoop(ln)
+	go b.acceptLoop(b.listeners[0])
 	t.Cleanup(func() {
 		ln.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -141,7 +159,7 @@ func TestApiVersionsListsEveryKey(t *testing.T) {
 			t.Errorf("key %d: got %v want %v", key, got[key], v)
 		}
 	}
-	if n := len(dataPathVersions) + len(adminVersions) + len(groupVersions) + len(txnVersions); len(got) != n {
+	if n := len(b.apis); len(got) != n || n < len(dataPathVersions)+len(adminVersions)+len(groupVersions)+len(txnVersions)+len(saslVersions) {
 		t.Errorf("%d keys listed, want %d", len(got), n)
 	}
 }

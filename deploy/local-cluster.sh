@@ -121,12 +121,20 @@ start_minio() {
 	MINIO_ROOT_USER=$access_key MINIO_ROOT_PASSWORD=$secret_key \
 		"$dir/mkbucket" "http://127.0.0.1:$minio_port" "$bucket" "$region" ||
 		die "could not create bucket $bucket"
+	write_credentials
 	say "MinIO on 127.0.0.1:$minio_port, bucket $bucket"
 }
 
+# write_credentials puts MinIO's keys in an AWS shared-credentials file for
+# the brokers (keys never go in the --object-store URL).
+write_credentials() {
+	(umask 077 && printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
+		"$access_key" "$secret_key" >"$dir/aws-credentials")
+}
+
 object_store_url() {
-	printf 's3://%s/local?endpoint=http://127.0.0.1:%s&region=%s&access-key=%s&secret-key=%s' \
-		"$bucket" "$minio_port" "$region" "$access_key" "$secret_key"
+	printf 's3://%s/local?endpoint=http://127.0.0.1:%s&region=%s&credentials-file=%s' \
+		"$bucket" "$minio_port" "$region" "$dir/aws-credentials"
 }
 
 start_broker() {

@@ -146,7 +146,16 @@ type BrokerInfo struct {
 	// Draining is set by SetDraining on a controlled shutdown: the
 	// controller moves leadership away and takes it out of ISRs.
 	Draining bool
+	// Endpoints are the advertised host:port of each named listener
+	// (issue 9: "PLAINTEXT", "SASL_SSL", "INTERNAL"...). Host and Port are
+	// the endpoint of the broker's first listener, for readers that know
+	// no listener names. Nil for brokers registered before listeners had
+	// names. At most MaxBrokerEndpoints entries.
+	Endpoints map[string]string
 }
+
+// MaxBrokerEndpoints bounds the named listeners of one registration.
+const MaxBrokerEndpoints = 16
 
 // Registration is a live broker registration (RegisterBroker).
 type Registration struct {

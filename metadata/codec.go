@@ -232,6 +232,8 @@ type brokerRecord struct {
 	Rack     string `json:"rack,omitempty"`
 	Epoch    int64  `json:"epoch,omitempty"`
 	Draining bool   `json:"draining,omitempty"`
+	// Endpoints: listener name -> advertised host:port (issue 9).
+	Endpoints map[string]string `json:"endpoints,omitempty"`
 }
 
 func encodeBroker(b BrokerInfo) ([]byte, error) {
@@ -257,6 +259,14 @@ func checkBroker(b BrokerInfo) error {
 	if b.NodeID < 0 || b.Port < 0 || b.Port > 65535 || b.Host == "" ||
 		len(b.Host) > maxBrokerHost || len(b.Rack) > maxBrokerHost {
 		return fmt.Errorf("metadata: invalid broker registration %+v", b)
+	}
+	if len(b.Endpoints) > MaxBrokerEndpoints {
+		return fmt.Errorf("metadata: broker %d registers %d listeners (max %d)", b.NodeID, len(b.Endpoints), MaxBrokerEndpoints)
+	}
+	for name, addr := range b.Endpoints {
+		if name == "" || len(name) > maxBrokerHost || addr == "" || len(addr) > maxBrokerHost+6 {
+			return fmt.Errorf("metadata: broker %d: invalid listener endpoint %q=%q", b.NodeID, name, addr)
+		}
 	}
 	return nil
 }

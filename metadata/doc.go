@@ -23,7 +23,9 @@
 //	P + "tier/<topicId>/<partition:05>/<baseOffset:020>"  JSON tier manifest entry (one per tiered segment)
 //	P + "tier/<topicId>/<partition:05>/log-start"         decimal int64: the partition's tiered log start
 //	P + "producer-ids/next"                   decimal int64: first producer id not yet handed out
-//	P + "scram/...", P + "acls/..."           reserved: SASL/SCRAM credentials and ACLs (later issues)
+//	P + "scram/<user>/<mechanism>"            JSON SCRAM credential (<user> path-escaped: no '/')
+//	P + "acls/<aclId>"                        JSON ACL; <aclId> = 16 hex digits of SHA-256(value)
+//	P + "quotas/<entity>"                     JSON client quotas of one entity
 //
 // <topicId> is the Kafka string form of the UUID (TopicID.String: 22
 // characters of unpadded base64url), the same form Kafka tools print.
@@ -44,7 +46,11 @@
 //
 // Broker (brokers/<nodeId>):
 //
-//	{"nodeId":1,"host":"127.0.0.1","port":9092,"rack":""}
+//	{"nodeId":1,"host":"127.0.0.1","port":9092,"rack":"",
+//	 "endpoints":{"SASL_SSL":"b1.example:9093","INTERNAL":"10.0.0.1:9094"}}
+//
+// host:port is the first listener's endpoint; endpoints (issue 9, absent
+// before) name every listener's advertised endpoint.
 //
 // Tier manifest entry (tier/<topicId>/<partition:05>/<baseOffset:020>), one
 // per segment object that was uploaded, verified and committed (DESIGN.md
@@ -69,6 +75,40 @@
 // below the object's first batch and its lastOffset at or above the
 // object's last offset; offsets in between that the object lacks were
 // removed by compaction.
+//
+// # Security records (issue 9)
+//
+// SCRAM credential (scram/<user>/<mechanism>, mechanism SCRAM-SHA-256 or
+// SCRAM-SHA-512; never a password, see package auth). []byte fields are
+// standard base64:
+//
+//	{"salt":"<b64>","iterations":8192,"storedKey":"<b64>","serverKey":"<b64>"}
+//
+// ACL (acls/<aclId>); enums are Kafka's wire codes (auth.ResourceType,
+// auth.PatternType, auth.Operation, auth.Permission):
+//
+//	{"resourceType":2,"resourceName":"orders","patternType":3,"principal":"User:alice",
+//	 "host":"*","operation":3,"permission":3}
+//
+// <aclId> is the first 8 bytes of the SHA-256 of the value, in hex: one ACL
+// has one key, so CreateACLs is idempotent (If CreateRevision == 0 Then put;
+// a key already holding the same ACL is success) and concurrent creators of
+// the same ACL cannot duplicate it. DeleteACLs deletes matches guarded by
+// ModRevision == read, so it returns exactly what it removed.
+//
+// Client quotas (quotas/<entity>): a JSON object of quota name → number,
+// 1..MaxQuotasPerEntity entries, each finite and ≥ 0:
+//
+//	{"producer_byte_rate":1048576,"request_percentage":50}
+//
+// <entity> is Kafka's client-quota entity: "user=<name>",
+// "client-id=<name>" or "user=<name>,client-id=<name>" (user first; names
+// query-escaped; "<default>" for the default user or client id, which a
+// name cannot spell since '<' is escaped). AlterQuotas is a CAS on the key's
+// ModRevision; an entity left without quotas is deleted.
+//
+// WatchSecurity signals (coalesced) after any change under scram/, acls/ or
+// quotas/; consumers re-read with ScramCredential, ACLs and Quotas.
 //
 // Every decoder validates what it reads (sizes, ids, names) and returns an
 // error wrapping ErrCorrupt instead of panicking: etcd is outside input.

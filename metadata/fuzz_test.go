@@ -56,7 +56,7 @@ func FuzzDecodeBroker(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encode %+v: %v", b, err)
 		}
-		if back, err := decodeBroker(again); err != nil || back != b {
+		if back, err := decodeBroker(again); err != nil || !reflect.DeepEqual(back, b) {
 			t.Fatalf("round trip changed %+v to %+v (%v)", b, back, err)
 		}
 	})

@@ -3,9 +3,10 @@
 # it installs what the tests need (etcd, kcat, and MinIO through
 # scripts/install-minio.sh), then runs
 #   1. go vet ./...
-#   2. go test for every package except the end-to-end suite
-#   3. the end-to-end suite (test/e2e) with embedded etcd
-#   4. the end-to-end suite again with STRATA_TEST_ETCD=external (the e2e
+#   2. every fuzz target for a bounded time (scripts/fuzz.sh)
+#   3. go test for every package except the end-to-end suite
+#   4. the end-to-end suite (test/e2e) with embedded etcd
+#   5. the end-to-end suite again with STRATA_TEST_ETCD=external (the e2e
 #      harness starts /usr/bin/etcd itself)
 # Every step runs even if an earlier one failed; the exit status is non-zero
 # if any failed. With CI=true a missing dependency is an error: the install
@@ -13,7 +14,8 @@
 #
 # Environment:
 #   STRATA_TEST_RACE=1   add -race to the unit tests (slower)
-#   STRATA_TEST_SKIP_E2E=1  run only steps 1-2 (quick local loop; never in CI)
+#   STRATA_TEST_SKIP_E2E=1  run only steps 1-3 (quick local loop; never in CI)
+#   FUZZTIME=5s          fuzzing time per fuzz target (scripts/fuzz.sh)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -113,6 +115,8 @@ main() {
 	unit_pkgs=$(go list ./... | grep -v -e '/test/e2e$' -e '/test/cluster$') || die "go list ./... failed"
 
 	step "go vet" go vet ./...
+	# Every fuzz target for a bounded time (FUZZTIME, default 5s each).
+	step "fuzz (bounded)" scripts/fuzz.sh
 	# shellcheck disable=SC2086 # word splitting of the package list is intended
 	step "unit and integration tests" go test -count=1 -timeout 600s "${race[@]}" $unit_pkgs
 

@@ -89,6 +89,12 @@ type ColdConfig struct {
 	// BytesPerSecond caps the GET byte rate of the cold path (token bucket,
 	// burst one block). 0 means unlimited.
 	BytesPerSecond int64
+	// ClientBytesPerSecond is the cold-read budget of each client (user
+	// and client id): bytes served from the bucket to one client beyond
+	// this rate throttle that client's cold reads, so one backfill cannot
+	// take the bandwidth of all. Enforced by the broker (broker/quotas.go),
+	// not by the reader. 0 means off.
+	ClientBytesPerSecond int64
 	// GetAttempts is how many times a block GET is tried when it fails with
 	// a transient error (503, timeout, truncated body). Default 3.
 	GetAttempts int
@@ -100,7 +106,7 @@ type ColdConfig struct {
 func (c ColdConfig) Validate() error {
 	switch {
 	case c.FetchSize < 0, c.CacheBytes < 0, c.IndexCacheEntries < 0, c.Workers < 0,
-		c.ReadAhead < -1, c.BytesPerSecond < 0, c.GetAttempts < 0:
+		c.ReadAhead < -1, c.BytesPerSecond < 0, c.GetAttempts < 0, c.ClientBytesPerSecond < 0:
 		return fmt.Errorf("%w: negative value in %+v", ErrInvalidColdConfig, c)
 	case c.FetchSize > 0 && c.FetchSize < minChunkSize:
 		return fmt.Errorf("%w: FetchSize %d below %d", ErrInvalidColdConfig, c.FetchSize, minChunkSize)

@@ -96,14 +96,14 @@ func TestOpenURLFile(t *testing.T) {
 }
 
 func TestS3ConfigFromURL(t *testing.T) {
-	u, _ := url.Parse("s3://bkt/some/prefix/?endpoint=http://127.0.0.1:9000&region=eu-west-1&sse=aws:kms&sse-kms-key-id=k1&part-size=8388608&concurrency=8&access-key=A&secret-key=S")
+	u, _ := url.Parse("s3://bkt/some/prefix/?endpoint=http://127.0.0.1:9000&region=eu-west-1&sse=aws:kms&sse-kms-key-id=k1&part-size=8388608&concurrency=8&credentials-file=/etc/strata/aws&profile=tier")
 	cfg, err := S3ConfigFromURL(u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Bucket != "bkt" || cfg.Prefix != "some/prefix" || cfg.Endpoint != "http://127.0.0.1:9000" || cfg.Region != "eu-west-1" ||
 		!cfg.PathStyle || cfg.SSE != "aws:kms" || cfg.SSEKMSKeyID != "k1" || cfg.PartSize != 8<<20 || cfg.Concurrency != 8 ||
-		cfg.AccessKeyID != "A" || cfg.SecretAccessKey != "S" {
+		cfg.CredentialsFile != "/etc/strata/aws" || cfg.Profile != "tier" || cfg.AccessKeyID != "" {
 		t.Fatalf("config %+v", cfg)
 	}
 	u, _ = url.Parse("s3://bkt?region=us-east-2")
@@ -116,6 +116,33 @@ func TestS3ConfigFromURL(t *testing.T) {
 	}
 	if got := Redact(mustParse("s3://b/p?secret-key=hunter2&region=r")); strings.Contains(got, "hunter2") {
 		t.Fatalf("redacted URL %q shows the secret", got)
+	}
+}
+
+// Keys in the URL are refused, and the error does not repeat them.
+func TestS3URLRefusesKeys(t *testing.T) {
+	for _, raw := range []string{
+		"s3://b/p?endpoint=http://h:1&access-key=AKIAEXAMPLE&secret-key=hunter2",
+		"s3://b/p?secret-key=hunter2",
+		"s3://AKIAEXAMPLE:hunter2@b/p",
+	} {
+		_, err := OpenURL(context.Background(), raw, nil)
+		if !errors.Is(err, ErrBadURL) || !errors.Is(err, ErrCredentialsInURL) {
+			t.Errorf("%s: %v, want ErrCredentialsInURL", Redact(mustParse(raw)), err)
+		}
+		if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "AKIAEXAMPLE")) {
+			t.Errorf("error shows the keys: %v", err)
+		}
+	}
+	for _, raw := range []string{"s3://b?sse=rot13", "s3://b?sse=AES256&sse-kms-key-id=k", "s3://b?sse-kms-key-id=k"} {
+		if _, err := S3ConfigFromURL(mustParse(raw)); !errors.Is(err, ErrBadURL) {
+			t.Errorf("%s: %v, want ErrBadURL", raw, err)
+		}
+	}
+	// A URL that does not parse is not quoted back (it may hold a secret).
+	if _, err := OpenURL(context.Background(), "s3://b/p?secret-key=hunter2&x=%zz\x7f", nil); err == nil ||
+		strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("unparsable URL error: %v", err)
 	}
 }
 

@@ -2,10 +2,10 @@ package tier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 
@@ -28,12 +28,17 @@ type Bucket struct {
 //
 //	file:///path/to/dir      (file:relative/dir is relative to the working directory)
 //	s3://bucket[/prefix][?endpoint=http://host:port][&region=R][&path-style=true|false]
-//	   [&sse=AES256|aws:kms][&sse-kms-key-id=ID][&access-key=K&secret-key=S]
+//	   [&sse=AES256|aws:kms][&sse-kms-key-id=ID][&credentials-file=PATH][&profile=P]
 //	   [&part-size=BYTES][&multipart-threshold=BYTES][&concurrency=N]
 //
-// s3 credentials come from access-key/secret-key, else the standard AWS
-// chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profiles, web identity,
-// instance roles). path-style defaults to true when an endpoint is given
+// s3 credentials come from credentials-file (an AWS shared-credentials
+// file; its profile P, default "default"), else the standard AWS chain
+// (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, web identity,
+// instance roles). Keys in the URL (access-key, secret-key) are refused
+// with ErrCredentialsInURL: URLs end up in logs, process lists and shell
+// history. sse asks for server-side encryption of every object: AES256
+// (SSE-S3) or aws:kms (SSE-KMS, with sse-kms-key-id or the account's
+// default key). path-style defaults to true when an endpoint is given
 // (MinIO), false for AWS. Errors wrap ErrBadURL.
 func OpenURL(ctx context.Context, rawURL string, logger *slog.Logger) (*Bucket, error) {
 	if logger == nil {
@@ -41,6 +46,10 @@ func OpenURL(ctx context.Context, rawURL string, logger *slog.Logger) (*Bucket, 
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error quotes the whole URL, secrets and all
+		}
 		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
 	}
 	var backend objstore.ObjectStore
@@ -94,6 +103,16 @@ func openS3URL(ctx context.Context, u *url.URL, logger *slog.Logger) (objstore.O
 	return store, nil
 }
 
+// ErrCredentialsInURL: an s3 URL carried access-key or secret-key.
+var ErrCredentialsInURL = errors.New("tier: credentials in the object-store URL are not accepted " +
+	"(use credentials-file=PATH, an AWS shared-credentials file, or the AWS chain: " +
+	"AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance roles)")
+
+// s3URLParams are the parameters an s3 URL may carry.
+var s3URLParams = map[string]bool{"endpoint": true, "region": true, "sse": true, "sse-kms-key-id": true,
+	"credentials-file": true, "profile": true, "path-style": true, "part-size": true,
+	"multipart-threshold": true, "concurrency": true}
+
 // S3ConfigFromURL parses an s3:// URL into the backend's Config.
 func S3ConfigFromURL(u *url.URL) (s3.Config, error) {
 	q := u.Query()
@@ -104,27 +123,28 @@ func S3ConfigFromURL(u *url.URL) (s3.Config, error) {
 		Region:          q.Get("region"),
 		SSE:             q.Get("sse"),
 		SSEKMSKeyID:     q.Get("sse-kms-key-id"),
-		AccessKeyID:     q.Get("access-key"),
-		SecretAccessKey: q.Get("secret-key"),
+		CredentialsFile: q.Get("credentials-file"),
+		Profile:         q.Get("profile"),
 		PathStyle:       q.Get("endpoint") != "",
 	}
-	known := map[string]bool{"endpoint": true, "region": true, "sse": true, "sse-kms-key-id": true,
-		"access-key": true, "secret-key": true, "path-style": true, "part-size": true,
-		"multipart-threshold": true, "concurrency": true}
+	if q.Has("access-key") || q.Has("secret-key") || u.User != nil {
+		return s3.Config{}, fmt.Errorf("%w: %w", ErrBadURL, ErrCredentialsInURL)
+	}
 	for k := range q {
-		if !known[k] {
+		if !s3URLParams[k] {
 			return cfg, fmt.Errorf("%w: unknown s3 URL parameter %q", ErrBadURL, k)
 		}
 	}
 	if cfg.Bucket == "" {
 		return cfg, fmt.Errorf("%w: s3 URL without bucket", ErrBadURL)
 	}
-	if cfg.AccessKeyID == "" && cfg.SecretAccessKey == "" {
-		// Also honour MinIO's own variables for local development.
-		cfg.AccessKeyID, cfg.SecretAccessKey = os.Getenv("MINIO_ROOT_USER"), os.Getenv("MINIO_ROOT_PASSWORD")
-		if os.Getenv("AWS_ACCESS_KEY_ID") != "" || cfg.AccessKeyID == "" || cfg.SecretAccessKey == "" {
-			cfg.AccessKeyID, cfg.SecretAccessKey = "", "" // the standard chain wins
-		}
+	switch cfg.SSE {
+	case "", "AES256", "aws:kms":
+	default:
+		return cfg, fmt.Errorf("%w: sse=%q (want AES256 or aws:kms)", ErrBadURL, cfg.SSE)
+	}
+	if cfg.SSEKMSKeyID != "" && cfg.SSE != "aws:kms" {
+		return cfg, fmt.Errorf("%w: sse-kms-key-id needs sse=aws:kms", ErrBadURL)
 	}
 	return cfg, parseS3Numbers(q, &cfg)
 }
@@ -155,12 +175,19 @@ func parseS3Numbers(q url.Values, cfg *s3.Config) error {
 	return err
 }
 
-// Redact returns u without the secret-key parameter, for logs.
+// Redact returns u without secrets (key parameters, user info), for logs.
+// OpenURL refuses such URLs; Redact still hides what a refused one carried.
 func Redact(u *url.URL) string {
 	c := *u
 	q := c.Query()
-	if q.Has("secret-key") {
-		q.Set("secret-key", "REDACTED")
+	redacted := false
+	for _, k := range []string{"secret-key", "access-key"} {
+		if q.Has(k) {
+			q.Set(k, "REDACTED")
+			redacted = true
+		}
+	}
+	if redacted {
 		c.RawQuery = q.Encode()
 	}
 	c.User = nil

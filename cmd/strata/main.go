@@ -59,9 +59,12 @@ func commands() map[string]command {
 		"bench":   {"produce|consume benchmarks", runBench},
 		"version": {"print the version", runVersion},
 		"group":   {"list|describe|reset consumer groups", runGroup},
+		"quota":   {"set|describe client quotas", runQuota},
 		"tier":    {"tiered storage status", runTier},
 		"replay":  {"print a range of a topic from the bucket, no broker needed", runReplay},
 		"restore": {"restore topics, configs and group offsets from the bucket into a running cluster", runRestore},
+		"acl":     {"create|list|delete Kafka ACLs", runACL},
+		"user":    {"create|delete|list SCRAM users", runUser},
 	}
 }
 

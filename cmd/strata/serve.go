@@ -99,6 +99,11 @@ func (s *server) start(ctx context.Context) error {
 	if s.store, err = metadata.Open(ctx, s.cfg.metadata); err != nil {
 		return fmt.Errorf("metadata: %w", err)
 	}
+	if s.cfg.saslBootstrapUsers != "" {
+		if err := bootstrapScramUsers(ctx, s.store, s.cfg.saslBootstrapUsers, s.log); err != nil {
+			return err
+		}
+	}
 	b, err := broker.New(s.cfg.broker, s.store)
 	if err != nil {
 		return err

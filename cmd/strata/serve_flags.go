@@ -51,6 +51,8 @@ type serveFlags struct {
 	coldWorkers        int
 	coldReadAhead      int
 	coldBytesPerSecond int64
+	// coldClientBytesPerSecond is the per-client cold-read budget (issue 9).
+	coldClientBytesPerSecond int64
 	// Replication (broker/replica.go, fetcher.go; controller).
 	peerAddresses                 string
 	leaseTTL                      time.Duration
@@ -71,6 +73,8 @@ type serveFlags struct {
 	cleanerIORate      int64
 	cleanerBackoff     time.Duration
 	cleanerObjectGrace time.Duration
+	// Security and transport limits (serve_security.go).
+	security securityFlags
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -82,7 +86,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cluster, "cluster", metadata.DefaultCluster, "cluster name: the etcd key prefix and the bucket prefix")
 	fs.StringVar(&f.objectStore, "object-store", "", "`URL` of the bucket: file:///path or s3://bucket/prefix?endpoint=http://host:port&region=R\n"+
 		"(default file://<data-dir>/objects). s3 URLs also take path-style, sse, sse-kms-key-id, part-size,\n"+
-		"multipart-threshold, concurrency, and access-key/secret-key (else the standard AWS chain)")
+		"multipart-threshold, concurrency, credentials-file (an AWS shared-credentials file) and profile;\n"+
+		"without credentials-file the standard AWS chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, roles)")
 	fs.StringVar(&f.durability, "durability", "fsync", "fsync (acknowledge acks=all writes after fdatasync, group-committed) or replication (page cache only, as Kafka)")
 	fs.StringVar(&f.http, "http", "127.0.0.1:9644", "`host:port` serving /metrics, /healthz and /readyz")
 	fs.StringVar(&f.rack, "rack", "", "rack id for replica placement")
@@ -109,6 +114,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.registerReplication(fs)
 	f.registerTxn(fs)
 	f.registerCleaner(fs)
+	f.security.register(fs)
 }
 
 // registerCleaner registers the log cleaner flags.
@@ -240,6 +246,8 @@ func (f *serveFlags) registerCold(fs *flag.FlagSet) {
 		"cold reader GETs in flight (its own pool, separate from the hot path)")
 	fs.IntVar(&f.coldReadAhead, "cold-read-ahead", tier.DefaultColdReadAhead,
 		"blocks fetched ahead of a sequential cold reader (0: no read-ahead)")
+	fs.Int64Var(&f.coldClientBytesPerSecond, "cold-read-client-bytes-per-second", 0,
+		"cold-read budget of each client (user and client id): bucket bytes beyond this rate throttle its cold reads (0: off)")
 	fs.Int64Var(&f.coldBytesPerSecond, "cold-bytes-per-second", 0,
 		"cap on the cold reader's GET byte rate (0: unlimited)")
 }
@@ -282,6 +290,8 @@ type serveConfig struct {
 	http           string
 	logLevel       slog.Level
 	logJSON        bool
+	// saslBootstrapUsers is the --sasl-bootstrap-users file ("": none).
+	saslBootstrapUsers string
 }
 
 // parseServe parses args and the environment into a validated config.
@@ -395,6 +405,10 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	if err := f.cleanerConfig(&cfg.broker); err != nil {
 		return cfg, err
 	}
+	if err := f.security.resolve(&cfg.broker, f.advertise); err != nil {
+		return cfg, err
+	}
+	cfg.saslBootstrapUsers = f.security.saslBootstrapUsers
 	if f.groupInitialRebalanceDelay == 0 {
 		cfg.broker.Group.InitialRebalanceDelay = -1 // 0 means "default" in group.Config
 	}
@@ -427,6 +441,8 @@ func (f *serveFlags) coldConfig() (tier.ColdConfig, error) {
 		return tier.ColdConfig{}, usageErrorf("--cold-workers %d: want > 0", f.coldWorkers)
 	case f.coldReadAhead < 0:
 		return tier.ColdConfig{}, usageErrorf("--cold-read-ahead %d: want ≥ 0", f.coldReadAhead)
+	case f.coldClientBytesPerSecond < 0:
+		return tier.ColdConfig{}, usageErrorf("--cold-read-client-bytes-per-second %d: want ≥ 0 (0: off)", f.coldClientBytesPerSecond)
 	case f.coldBytesPerSecond < 0:
 		return tier.ColdConfig{}, usageErrorf("--cold-bytes-per-second %d: want ≥ 0 (0: unlimited)", f.coldBytesPerSecond)
 	}
@@ -436,6 +452,8 @@ func (f *serveFlags) coldConfig() (tier.ColdConfig, error) {
 		Workers:        f.coldWorkers,
 		ReadAhead:      f.coldReadAhead,
 		BytesPerSecond: f.coldBytesPerSecond,
+
+		ClientBytesPerSecond: f.coldClientBytesPerSecond,
 	}
 	if c.ReadAhead == 0 {
 		c.ReadAhead = -1
@@ -501,11 +519,21 @@ func (o objectStoreURL) String() string {
 	return fmt.Sprintf("s3://%s/%s (endpoint %q, region %q)", o.Bucket, o.Prefix, o.Endpoint, o.Region)
 }
 
+// redactedURL is raw without secrets, for messages (never the raw text:
+// a refused URL may hold keys).
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return tier.Redact(u)
+}
+
 // parseObjectStore accepts file:///absolute/path and
 // s3://bucket[/prefix][?endpoint=http(s)://host:port&region=R].
 func parseObjectStore(raw string) (objectStoreURL, error) {
 	bad := func(why string) (objectStoreURL, error) {
-		return objectStoreURL{}, usageErrorf("--object-store %q: %s", raw, why)
+		return objectStoreURL{}, usageErrorf("--object-store %q: %s", redactedURL(raw), why)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -545,11 +573,14 @@ func parseS3(u *url.URL, bad func(string) (objectStoreURL, error)) (objectStoreU
 		case "region":
 			o.Region = values[0]
 		case "path-style", "sse", "sse-kms-key-id", "part-size", "multipart-threshold", "concurrency",
-			"access-key", "secret-key":
+			"credentials-file", "profile":
 			// Checked by tier.OpenURL at start.
+		case "access-key", "secret-key":
+			return bad("keys do not belong in the URL: use credentials-file=PATH or the AWS chain " +
+				"(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
 		default:
 			return bad(fmt.Sprintf("unknown parameter %q (known: endpoint, region, path-style, sse, "+
-				"sse-kms-key-id, part-size, multipart-threshold, concurrency, access-key, secret-key)", key))
+				"sse-kms-key-id, part-size, multipart-threshold, concurrency, credentials-file, profile)", key))
 		}
 	}
 	return o, nil

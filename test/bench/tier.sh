@@ -114,7 +114,8 @@ start_minio() {
 
 start_server() {
 	http_addr=$("$work/tierbench" freeport)
-	store_url="s3://$bucket?endpoint=http://$minio_addr&region=us-east-1&access-key=$access&secret-key=$secret"
+	(umask 077 && printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$access" "$secret" >"$work/aws-credentials")
+	store_url="s3://$bucket?endpoint=http://$minio_addr&region=us-east-1&credentials-file=$work/aws-credentials"
 	"$work/strata" serve --data-dir "$work/data" --listen 127.0.0.1:0 --http "$http_addr" \
 		--durability "$durability" --object-store "$store_url" --log-level warn \
 		--log-retention-check-interval 1s --tier-upload-interval 500ms ${BENCH_SERVE_FLAGS:-} \

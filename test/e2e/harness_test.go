@@ -86,17 +86,29 @@ func buildBinary(tmp string) (string, error) {
 	return out, nil
 }
 
-// startExternalEtcd runs the etcd binary on free loopback ports until stop.
+// startExternalEtcd runs the etcd binary on free loopback ports until stop,
+// as the shared etcd of external mode.
 func startExternalEtcd(dir string) (stop func(), err error) {
+	endpoint, stop, err := runEtcd(dir)
+	if err != nil {
+		return nil, err
+	}
+	etcdEndpoint = endpoint
+	return stop, nil
+}
+
+// runEtcd runs the etcd binary on free loopback ports until stop and
+// returns its client host:port.
+func runEtcd(dir string) (endpoint string, stop func(), err error) {
 	path, err := exec.LookPath("etcd")
 	if err != nil {
-		return nil, fmt.Errorf("etcd binary not found: %w", err)
+		return "", nil, fmt.Errorf("etcd binary not found: %w", err)
 	}
 	clientURL := "http://" + freeAddr()
 	peerURL := "http://" + freeAddr()
 	logf, err := os.Create(dir + ".log")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	cmd := exec.Command(path,
 		"--name", "e2e", "--data-dir", dir,
@@ -107,7 +119,7 @@ func startExternalEtcd(dir string) (stop func(), err error) {
 	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, err
+		return "", nil, err
 	}
 	stop = func() {
 		_ = cmd.Process.Kill()
@@ -117,10 +129,31 @@ func startExternalEtcd(dir string) (stop func(), err error) {
 	if err := waitHTTP200(clientURL+"/health", etcdTimeout, nil); err != nil {
 		stop()
 		b, _ := os.ReadFile(dir + ".log")
-		return nil, fmt.Errorf("etcd not healthy: %w\n%s", err, tail(b, 4000))
+		return "", nil, fmt.Errorf("etcd not healthy: %w\n%s", err, tail(b, 4000))
 	}
-	etcdEndpoint = strings.TrimPrefix(clientURL, "http://")
-	return stop, nil
+	return strings.TrimPrefix(clientURL, "http://"), stop, nil
+}
+
+// clusterEtcd is an etcd for a multi-broker test that outlives any one
+// broker: the shared one in external mode, else a private etcd process
+// stopped at cleanup.
+func clusterEtcd(t *testing.T) string {
+	t.Helper()
+	if etcdMode == "external" {
+		return etcdEndpoint
+	}
+	needBinary(t, "etcd")
+	var endpoint string
+	var stop func()
+	var err error
+	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken before etcd binds it
+		if endpoint, stop, err = runEtcd(filepath.Join(t.TempDir(), "etcd")); err == nil {
+			t.Cleanup(stop)
+			return endpoint
+		}
+	}
+	t.Fatalf("etcd: %v", err)
+	return ""
 }
 
 // needBinary skips or fails (CI=true) a test whose external tool is missing.
@@ -196,7 +229,13 @@ type Broker struct {
 	Cluster   string
 	ExtraArgs []string
 	UseEnv    bool // configure through STRATA_<NAME> variables, not flags
-	logPath   string
+	// Listeners, when set, replace --listen/--advertise with named
+	// listeners (--listeners etc.); Addr is the first one's.
+	Listeners []Listener
+	// Etcd is an external etcd endpoint for this broker alone (another
+	// broker's embedded etcd, say); "" follows etcdMode.
+	Etcd    string
+	logPath string
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -210,6 +249,44 @@ type brokerOpt func(*Broker)
 // withArgs appends flags to every start of the broker.
 func withArgs(args ...string) brokerOpt {
 	return func(b *Broker) { b.ExtraArgs = append(b.ExtraArgs, args...) }
+}
+
+// Listener is one named listener of a broker.
+type Listener struct {
+	Name     string // listener name, e.g. "CLIENT"
+	Protocol string // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+	Addr     string // host:port; empty: a free loopback port
+}
+
+// withListeners serves the named listeners instead of one PLAINTEXT
+// --listen address. Addr becomes the first listener's address.
+func withListeners(ls ...Listener) brokerOpt {
+	return func(b *Broker) {
+		b.Listeners = nil
+		for _, l := range ls {
+			if l.Addr == "" {
+				l.Addr = freeAddr()
+			}
+			b.Listeners = append(b.Listeners, l)
+		}
+		b.Addr = b.Listeners[0].Addr
+	}
+}
+
+// withEtcd keeps the broker's metadata in the etcd at endpoint (not an
+// embedded one), e.g. to join another broker's cluster.
+func withEtcd(endpoint string) brokerOpt {
+	return func(b *Broker) { b.Etcd = endpoint }
+}
+
+// ListenerAddr is the address of the named listener ("" if none).
+func (b *Broker) ListenerAddr(name string) string {
+	for _, l := range b.Listeners {
+		if l.Name == name {
+			return l.Addr
+		}
+	}
+	return ""
 }
 
 // withEnvConfig passes the broker's settings as STRATA_<NAME> variables.
@@ -262,16 +339,35 @@ func sanitize(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
 func (b *Broker) settings() [][2]string {
 	set := [][2]string{
 		{"node-id", fmt.Sprint(b.NodeID)},
-		{"listen", b.Addr},
-		{"advertise", b.Addr},
 		{"data-dir", b.DataDir},
 		{"cluster", b.Cluster},
 		{"http", b.HTTPAddr},
 	}
-	if etcdMode == "external" {
+	set = append(set, b.listenerSettings()...)
+	switch {
+	case b.Etcd != "":
+		set = append(set, [2]string{"etcd", b.Etcd})
+	case etcdMode == "external":
 		set = append(set, [2]string{"etcd", etcdEndpoint})
 	}
 	return set
+}
+
+// listenerSettings are --listen/--advertise, or the named listeners.
+func (b *Broker) listenerSettings() [][2]string {
+	if len(b.Listeners) == 0 {
+		return [][2]string{{"listen", b.Addr}, {"advertise", b.Addr}}
+	}
+	var endpoints, protocols []string
+	for _, l := range b.Listeners {
+		endpoints = append(endpoints, l.Name+"://"+l.Addr)
+		protocols = append(protocols, l.Name+":"+l.Protocol)
+	}
+	return [][2]string{
+		{"listeners", strings.Join(endpoints, ",")},
+		{"advertised-listeners", strings.Join(endpoints, ",")},
+		{"listener-security-protocol-map", strings.Join(protocols, ",")},
+	}
 }
 
 // args is the command line: the settings as flags, unless UseEnv passes
@@ -341,9 +437,9 @@ func (b *Broker) Start() {
 	if err := b.waitLogLine("strata: serving kafka on", 10*time.Second); err != nil {
 		b.t.Fatalf("%v\n%s", err, b.Log())
 	}
-	if etcdMode == "external" {
+	if etcdMode == "external" && b.Etcd == "" {
 		b.checkUsesExternalEtcd()
-	} else if _, err := os.Stat(filepath.Join(b.DataDir, "etcd")); err != nil {
+	} else if _, err := os.Stat(filepath.Join(b.DataDir, "etcd")); err != nil && b.Etcd == "" {
 		b.t.Fatalf("embedded mode, yet no etcd data under the data dir: %v", err)
 	}
 }

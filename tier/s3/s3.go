@@ -28,7 +28,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -55,9 +54,16 @@ type Config struct {
 	Region string
 	// PathStyle addresses buckets as endpoint/bucket (MinIO) rather than bucket.endpoint.
 	PathStyle bool
-	// AccessKeyID and SecretAccessKey (and SessionToken) are static credentials;
-	// empty means the standard AWS chain (env, profile, web identity, IMDS).
+	// AccessKeyID and SecretAccessKey (and SessionToken) are static credentials
+	// for programs and tests; empty means CredentialsFile, else the standard
+	// AWS chain (env, profile, web identity, IMDS). See credentials.go.
 	AccessKeyID, SecretAccessKey, SessionToken string
+	// CredentialsFile is an AWS shared-credentials file to take the keys of
+	// Profile from (nothing else is read then). "" for the AWS chain.
+	CredentialsFile string
+	// Profile is the profile of CredentialsFile (default "default"), or,
+	// without one, the AWS chain's profile (as AWS_PROFILE).
+	Profile string
 	// SSE is server-side encryption: "" (bucket default), "AES256" or "aws:kms".
 	SSE string
 	// SSEKMSKeyID is the KMS key for SSE "aws:kms" ("" for the account default).
@@ -110,6 +116,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("s3: server-side encryption %q not one of AES256, aws:kms", c.SSE)
 	case (c.AccessKeyID == "") != (c.SecretAccessKey == ""):
 		return errors.New("s3: static credentials need both access key id and secret")
+	case c.AccessKeyID != "" && c.CredentialsFile != "":
+		return errors.New("s3: static credentials and a credentials file both given")
+	case c.SSEKMSKeyID != "" && c.SSE != "aws:kms":
+		return errors.New("s3: an SSE KMS key id needs sse aws:kms")
 	}
 	if c.Prefix != "" {
 		if err := objstore.ValidateKey(c.Prefix); err != nil {
@@ -161,10 +171,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Region != "" {
 		opts = append(opts, awsconfig.WithRegion(cfg.Region))
 	}
-	if cfg.AccessKeyID != "" {
-		opts = append(opts, awsconfig.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
+	creds, err := credentialOptions(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
+	opts = append(opts, creds...)
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("s3: loading AWS config: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -218,19 +219,73 @@ func TestOutageIsTransientAndRecovers(t *testing.T) {
 	verifyWithMinioGo(m, "outage")(t, "big", data)
 }
 
-func TestServerSideEncryptionHeader(t *testing.T) {
+// SSE-S3 against MinIO with its built-in KMS (tiertest): the header is
+// sent on single and multipart PUTs, MinIO accepts it, and the stored
+// objects are encrypted.
+func TestServerSideEncryptionS3(t *testing.T) {
 	m := tiertest.StartMinIO(t)
 	ft := &faultTransport{base: http.DefaultTransport}
 	cfg := config(m, "sse")
 	cfg.HTTPClient = &http.Client{Transport: ft}
 	cfg.SSE = "AES256"
 	s := newStore(t, cfg)
-	// MinIO without a KMS may refuse SSE-S3; what matters is that we asked for it.
-	_ = s.Put(context.Background(), "k", strings.NewReader("x"), 1)
+	ctx := context.Background()
+	if err := s.Put(ctx, "small", strings.NewReader("x"), 1); err != nil {
+		t.Fatalf("SSE-S3 put: %v", err)
+	}
+	big := objtest.Payload(13, partSize+1)
+	if err := s.Put(ctx, "big", bytes.NewReader(big), int64(len(big))); err != nil {
+		t.Fatalf("SSE-S3 multipart put: %v", err)
+	}
 	ft.mu.Lock()
-	defer ft.mu.Unlock()
-	if len(ft.headers) == 0 || ft.headers[len(ft.headers)-1].Get("X-Amz-Server-Side-Encryption") != "AES256" {
-		t.Fatalf("PUT headers %v lack X-Amz-Server-Side-Encryption: AES256", ft.headers)
+	sent := 0
+	for _, h := range ft.headers {
+		if h.Get("X-Amz-Server-Side-Encryption") == "AES256" {
+			sent++
+		}
+	}
+	ft.mu.Unlock()
+	if sent < 2 { // the PUT and the CreateMultipartUpload
+		t.Fatalf("X-Amz-Server-Side-Encryption: AES256 on %d requests, want the PUT and the multipart create", sent)
+	}
+	for _, key := range []string{"small", "big"} {
+		info, err := m.Client().StatObject(ctx, m.Bucket, "sse/"+key, minio.StatObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.Metadata.Get("X-Amz-Server-Side-Encryption"); got != "AES256" {
+			t.Errorf("%s stored with server-side encryption %q, want AES256", key, got)
+		}
+	}
+	verifyWithMinioGo(m, "sse")(t, "big", big)
+}
+
+// Keys from an AWS shared-credentials file work; a file without the
+// profile fails at New, and neither errors nor String show a secret.
+func TestCredentialsFile(t *testing.T) {
+	m := tiertest.StartMinIO(t)
+	cfg := config(m, "credfile")
+	cfg.AccessKeyID, cfg.SecretAccessKey = "", ""
+	cfg.CredentialsFile = m.CredentialsFile
+	s := newStore(t, cfg)
+	if err := s.Put(context.Background(), "k", strings.NewReader("abc"), 3); err != nil {
+		t.Fatalf("put with keys from the credentials file: %v", err)
+	}
+	verifyWithMinioGo(m, "credfile")(t, "k", []byte("abc"))
+
+	cfg.Profile = "no-such-profile"
+	if _, err := s3.New(context.Background(), cfg); err == nil {
+		t.Fatal("New with a missing profile succeeded")
+	} else if strings.Contains(err.Error(), tiertest.SecretKey) {
+		t.Fatalf("error shows the secret: %v", err)
+	}
+	cfg.Profile, cfg.CredentialsFile = "", filepath.Join(t.TempDir(), "missing")
+	if _, err := s3.New(context.Background(), cfg); err == nil {
+		t.Fatal("New with a missing credentials file succeeded")
+	}
+	static := config(m, "")
+	if str := fmt.Sprintf("%v %+v %s", static, static, static); strings.Contains(str, tiertest.SecretKey) {
+		t.Fatalf("Config formats its secret: %s", str)
 	}
 }
 
@@ -251,6 +306,8 @@ func TestConfigValidate(t *testing.T) {
 		{Bucket: "b", PartSize: 1 << 20},
 		{Bucket: "b", SSE: "rot13"},
 		{Bucket: "b", AccessKeyID: "only-id"},
+		{Bucket: "b", AccessKeyID: "a", SecretAccessKey: "s", CredentialsFile: "/f"},
+		{Bucket: "b", SSE: "AES256", SSEKMSKeyID: "k"},
 		{Bucket: "b", Prefix: "a/../b"},
 		{Bucket: "b", Concurrency: 1000},
 	} {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,11 @@ const (
 	Region    = "us-east-1"
 )
 
+// kmsSecretKey gives every test server MinIO's built-in single-key KMS
+// (MINIO_KMS_SECRET_KEY, "<name>:<base64 of 32 bytes>"), so SSE-S3
+// (sse=AES256) works as on AWS. A fixed test key, not a secret.
+const kmsSecretKey = "strata-test-key:c3RyYXRhLXRlc3Qta21zLWtleS0wMTIzNDU2Nzg5YWI="
+
 const startTimeout = 60 * time.Second
 
 // MinIO is a running (or stopped) test server. Stop and Start simulate an
@@ -43,6 +49,9 @@ type MinIO struct {
 	Addr, Endpoint string
 	// Bucket was created by StartMinIO.
 	Bucket string
+	// CredentialsFile is an AWS shared-credentials file holding the test
+	// keys (profile "default"): URL names it, so no key is in a URL.
+	CredentialsFile string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd // guarded by mu; nil while stopped
@@ -95,6 +104,11 @@ func StartMinIO(t testing.TB) *MinIO {
 	dir := t.TempDir()
 	m := &MinIO{t: t, bin: bin, dataDir: filepath.Join(dir, "data"), logFile: filepath.Join(dir, "minio.log"), Bucket: "strata-test"}
 	t.Cleanup(m.Stop)
+	m.CredentialsFile = filepath.Join(dir, "aws-credentials")
+	creds := fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", AccessKey, SecretKey)
+	if err := os.WriteFile(m.CredentialsFile, []byte(creds), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken before MinIO binds it
 		if m.Addr, err = freePort(); err != nil {
@@ -146,7 +160,7 @@ func (m *MinIO) start() error {
 	defer log.Close()
 	cmd := exec.Command(m.bin, "server", "--quiet", "--address", m.Addr, m.dataDir)
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
-		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CI_CD=1")
+		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CI_CD=1", "MINIO_KMS_SECRET_KEY="+kmsSecretKey)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
 	if err := cmd.Start(); err != nil {
@@ -227,8 +241,15 @@ func (m *MinIO) Client() *minio.Client {
 	return c
 }
 
-// URL returns the --object-store URL of the bucket with prefix (may be "").
+// URL returns the --object-store URL of the bucket with prefix (may be
+// ""). Its credentials come from CredentialsFile; the URL holds no key.
 func (m *MinIO) URL(prefix string) string {
-	return fmt.Sprintf("s3://%s/%s?endpoint=%s&region=%s&access-key=%s&secret-key=%s",
-		m.Bucket, prefix, m.Endpoint, Region, AccessKey, SecretKey)
+	return fmt.Sprintf("s3://%s/%s?endpoint=%s&region=%s&credentials-file=%s",
+		m.Bucket, prefix, m.Endpoint, Region, url.QueryEscape(m.CredentialsFile))
+}
+
+// Env is the AWS chain's environment for the test keys, for processes
+// given a URL without credentials-file.
+func Env() []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + AccessKey, "AWS_SECRET_ACCESS_KEY=" + SecretKey, "AWS_REGION=" + Region}
 }

@@ -1,0 +1,217 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/metadata"
+)
+
+func TestParseListeners(t *testing.T) {
+	tests := []struct {
+		name                     string
+		listeners, adv, protoMap string
+		want                     []ListenerConfig
+		wantErr                  bool
+	}{
+		{name: "one plaintext", listeners: "PLAINTEXT://127.0.0.1:9092",
+			want: []ListenerConfig{{Name: "PLAINTEXT", Addr: "127.0.0.1:9092", Security: Plaintext}}},
+		{name: "named with map and advertised",
+			listeners: "external://:9093, INTERNAL://10.0.0.1:9094",
+			adv:       "EXTERNAL://kafka.example:9093",
+			protoMap:  "EXTERNAL:SASL_SSL,internal:ssl",
+			want: []ListenerConfig{
+				{Name: "EXTERNAL", Addr: ":9093", Advertise: "kafka.example:9093", Security: SASLSSL},
+				{Name: "INTERNAL", Addr: "10.0.0.1:9094", Security: SSL},
+			}},
+		{name: "protocol names map to themselves", listeners: "SASL_PLAINTEXT://:1,SSL://:2",
+			want: []ListenerConfig{{Name: "SASL_PLAINTEXT", Addr: ":1", Security: SASLPlaintext}, {Name: "SSL", Addr: ":2", Security: SSL}}},
+		{name: "unmapped name", listeners: "CLIENT://:9092", wantErr: true},
+		{name: "duplicate name", listeners: "PLAINTEXT://:1,PLAINTEXT://:2", wantErr: true},
+		{name: "no port", listeners: "PLAINTEXT://host", wantErr: true},
+		{name: "no scheme", listeners: "127.0.0.1:9092", wantErr: true},
+		{name: "empty", listeners: " , ", wantErr: true},
+		{name: "advertised of no listener", listeners: "PLAINTEXT://:1", adv: "SSL://h:2", wantErr: true},
+		{name: "bad protocol", listeners: "A://:1", protoMap: "A:TLS", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseListeners(tt.listeners, tt.adv, tt.protoMap)
+			if tt.wantErr {
+				if !errors.Is(err, ErrBadListener) {
+					t.Fatalf("got %+v, %v; want ErrBadListener", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+			for i := range got {
+				g, w := got[i], tt.want[i]
+				if g.Name != w.Name || g.Addr != w.Addr || g.Advertise != w.Advertise || g.Security != w.Security {
+					t.Errorf("listener %d: got %+v, want %+v", i, g, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigValidateListeners(t *testing.T) {
+	base := Config{NodeID: 1, DataDir: t.TempDir()}
+	ok := base
+	ok.Listeners = []ListenerConfig{{Name: "A", Addr: "127.0.0.1:0", Security: SASLPlaintext}, {Name: "B", Addr: "127.0.0.1:0", Security: Plaintext}}
+	ok.InterBrokerListener = "B"
+	if err := ok.withDefaults().Validate(); err != nil {
+		t.Fatalf("valid listeners rejected: %v", err)
+	}
+	bad := map[string]func(c *Config){
+		"TLS without certificate": func(c *Config) { c.Listeners[0].Security = SASLSSL },
+		"unknown inter-broker":    func(c *Config) { c.InterBrokerListener = "C" },
+		"unknown mechanism":       func(c *Config) { c.Listeners[0].SASLMechanisms = []string{"GSSAPI"} },
+		"duplicate names":         func(c *Config) { c.Listeners[1].Name = "A" },
+		"negative connections":    func(c *Config) { c.MaxConnectionsPerIP = -1 },
+	}
+	for name, edit := range bad {
+		c := ok
+		c.Listeners = append([]ListenerConfig(nil), ok.Listeners...)
+		edit(&c)
+		if err := c.withDefaults().Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: got %v, want ErrInvalidConfig", name, err)
+		}
+	}
+	// Without Listeners: the PLAINTEXT listener of Listen.
+	ls := base.withDefaults().listeners()
+	if len(ls) != 1 || ls[0].Name != "PLAINTEXT" || ls[0].Addr != "127.0.0.1:9092" || ls[0].Security != Plaintext {
+		t.Fatalf("default listeners %+v", ls)
+	}
+}
+
+func TestRewriteEndpointsUsesTheClientsListener(t *testing.T) {
+	b := &Broker{cfg: Config{NodeID: 1}}
+	b.listeners = []*listener{{cfg: ListenerConfig{Name: "CLIENT"}}, {cfg: ListenerConfig{Name: "INTERNAL"}}}
+	b.advertised = metadata.BrokerInfo{NodeID: 1, Host: "c1", Port: 1,
+		Endpoints: map[string]string{"CLIENT": "c1:1", "INTERNAL": "i1:11"}}
+	b.setBrokers([]metadata.BrokerInfo{b.advertised,
+		{NodeID: 2, Host: "c2", Port: 2, Endpoints: map[string]string{"CLIENT": "c2:2", "INTERNAL": "i2:22"}},
+		{NodeID: 3, Host: "old3", Port: 3}, // registered before listener names
+	})
+	meta := func() *kmsg.MetadataResponse {
+		r := kmsg.NewPtrMetadataResponse()
+		for _, n := range []struct {
+			id   int32
+			host string
+			port int32
+		}{{1, "c1", 1}, {2, "c2", 2}, {3, "old3", 3}} {
+			br := kmsg.NewMetadataResponseBroker()
+			br.NodeID, br.Host, br.Port = n.id, n.host, n.port
+			r.Brokers = append(r.Brokers, br)
+		}
+		return r
+	}
+	r := meta()
+	b.rewriteEndpoints("INTERNAL", r)
+	got := map[int32]string{}
+	for _, br := range r.Brokers {
+		got[br.NodeID] = net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+	}
+	want := map[int32]string{1: "i1:11", 2: "i2:22", 3: "old3:3"}
+	for id, addr := range want {
+		if got[id] != addr {
+			t.Errorf("INTERNAL: broker %d at %s, want %s", id, got[id], addr)
+		}
+	}
+	r = meta()
+	b.rewriteEndpoints("CLIENT", r)
+	if r.Brokers[1].Host != "c2" || r.Brokers[1].Port != 2 {
+		t.Errorf("CLIENT listener rewritten: %+v", r.Brokers[1])
+	}
+	fc := kmsg.NewPtrFindCoordinatorResponse()
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.NodeID, c.Host, c.Port = 2, "c2", 2
+	fc.Coordinators = append(fc.Coordinators, c)
+	b.rewriteEndpoints("INTERNAL", fc)
+	if fc.Coordinators[0].Host != "i2" || fc.Coordinators[0].Port != 22 {
+		t.Errorf("FindCoordinator not rewritten: %+v", fc.Coordinators[0])
+	}
+}
+
+func TestByteBudgetWaitsForRoom(t *testing.T) {
+	q := newByteBudget(100)
+	ctx := context.Background()
+	if !q.acquire(ctx, 60) || !q.acquire(ctx, 40) {
+		t.Fatal("acquire within the budget failed")
+	}
+	got := make(chan bool, 1)
+	go func() { got <- q.acquire(ctx, 10) }()
+	select {
+	case <-got:
+		t.Fatal("acquire beyond the budget did not wait")
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.release(60)
+	if ok := <-got; !ok || q.inUse() != 50 {
+		t.Fatalf("after release: ok %v, in use %d (want 50)", ok, q.inUse())
+	}
+	// A frame larger than the whole budget passes alone.
+	q.release(50)
+	if !q.acquire(ctx, 1000) {
+		t.Fatal("oversized frame refused with nothing held")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if q.acquire(cctx, 1) {
+		t.Fatal("acquire succeeded after its context ended with the budget full")
+	}
+	q.release(1000)
+	if q.inUse() != 0 {
+		t.Fatalf("in use %d after releasing all", q.inUse())
+	}
+}
+
+func TestPeerAddressUsesTheInterBrokerListener(t *testing.T) {
+	b := &Broker{cfg: Config{NodeID: 1, InterBrokerListener: "INTERNAL", PeerAddresses: map[int32]string{3: "proxy:3"}}}
+	b.advertised = metadata.BrokerInfo{NodeID: 1, Host: "c1", Port: 1}
+	b.setBrokers([]metadata.BrokerInfo{b.advertised,
+		{NodeID: 2, Host: "c2", Port: 2, Endpoints: map[string]string{"CLIENT": "c2:2", "INTERNAL": "i2:22"}},
+		{NodeID: 3, Host: "c3", Port: 3, Endpoints: map[string]string{"INTERNAL": "i3:33"}},
+		{NodeID: 4, Host: "old4", Port: 4},
+	})
+	for node, want := range map[int32]string{2: "i2:22", 3: "proxy:3", 4: "old4:4", 5: ""} {
+		if got := b.peerAddress(node); got != want {
+			t.Errorf("peer %d at %q, want %q", node, got, want)
+		}
+	}
+}
+
+func TestConnectionLimitSparesTheInterBrokerListener(t *testing.T) {
+	b := &Broker{cfg: Config{MaxConnections: 1, InterBrokerListener: "INTERNAL"}}
+	b.listeners = []*listener{{cfg: ListenerConfig{Name: "CLIENT"}}, {cfg: ListenerConfig{Name: "INTERNAL"}}}
+	b.conns.mu.Lock()
+	defer b.conns.mu.Unlock()
+	if !b.admitLocked("10.0.0.1", "CLIENT") {
+		t.Fatal("first client refused")
+	}
+	if b.admitLocked("10.0.0.2", "CLIENT") {
+		t.Fatal("client beyond max connections admitted")
+	}
+	if !b.admitLocked("10.0.0.3", "INTERNAL") {
+		t.Fatal("peer refused by the broker-wide limit")
+	}
+	if b.conns.counts.open != 2 || b.conns.counts.refusedTotal != 1 {
+		t.Fatalf("counts %+v", b.conns.counts)
+	}
+	b.releaseLocked("10.0.0.1")
+	b.releaseLocked("10.0.0.3")
+	if b.conns.counts.open != 0 || len(b.conns.counts.perIP) != 0 {
+		t.Fatalf("counts after release %+v", b.conns.counts)
+	}
+}
