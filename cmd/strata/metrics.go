@@ -14,6 +14,7 @@ type brokerMetricsSource interface {
 	RequestMetrics() []broker.APIMetrics
 	TopicBytes() []broker.TopicBytes
 	PartitionMetrics() []broker.PartitionMetrics
+	ConnStats() broker.ConnStats
 }
 
 // The broker's Kafka-like metrics. Rates and percentiles are computed by
@@ -58,6 +59,10 @@ var (
 		"The partition's log start offset across both tiers.", []string{"topic", "partition"}, nil)
 	logEndOffsetDesc = prometheus.NewDesc("strata_log_end_offset",
 		"The partition's local log end offset.", []string{"topic", "partition"}, nil)
+	connectionsDesc = prometheus.NewDesc("strata_connections",
+		"Client connections being served.", nil, nil)
+	connectionsRefusedDesc = prometheus.NewDesc("strata_connections_refused_total",
+		"Connections refused at accept, by the limit reached (max.connections, max.connections.per.ip).", []string{"limit"}, nil)
 )
 
 // brokerCollector maps the broker's request, topic and partition
@@ -68,13 +73,18 @@ func (c brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{requestTotalDesc, requestErrorsDesc, requestDurationDesc,
 		topicBytesInDesc, topicBytesOutDesc, topicReplicationBytesOutDesc,
 		underReplicatedDesc, underMinISRDesc, leaderCountDesc, partitionCountDesc, isrShrinksDesc, isrExpandsDesc,
-		partitionUnderReplicatedDesc, partitionISRSizeDesc, logSizeDesc, tieredLogSizeDesc, logStartOffsetDesc, logEndOffsetDesc} {
+		partitionUnderReplicatedDesc, partitionISRSizeDesc, logSizeDesc, tieredLogSizeDesc, logStartOffsetDesc, logEndOffsetDesc,
+		connectionsDesc, connectionsRefusedDesc} {
 		ch <- d
 	}
 }
 
 func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.collectRequests(ch)
+	conns := c.src.ConnStats()
+	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(conns.Open))
+	ch <- prometheus.MustNewConstMetric(connectionsRefusedDesc, prometheus.CounterValue, float64(conns.RefusedTotal), "total")
+	ch <- prometheus.MustNewConstMetric(connectionsRefusedDesc, prometheus.CounterValue, float64(conns.RefusedPerIP), "per_ip")
 	for _, t := range c.src.TopicBytes() {
 		ch <- prometheus.MustNewConstMetric(topicBytesInDesc, prometheus.CounterValue, float64(t.BytesIn), t.Topic)
 		ch <- prometheus.MustNewConstMetric(topicBytesOutDesc, prometheus.CounterValue, float64(t.BytesOut), t.Topic)

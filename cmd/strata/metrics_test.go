@@ -20,11 +20,13 @@ type fakeBrokerMetrics struct {
 	requests   []broker.APIMetrics
 	topics     []broker.TopicBytes
 	partitions []broker.PartitionMetrics
+	conns      broker.ConnStats
 }
 
 func (f fakeBrokerMetrics) RequestMetrics() []broker.APIMetrics         { return f.requests }
 func (f fakeBrokerMetrics) TopicBytes() []broker.TopicBytes             { return f.topics }
 func (f fakeBrokerMetrics) PartitionMetrics() []broker.PartitionMetrics { return f.partitions }
+func (f fakeBrokerMetrics) ConnStats() broker.ConnStats                 { return f.conns }
 
 // scrapeMetrics GETs /metrics and parses it with the Prometheus text parser.
 func scrapeMetrics(t *testing.T, addr string) map[string]*dto.MetricFamily {
@@ -77,6 +79,7 @@ func TestBrokerMetricsCollector(t *testing.T) {
 		buckets[i] = uint64(min(i, 4)) // cumulative: 4 requests within the 5th bound
 	}
 	h.serveBrokerMetrics(fakeBrokerMetrics{
+		conns:    broker.ConnStats{Open: 4, RefusedPerIP: 2},
 		requests: []broker.APIMetrics{{APIKey: 0, Name: "Produce", Count: 5, Errors: 1, Buckets: buckets, SumSeconds: 12.5}},
 		topics:   []broker.TopicBytes{{Topic: "t", BytesIn: 100, BytesOut: 40, ReplicationBytesOut: 7}},
 		partitions: []broker.PartitionMetrics{
@@ -107,6 +110,8 @@ func TestBrokerMetricsCollector(t *testing.T) {
 		{"strata_log_size_bytes", map[string]string{"topic": "t", "partition": "0"}, 4096},
 		{"strata_tiered_log_size_bytes", map[string]string{"topic": "t", "partition": "2"}, 30},
 		{"strata_log_end_offset", map[string]string{"topic": "t", "partition": "0"}, 10},
+		{"strata_connections", nil, 4},
+		{"strata_connections_refused_total", map[string]string{"limit": "per_ip"}, 2},
 	}
 	for _, g := range gauges {
 		m := sample(t, f, g.name, g.labels)
