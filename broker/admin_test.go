@@ -69,7 +69,11 @@ func (tb *testBroker) stop(t *testing.T) {
 
 func adminClient(t *testing.T, b *Broker) (*kadm.Client, *kgo.Client) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.RequestRetries(2))
+	// 30 s of read timeout beyond a request's own: requests that wait for
+	// an fsync (markers, acks=-1) have timed out at kgo's default 10 s on
+	// this 2-core machine when several suites fsync at once.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.RequestRetries(2),
+		kgo.RequestTimeoutOverhead(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
