@@ -303,11 +303,13 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if s.frame != nil {
+			// Mute before writing: once the client has the answer it may send
+			// at once, and the reader must already see the mute.
+			c.mute(s.throttleMs)
 			if _, err := c.nc.Write(s.frame); err != nil {
 				c.log.Debug("connection write failed", "err", err)
 				return
 			}
-			c.mute(s.throttleMs)
 		}
 		if s.closeAfter {
 			return

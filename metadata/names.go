@@ -23,6 +23,12 @@ func ParseTopicID(s string) (TopicID, error) {
 	if err != nil || n != len(id) {
 		return TopicID{}, fmt.Errorf("%w: topic id %q: %v", ErrCorrupt, s, err)
 	}
+	// The last character carries 2 unused bits: only the canonical form
+	// (those bits zero) names the id, so that every id has one string and
+	// one bucket directory.
+	if id.String() != s {
+		return TopicID{}, fmt.Errorf("%w: topic id %q is not in canonical form (%q)", ErrCorrupt, s, id.String())
+	}
 	return id, nil
 }
 
