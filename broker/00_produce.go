@@ -131,17 +131,7 @@ func (b *Broker) produceAuthCode(rc *requestContext, req *kmsg.ProduceRequest, r
 	if id := derefStr(req.TransactionID); id != "" && !b.authorizedTxnID(rc, auth.OpWrite, id) {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	}
-	name := rt.Topic
-	if req.Version >= 13 {
-		var ok bool
-		if name, ok = b.topicName(rt.TopicID); !ok {
-			return 0
-		}
-	}
-	if !b.authorizedTopic(rc, auth.OpWrite, name) {
-		return kerr.TopicAuthorizationFailed.Code
-	}
-	return 0
+	return b.topicAuthCode(rc, auth.OpWrite, req.Version >= 13, rt.Topic, rt.TopicID)
 }
 
 // producePartition validates and appends one partition's batches. It returns

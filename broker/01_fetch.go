@@ -116,17 +116,7 @@ func (b *Broker) fetchAuthCode(rc *requestContext, req *kmsg.FetchRequest, rt *k
 		}
 		return kerr.TopicAuthorizationFailed.Code
 	}
-	name := rt.Topic
-	if req.Version >= 13 {
-		var ok bool
-		if name, ok = b.topicName(rt.TopicID); !ok {
-			return 0
-		}
-	}
-	if !b.authorizedTopic(rc, auth.OpRead, name) {
-		return kerr.TopicAuthorizationFailed.Code
-	}
-	return 0
+	return b.topicAuthCode(rc, auth.OpRead, req.Version >= 13, rt.Topic, rt.TopicID)
 }
 
 // planFetch resolves every requested partition, laying out the response

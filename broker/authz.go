@@ -32,7 +32,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/strata-log/strata/auth"
+	"github.com/strata-log/strata/metadata"
 )
 
 // authzReloadTimeout bounds one reload of the ACLs from etcd.
@@ -292,4 +295,20 @@ func authzHandlers(b *Broker) map[int16]handlerFunc {
 		29: b.handleDescribeACLs, 30: b.handleCreateACLs, 31: b.handleDeleteACLs,
 		50: b.handleDescribeUserSCRAMCredentials, 51: b.handleAlterUserSCRAMCredentials,
 	}
+}
+
+// topicAuthCode is TOPIC_AUTHORIZATION_FAILED unless rc may do op on the
+// topic a Produce or Fetch names: by id from v13 on (an unknown id is left
+// to the lookup, UNKNOWN_TOPIC_ID), else by name; 0 when allowed.
+func (b *Broker) topicAuthCode(rc *requestContext, op auth.Operation, byID bool, name string, id metadata.TopicID) int16 {
+	if byID {
+		var ok bool
+		if name, ok = b.topicName(id); !ok {
+			return 0
+		}
+	}
+	if !b.authorizedTopic(rc, op, name) {
+		return kerr.TopicAuthorizationFailed.Code
+	}
+	return 0
 }
