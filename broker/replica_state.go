@@ -138,8 +138,13 @@ func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st met
 	}
 	if s := r.Status(); s.Role == replication.RoleLeader && s.LeaderEpoch == st.LeaderEpoch && s.Version == st.Version {
 		p.replica.led = st
-		p.replica.reportedLEO.Store(leo)
-		p.replica.reportedFlushed.Store(durable)
+		// Report through the machine, never by storing the log's positions
+		// as reported: a repeated state (the same epoch and version applied
+		// again, as after registering) leaves the machine as it was, and a
+		// stored "reported" above what it was told would hide the progress
+		// from the watcher and the tick for good (acks=all waiters then
+		// time out with the data on disk).
+		return b.reportLocalLogLocked(p, r)
 	}
 	return nil
 }

@@ -389,3 +389,40 @@ func TestFollowerFetchBelowLocalStartIsTiered(t *testing.T) {
 		t.Fatalf("consumer fetch from the bucket: %+v", sp)
 	}
 }
+
+// TestReappliedLeaderStateReportsProgress: applying the state a replica
+// already leads (the same epoch and version, as after registering again)
+// while the log is ahead of what the machine was told must still tell it:
+// the HW reaches the flushed LEO. It once stored the log's positions as
+// reported without reporting them, and the HW stayed behind for good.
+func TestReappliedLeaderStateReportsProgress(t *testing.T) {
+	rig := newReplicaRig(t, hotlog.DurabilityFsync, []int32{1}, nil)
+	p := rig.partition(t)
+	var leo int64
+	err := rig.b.withReplica(p, func(r *replication.Replica) error {
+		// Appended behind the machine's back: the watcher cannot report
+		// it while we hold the replica lock.
+		res, err := p.log.Append(buildBatch(batchSpec{records: 3, timestamp: 1}), r.LeaderEpoch())
+		if err != nil {
+			return err
+		}
+		leo = res.LastOffset + 1
+		if err := p.log.WaitFlushed(testCtx(t), res.LastOffset); err != nil {
+			return err
+		}
+		if err := rig.b.becomeLeaderLocked(p, r, p.replica.led, leaderRestart{}); err != nil {
+			return err
+		}
+		// What counts as reported is what the machine was told: otherwise
+		// neither the watcher nor the tick reports the rest.
+		if s := r.Status(); s.LEO != p.replica.reportedLEO.Load() || s.DurableOffset != p.replica.reportedFlushed.Load() {
+			t.Errorf("machine LEO %d durable %d, recorded as reported %d and %d",
+				s.LEO, s.DurableOffset, p.replica.reportedLEO.Load(), p.replica.reportedFlushed.Load())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return p.highWatermark() == leo })
+}
