@@ -78,6 +78,8 @@ func benchConsume(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.Records, "records", 0, "records to read (0: those in the topic when the bench starts)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "stop when nothing arrives for this long (default 10s)")
 	fs.IntVar(&fetchMax, "fetch-max-bytes", 0, "kgo FetchMaxBytes (0: kgo's default)")
+	client := fs.String("client", "kgo", "kgo (a franz-go consumer, decoding every record) or raw (Fetch requests to the\n"+
+		"leaders, batches CRC-checked but not decoded: what the broker serves; MB/s counts batch bytes)")
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
@@ -89,7 +91,15 @@ func benchConsume(ctx context.Context, c *cli, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	res, err := bench.RunConsume(ctx, cfg)
+	run := bench.RunConsume
+	switch *client {
+	case "kgo":
+	case "raw":
+		run = bench.RunRawConsume
+	default:
+		return usageErrorf("--client %q: want kgo or raw", *client)
+	}
+	res, err := run(ctx, cfg)
 	if err != nil {
 		return err
 	}

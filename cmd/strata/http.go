@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,7 @@ const readyProbeTimeout = 2 * time.Second
 // snapshots that cmd maps to Prometheus (STYLE.md, habit 8).
 type httpServer struct {
 	srv      *http.Server
+	mux      *http.ServeMux
 	addr     net.Addr
 	ready    atomic.Bool // broker started; false again once shutdown begins
 	up       prometheus.Gauge
@@ -58,6 +60,7 @@ func startHTTP(addr string, log *slog.Logger, probe func(context.Context) error)
 	mux.HandleFunc("GET /v1/tier/status", h.tierStatus)
 	mux.HandleFunc("GET /v1/tier/manifest", h.tierManifest)
 	mux.HandleFunc("POST /v1/restore/topic", h.restoreTopic)
+	h.mux = mux
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { h.serveErr <- h.srv.Serve(ln) }()
 	log.Info("http listening", "addr", h.addr.String(), "paths", "/healthz /readyz /metrics /v1/tier/status /v1/tier/manifest /v1/restore/topic")
@@ -71,6 +74,18 @@ func buildInfo() prometheus.Collector {
 	})
 	g.Set(1)
 	return g
+}
+
+// servePprof adds Go's profiler under /debug/pprof/ (--pprof): CPU and heap
+// profiles of a running broker, for the benchmark suite and operators. Off by
+// default: a profile reveals internals and costs CPU while it runs.
+func (h *httpServer) servePprof() {
+	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	h.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	h.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	h.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	h.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	h.log.Info("serving Go profiles on /debug/pprof/", "addr", h.addr.String())
 }
 
 func (h *httpServer) setReady(ready bool) {

@@ -145,3 +145,20 @@ func TestPrintTierStatusCleanedRanges(t *testing.T) {
 		t.Errorf("a partition that is not compacted shows cleaned ranges: %q", line)
 	}
 }
+
+// TestPprofOnlyWhenAsked: /debug/pprof/ is absent unless --pprof turned it on.
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	h, err := startHTTP("127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	url := "http://" + h.addr.String() + "/debug/pprof/"
+	if code, _ := get(t, url); code != http.StatusNotFound {
+		t.Fatalf("pprof without --pprof: %d", code)
+	}
+	h.servePprof()
+	if code, body := get(t, url+"goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Fatalf("pprof with --pprof: %d %.80q", code, body)
+	}
+}

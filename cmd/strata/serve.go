@@ -83,6 +83,9 @@ func (s *server) start(ctx context.Context) error {
 	if s.http, err = startHTTP(s.cfg.http, s.log, s.probeMetadata); err != nil {
 		return err
 	}
+	if s.cfg.pprof {
+		s.http.servePprof()
+	}
 	if s.bucket, err = tier.OpenURL(ctx, s.cfg.objectStoreRaw, s.log.With("component", "objstore")); err != nil {
 		return fmt.Errorf("object store: %w", err)
 	}

@@ -33,6 +33,7 @@ type serveFlags struct {
 	rack                   string
 	logLevel               string
 	logFormat              string
+	pprof                  bool
 	autoCreateTopics       bool
 	numPartitions          int
 	retentionCheckInterval time.Duration
@@ -90,6 +91,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"without credentials-file the standard AWS chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, roles)")
 	fs.StringVar(&f.durability, "durability", "fsync", "fsync (acknowledge acks=all writes after fdatasync, group-committed) or replication (page cache only, as Kafka)")
 	fs.StringVar(&f.http, "http", "127.0.0.1:9644", "`host:port` serving /metrics, /healthz and /readyz")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go profiles on the --http address under /debug/pprof/")
 	fs.StringVar(&f.rack, "rack", "", "rack id for replica placement")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text (slog key=value) or json (one object per line)")
@@ -288,6 +290,7 @@ type serveConfig struct {
 	objectStoreRaw string
 	durabilityName string // as given: "fsync" or "replication"
 	http           string
+	pprof          bool // --pprof: /debug/pprof/ on the http address
 	logLevel       slog.Level
 	logJSON        bool
 	// saslBootstrapUsers is the --sasl-bootstrap-users file ("": none).
@@ -313,7 +316,7 @@ func parseServe(args []string, getenv func(string) string, usage *flag.FlagSet) 
 }
 
 func (f *serveFlags) resolve() (serveConfig, error) {
-	cfg := serveConfig{http: f.http, etcdEndpoints: splitList(f.etcd), durabilityName: f.durability}
+	cfg := serveConfig{http: f.http, pprof: f.pprof, etcdEndpoints: splitList(f.etcd), durabilityName: f.durability}
 	var err error
 	if f.dataDir == "" {
 		return cfg, usageErrorf("--data-dir is empty")
