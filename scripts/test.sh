@@ -8,6 +8,9 @@
 #   4. the end-to-end suite (test/e2e) with embedded etcd
 #   5. the end-to-end suite again with STRATA_TEST_ETCD=external (the e2e
 #      harness starts /usr/bin/etcd itself)
+#   6. the multi-process cluster tests (test/cluster)
+#   7. the benchmark suite's smoke run (BENCH_SMOKE=1 test/bench/run.sh:
+#      every case end to end at tiny sizes; asserts only that it runs)
 # Every step runs even if an earlier one failed; the exit status is non-zero
 # if any failed. With CI=true a missing dependency is an error: the install
 # must succeed here, and the tests' helpers fail (not skip) without etcd/kcat.
@@ -73,6 +76,16 @@ ensure_minio() {
 	fi
 }
 
+# ensure_bench_tools installs the benchmark suite's baselines (iperf3 from
+# Debian; pinned nats-server and natscli into .tools/bin) for step 7.
+ensure_bench_tools() {
+	log "installing benchmark tools for the suite's smoke run: scripts/install-bench-tools.sh"
+	if ! scripts/install-bench-tools.sh; then
+		if $ci; then die "could not install the benchmark tools (required under CI=true)"; fi
+		echo "test.sh: warning: benchmark tools not installed; the benchmark smoke run will fail" >&2
+	fi
+}
+
 install_packages() {
 	if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "test.sh: need root and apt-get to install $*" >&2
@@ -107,6 +120,7 @@ main() {
 	ensure_go
 	ensure_test_deps
 	ensure_minio
+	ensure_bench_tools
 	go version
 
 	local race=()
@@ -137,6 +151,9 @@ main() {
 		# one package at a time, after the rest, so their timings are not
 		# squeezed by parallel unit tests on a small machine.
 		step "cluster (brokers as processes, faults)" go test -count=1 -timeout 900s -v ./test/cluster/
+		# The performance suite end to end at tiny sizes, so it cannot rot;
+		# its numbers mean nothing (test/bench/run.sh).
+		step "benchmark suite (smoke)" env BENCH_SMOKE=1 BENCH_NO_INSTALL=1 bash test/bench/run.sh
 	fi
 
 	if ((${#failed[@]} > 0)); then

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/strata-log/strata/test/bench"
 )
 
@@ -22,6 +24,18 @@ func runBench(ctx context.Context, c *cli, args []string) error {
 		return benchConsume(ctx, c, args[1:])
 	}
 	return usageErrorf("unknown bench %q: want produce or consume", args[0])
+}
+
+// clientCPU is the CPU time this process used (user + system), as a
+// key=value for the summary line: on a small machine the load generator's
+// CPU is taken from the broker it measures, and the suite reports both.
+func clientCPU() string {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return "client_cpu_s=-"
+	}
+	secs := float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+	return fmt.Sprintf("client_cpu_s=%.2f", secs)
 }
 
 func benchLogger(c *cli) *slog.Logger {
@@ -62,7 +76,7 @@ func benchProduce(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintf(c.stdout, "produced %d records (%d errors) of %d B to %s in %.2fs: %.0f records/s, %.2f MB/s\n",
 		res.Records, res.Errors, cfg.RecordSize, cfg.Topic, res.Elapsed.Seconds(), res.RecordsPerSec(), res.MBPerSec())
 	fmt.Fprintf(c.stdout, "produce latency (acks=%s): %s\n", cfg.Acks, res.Latency)
-	fmt.Fprintln(c.stdout, res.Summary())
+	fmt.Fprintln(c.stdout, res.Summary(), clientCPU())
 	if res.Errors > 0 {
 		return fmt.Errorf("%d records failed, first: %w", res.Errors, res.FirstError)
 	}
@@ -106,7 +120,7 @@ func benchConsume(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintf(c.stdout, "consumed %d records from %s in %.2fs: %.0f records/s, %.2f MB/s\n",
 		res.Records, cfg.Topic, res.Elapsed.Seconds(), res.RecordsPerSec(), res.MBPerSec())
 	fmt.Fprintf(c.stdout, "record age at receipt (end-to-end latency when a producer runs alongside): %s\n", res.EndToEnd)
-	fmt.Fprintln(c.stdout, res.Summary())
+	fmt.Fprintln(c.stdout, res.Summary(), clientCPU())
 	if res.Records < res.Wanted {
 		return fmt.Errorf("read %d of %d records before going idle", res.Records, res.Wanted)
 	}

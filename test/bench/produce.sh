@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Issue 10 cases (a) and (b) on one broker (embedded etcd, no object store):
+#
+#   produce-{1k,100b}-{fsync,replication}   flat-out `strata bench produce`, acks=all,
+#                                           BENCH_PARTITIONS partitions, BENCH_CONCURRENCY clients
+#   produce-1k-{fsync,replication}-paced    the same at BENCH_PACED_RATE records/s: latency
+#                                           from each record's intended send time
+#                                           (coordinated-omission corrected)
+#   consume-1k-hot-raw                      the 1 KiB fsync topic read back from the page cache by
+#                                           raw Fetch requests (batches CRC-checked, not decoded;
+#                                           MB/s of batch bytes): what the broker serves
+#   consume-1k-hot-kgo                      the same with a franz-go consumer (decodes every record;
+#                                           on 2 cores the client's CPU is most of the cost)
+#
+# Each row also carries broker_cpu_s and client_cpu_s: the CPU seconds the
+# broker and the load generator used (on 2 cores they compete for the same CPU).
+# Each durability mode gets a fresh broker and data dir. Prints `result` lines
+# (test/bench/lib.sh) on stdout. Knobs: BENCH_RECORDS_1K (400000; smoke 20000),
+# BENCH_RECORDS_100 (1000000; smoke 50000), BENCH_PACED_RATE (20000; smoke 5000)
+# for BENCH_PACED_SECONDS (5; smoke 1), BENCH_PARTITIONS (4), BENCH_CONCURRENCY (2).
+set -euo pipefail
+export LC_ALL=C
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+records_1k=${BENCH_RECORDS_1K:-$(pick 20000 400000)}
+records_100=${BENCH_RECORDS_100:-$(pick 50000 1000000)}
+paced_rate=${BENCH_PACED_RATE:-$(pick 5000 20000)}
+paced_seconds=${BENCH_PACED_SECONDS:-$(pick 1 5)}
+partitions=${BENCH_PARTITIONS:-4}
+concurrency=${BENCH_CONCURRENCY:-2}
+server_pid=""
+brokers=""
+
+cleanup() {
+	stop_pid "$server_pid"
+	cleanup_work
+}
+trap cleanup EXIT
+ensure_strata
+work="$BENCH_WORK/produce"
+mkdir -p "$work"
+
+start_server() { # MODE
+	local mode=$1
+	"$STRATA" serve --durability "$mode" --data-dir "$work/data-$mode" --listen 127.0.0.1:0 \
+		--http "127.0.0.1:$(free_port)" --log-level warn >"$work/serve-$mode.out" 2>"$work/serve-$mode.log" &
+	server_pid=$!
+	if ! brokers=$(wait_kafka_line "$work/serve-$mode.out" 90 "$server_pid"); then
+		tail -n 30 "$work/serve-$mode.log" >&2
+		die "strata serve --durability $mode did not start"
+	fi
+	say "strata serve --durability $mode: kafka on $brokers"
+}
+
+# bench ROW ARGS...: runs `strata bench ARGS`, prints its summary as a result line.
+bench() {
+	local row=$1 out summary cpu0 cpu1
+	shift
+	cpu0=$(proc_cpu_s "$server_pid")
+	if ! out=$("$STRATA" bench "$@" --brokers "$brokers" 2>>"$work/bench.log"); then
+		printf '%s\n' "$out" >&2
+		tail -n 20 "$work/bench.log" >&2
+		die "bench $row failed"
+	fi
+	cpu1=$(proc_cpu_s "$server_pid")
+	summary="$(tail -n 1 <<<"$out") broker_cpu_s=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
+	say "  $row: $summary"
+	result "$row" "${summary#* }"
+}
+
+produce() { # ROW SIZE RECORDS [EXTRA...]
+	local row=$1 size=$2 records=$3
+	shift 3
+	bench "$row" produce --topic "$row" --record-size "$size" --records "$records" \
+		--partitions "$partitions" --concurrency "$concurrency" --acks all "$@"
+}
+
+for mode in fsync replication; do
+	start_server "$mode"
+	produce "produce-1k-$mode" 1024 "$records_1k"
+	produce "produce-100b-$mode" 100 "$records_100"
+	produce "produce-1k-$mode-paced" 1024 $((paced_rate * paced_seconds)) --rate "$paced_rate"
+	if [[ $mode == fsync ]]; then
+		bench consume-1k-hot-raw consume --topic produce-1k-fsync --client raw
+		bench consume-1k-hot-kgo consume --topic produce-1k-fsync --client kgo
+	fi
+	stop_pid "$server_pid"
+	server_pid=""
+done
