@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,9 +25,11 @@ type hotConfig struct {
 
 // hotResult: the tail consumer's end-to-end latency, counted from each
 // record's intended send time (coordinated-omission corrected), for the
-// records intended after the warm-up.
+// records intended after the warm-up; ack is the producer's share of it
+// (intended send time to acknowledgement), which tells a slow produce path
+// from a slow fetch path.
 type hotResult struct {
-	latency          *bench.Histogram
+	latency, ack     *bench.Histogram
 	produced, errors int64
 }
 
@@ -52,10 +55,12 @@ func runHot(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	h := res.latency
-	say("hot tail %s: %d produced, %d errors, %d measured; e2e %s", *label, res.produced, res.errors, h.Count(), h)
-	fmt.Printf("hot label=%s produced=%d errors=%d measured=%d p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f\n",
-		*label, res.produced, res.errors, h.Count(), msq(h, 0.5), msq(h, 0.99), msq(h, 0.999), float64(h.Max())/1e6)
+	h, a := res.latency, res.ack
+	say("hot tail %s: %d produced, %d errors, %d measured; e2e %s; produce ack %s", *label, res.produced, res.errors, h.Count(), h, a)
+	fmt.Printf("hot label=%s produced=%d errors=%d measured=%d p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f"+
+		" ack_p50_ms=%.3f ack_p99_ms=%.3f ack_p999_ms=%.3f\n",
+		*label, res.produced, res.errors, h.Count(), msq(h, 0.5), msq(h, 0.99), msq(h, 0.999), float64(h.Max())/1e6,
+		msq(a, 0.5), msq(a, 0.99), msq(a, 0.999))
 	return nil
 }
 
@@ -75,7 +80,7 @@ func hotRun(ctx context.Context, cfg hotConfig) (hotResult, error) {
 	tail.PollFetches(pctx)
 	pcancel()
 
-	res := hotResult{latency: bench.NewHistogram()}
+	res := hotResult{latency: bench.NewHistogram(), ack: bench.NewHistogram()}
 	start := time.Now().Add(100 * time.Millisecond)
 	measureFrom, measureTo := start.Add(cfg.warmup), start.Add(cfg.duration)
 	var want atomic.Int64 // records intended in the measured window, acknowledged
@@ -85,7 +90,7 @@ func hotRun(ctx context.Context, cfg hotConfig) (hotResult, error) {
 		defer close(tailDone)
 		tailLoop(tailCtx, tail, res.latency, measureFrom, measureTo, &want)
 	}()
-	res.produced, res.errors = producePaced(ctx, cfg, start, measureFrom, measureTo, &want)
+	res.produced, res.errors = producePaced(ctx, cfg, start, measureFrom, measureTo, &want, res.ack)
 	waitCount(&want, 10*time.Second, tailDone)
 	tailCancel()
 	<-tailDone
@@ -132,8 +137,11 @@ func tailLoop(ctx context.Context, cl *kgo.Client, h *bench.Histogram, from, to 
 
 // producePaced sends record i at start + i/rate (never earlier), carrying
 // its intended send time, until to. Records intended in [from, to) and
-// acknowledged are added to want.
-func producePaced(ctx context.Context, cfg hotConfig, start, from, to time.Time, want *atomic.Int64) (produced, errs int64) {
+// acknowledged are added to want, and their intended-send-to-ack latency
+// to ack (read only after producePaced returns: Flush waited for every
+// callback).
+func producePaced(ctx context.Context, cfg hotConfig, start, from, to time.Time, want *atomic.Int64,
+	ack *bench.Histogram) (produced, errs int64) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.brokers...), kgo.DefaultProduceTopic(cfg.topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
@@ -141,6 +149,7 @@ func producePaced(ctx context.Context, cfg hotConfig, start, from, to time.Time,
 	}
 	defer cl.Close()
 	var nerr, nok atomic.Int64
+	var ackMu sync.Mutex // guards ack: kgo may run callbacks of different partitions concurrently
 	interval := time.Duration(float64(time.Second) / cfg.rate)
 	for i := int64(0); ctx.Err() == nil; i++ {
 		intended := start.Add(time.Duration(i) * interval)
@@ -161,6 +170,10 @@ func producePaced(ctx context.Context, cfg hotConfig, start, from, to time.Time,
 			nok.Add(1)
 			if measured {
 				want.Add(1)
+				d := time.Since(intended)
+				ackMu.Lock()
+				ack.RecordDuration(d)
+				ackMu.Unlock()
 			}
 		})
 	}

@@ -1,6 +1,7 @@
-// Command tierbench holds the measurements behind test/bench/tier.sh, the
-// tiered-storage benchmark of issue 4. The script starts MinIO and
-// `strata serve`; this tool measures against them:
+// Command tierbench holds the measurements behind test/bench/cold.sh (the
+// performance suite's cold catch-up and hot-tail cases, issue 10; tier.sh,
+// the tiered-storage benchmark of issue 4, wraps it). The script starts
+// MinIO and `strata serve`; this tool measures against them:
 //
 //	tierbench freeport                      print a free loopback host:port
 //	tierbench mkbucket --endpoint URL ...   create the bucket (minio-go)
@@ -12,7 +13,8 @@
 //
 // Every measuring subcommand prints human lines on stderr and one
 // key=value summary line on stdout for the script. Benchmarks assert
-// nothing about speed.
+// nothing about speed. TIERBENCH_CPUPROFILE=FILE writes a CPU profile of
+// the tool itself (the client's share of a measurement).
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -34,10 +37,36 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	stopProfile, err := startProfile(os.Getenv("TIERBENCH_CPUPROFILE"))
+	if err == nil {
+		err = run(ctx, os.Args[1:])
+		stopProfile()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tierbench:", err)
 		os.Exit(1)
 	}
+}
+
+// startProfile writes a CPU profile of this process to path (when set:
+// TIERBENCH_CPUPROFILE) until the returned function is called, to see what
+// a client costs next to the broker it measures.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func run(ctx context.Context, args []string) error {

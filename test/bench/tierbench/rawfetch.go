@@ -4,11 +4,12 @@ package main
 //
 // A kgo consumer decodes every record (varints, a *kgo.Record each), which
 // on a 2-core machine takes CPU from the broker it measures. The raw client
-// sends kmsg Fetch requests straight to each partition's leader
-// (kgo.Broker.Request: no record decoding) and only walks the returned
-// batches: their framing, offsets and CRC-32C (Castagnoli, as Kafka's v2
-// batch CRC), so a broker serving garbage could not look fast. It keeps one
-// Fetch in flight per leader, like kgo's consumer.
+// sends kmsg Fetch requests straight to each partition's leader over its
+// own connection (rawconn.go: no record decoding, one reused response
+// buffer) and only walks the returned batches: their framing, offsets and
+// CRC-32C (Castagnoli, as Kafka's v2 batch CRC), so a broker serving
+// garbage could not look fast. It keeps one Fetch in flight per leader,
+// like kgo's consumer.
 
 import (
 	"context"
@@ -16,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,7 +35,9 @@ const batchCRCFrom = 21
 type rawTopic struct {
 	name    string
 	id      [16]byte
-	leaders map[int32]int32 // partition -> leader node
+	leaders map[int32]int32  // partition -> leader node
+	addrs   map[int32]string // node -> host:port
+	version int16            // Fetch version to send
 }
 
 // rawMetadata looks the topic up with one Metadata request.
@@ -52,7 +57,10 @@ func rawMetadata(ctx context.Context, cl *kgo.Client, topic string) (rawTopic, e
 	if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 		return rawTopic{}, fmt.Errorf("metadata %s: %w", topic, err)
 	}
-	out := rawTopic{name: topic, id: t.TopicID, leaders: map[int32]int32{}}
+	out := rawTopic{name: topic, id: t.TopicID, leaders: map[int32]int32{}, addrs: map[int32]string{}}
+	for _, b := range resp.Brokers {
+		out.addrs[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
 	for _, p := range t.Partitions {
 		leader := p.Leader
 		if leader < 0 && len(resp.Brokers) == 1 {
@@ -80,6 +88,9 @@ func readColdRaw(ctx context.Context, brokers []string, topic string, ends map[i
 	if err != nil {
 		return coldRead{}, err
 	}
+	if t.version, err = fetchVersion(ctx, cl); err != nil {
+		return coldRead{}, err
+	}
 	byLeader := map[int32]map[int32]int64{} // leader -> partition -> next offset
 	for p := range ends {
 		leader, ok := t.leaders[p]
@@ -95,7 +106,13 @@ func readColdRaw(ctx context.Context, brokers []string, topic string, ends map[i
 	results := make(chan rawResult, len(byLeader))
 	for leader, parts := range byLeader {
 		go func() {
-			results <- fetchFromLeader(ctx, cl.Broker(int(leader)), t, parts, ends, o, start)
+			c, err := dialRaw(ctx, t.addrs[leader], t.version)
+			if err != nil {
+				results <- rawResult{err: fmt.Errorf("dialing broker %d at %q: %w", leader, t.addrs[leader], err)}
+				return
+			}
+			defer c.Close()
+			results <- fetchFromLeader(ctx, c, t, parts, ends, o, start)
 		}()
 	}
 	var res coldRead
@@ -123,7 +140,7 @@ type rawResult struct {
 
 // fetchFromLeader fetches parts (partition -> next offset) from one broker
 // until each reaches its end.
-func fetchFromLeader(ctx context.Context, b *kgo.Broker, t rawTopic, parts map[int32]int64, ends map[int32]int64,
+func fetchFromLeader(ctx context.Context, c *rawConn, t rawTopic, parts map[int32]int64, ends map[int32]int64,
 	o coldOpts, start time.Time) rawResult {
 	var res rawResult
 	partBytes := o.maxPartBytes
@@ -132,7 +149,7 @@ func fetchFromLeader(ctx context.Context, b *kgo.Broker, t rawTopic, parts map[i
 	}
 	for len(parts) > 0 && ctx.Err() == nil {
 		req := fetchRequest(t, parts, partBytes)
-		kresp, err := b.Request(ctx, req)
+		resp, err := c.fetch(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -140,7 +157,7 @@ func fetchFromLeader(ctx context.Context, b *kgo.Broker, t rawTopic, parts map[i
 			res.err = fmt.Errorf("fetch: %w", err)
 			return res
 		}
-		if err := res.take(kresp.(*kmsg.FetchResponse), parts, ends); err != nil {
+		if err := res.take(resp, parts, ends); err != nil {
 			res.err = err
 			return res
 		}
