@@ -64,6 +64,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
+	rc.reads = &pooledReads{}
 	freq, slots := b.planFetch(rc, req, resp)
 	fetcher, err := fetch.New(fetch.Config{})
 	if err != nil {
@@ -156,12 +157,12 @@ func (b *Broker) planFetch(rc *requestContext, req *kmsg.FetchRequest, resp *kms
 				if code != 0 {
 					sp.ErrorCode, sp.HighWatermark = code, -1
 				} else {
-					pr.Partition, slot.follower = followerSource{p}, p
+					pr.Partition, slot.follower = followerSource{p, rc.reads}, p
 				}
 			} else if p, code := b.fetchablePartition(req.Version, rt, rp); code != 0 {
 				sp.ErrorCode, sp.HighWatermark = code, -1
 			} else {
-				pr.Partition = b.fetchPartition(p)
+				pr.Partition = b.fetchPartition(p, rc.reads)
 			}
 			freq.Partitions = append(freq.Partitions, pr)
 			slots = append(slots, slot)
@@ -207,8 +208,12 @@ func fillFetchPartition(sp *kmsg.FetchResponseTopicPartition, res fetch.Result, 
 	sp.ErrorCode = dataPathErrorCode(res.Err)
 }
 
-// fetchSource adapts a local partition to fetch.Partition.
-type fetchSource struct{ p *partition }
+// fetchSource adapts a local partition to fetch.Partition. Its reads go
+// into pooled buffers kept in reads (nil: not pooled).
+type fetchSource struct {
+	p     *partition
+	reads *pooledReads
+}
 
 var _ fetch.Partition = fetchSource{}
 
@@ -231,7 +236,18 @@ func (s fetchSource) Positions() fetch.Positions {
 }
 
 func (s fetchSource) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
-	return s.p.log.Read(offset, maxBytes, upTo)
+	return readPooled(s.p, s.reads, offset, maxBytes, upTo)
+}
+
+// readPooled reads p's local log, into a pooled buffer handed to reads
+// when reads is not nil.
+func readPooled(p *partition, reads *pooledReads, offset int64, maxBytes int, upTo int64) ([]byte, error) {
+	if reads == nil {
+		return p.log.Read(offset, maxBytes, upTo)
+	}
+	data, backing, err := p.log.ReadPooled(offset, maxBytes, upTo)
+	reads.add(backing)
+	return data, err
 }
 
 // AbortedTxns lists the local log's aborts overlapping [from, to)

@@ -54,11 +54,11 @@ func (b *Broker) ColdStats() tier.ColdStats {
 }
 
 // fetchPartition adapts p for package fetch: tier-aware when tiering is on.
-func (b *Broker) fetchPartition(p *partition) fetch.Partition {
+func (b *Broker) fetchPartition(p *partition, reads *pooledReads) fetch.Partition {
 	if b.cold == nil {
-		return fetchSource{p}
+		return fetchSource{p, reads}
 	}
-	return coldSource{fetchSource: fetchSource{p}, cold: b.cold, quotas: &b.quotas,
+	return coldSource{fetchSource: fetchSource{p, reads}, cold: b.cold, quotas: &b.quotas,
 		clientBudget: float64(b.cfg.Cold.ClientBytesPerSecond)}
 }
 

@@ -252,6 +252,8 @@ func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan stru
 	defer c.requestDone(d.hdr.apiKey, time.Now(), s)
 	defer close(s.done)
 	defer rc.releaseOrder()
+	// Runs first: after the response is encoded (or abandoned).
+	defer func() { rc.reads.release() }()
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("handler panic", "api_key", d.hdr.apiKey, "version", d.hdr.version,
@@ -280,7 +282,7 @@ func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan stru
 	c.b.applyThrottle(rc, resp)
 	c.b.rewriteEndpoints(rc.listener, resp)
 	s.throttleMs = rc.throttleMs
-	s.frame = appendResponseFrame(make([]byte, 0, responseSizeHint(resp)), d.hdr.correlationID, resp)
+	s.frame = appendResponseFrame(getFrameBuffer(responseSizeHint(resp)), d.hdr.correlationID, resp)
 }
 
 // releaseOrder lets the next Produce request of the connection start. The
@@ -306,7 +308,10 @@ func (c *conn) writeLoop() {
 			// Mute before writing: once the client has the answer it may send
 			// at once, and the reader must already see the mute.
 			c.mute(s.throttleMs)
-			if _, err := c.nc.Write(s.frame); err != nil {
+			_, err := c.nc.Write(s.frame)
+			putFrameBuffer(s.frame)
+			s.frame = nil
+			if err != nil {
 				c.log.Debug("connection write failed", "err", err)
 				return
 			}

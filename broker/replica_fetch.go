@@ -62,7 +62,10 @@ func fillFollowerPositions(sp *kmsg.FetchResponseTopicPartition, p *partition) {
 // followerSource adapts a leader's local log for a follower's read: the
 // visible end is the LEO, and only the hot log is read (a follower never
 // replicates from the bucket).
-type followerSource struct{ p *partition }
+type followerSource struct {
+	p     *partition
+	reads *pooledReads // nil: reads are not pooled
+}
 
 var _ fetch.Partition = followerSource{}
 
@@ -78,7 +81,7 @@ func (s followerSource) Positions() fetch.Positions {
 }
 
 func (s followerSource) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
-	return s.p.log.Read(offset, maxBytes, upTo)
+	return readPooled(s.p, s.reads, offset, maxBytes, upTo)
 }
 
 // addFetchLeaders fills, for each NOT_LEADER_OR_FOLLOWER / FENCED partition,

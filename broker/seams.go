@@ -40,6 +40,9 @@ type requestContext struct {
 	// it goes into the response's throttle_time_ms and the connection reads
 	// no further request for that long after writing the response.
 	throttleMs int32
+	// reads holds the pooled buffers of the request's hot segment reads
+	// (Fetch); the connection releases them once the response is encoded.
+	reads *pooledReads
 }
 
 // anonymousPrincipal is the principal of an unauthenticated connection.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/strata-log/strata/bufpool"
 )
 
 // Read path without the lock
@@ -43,18 +45,73 @@ const maxScanWindow = 1 << 20
 // the log's lock (see above): a concurrent Truncate, retention or Close makes
 // the read start over, never return what it saw.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
+	data, _, err := l.read(offset, maxBytes, upTo, nil)
+	return data, err
+}
+
+// ReadPooled is Read with the file read into a bufpool buffer: data is a
+// slice of backing, which the caller owns and must give back with
+// bufpool.Put once nothing reads data any more (the broker does after
+// encoding the response). backing is nil when data is empty or not pooled.
+func (l *Log) ReadPooled(offset int64, maxBytes int, upTo int64) (data, backing []byte, err error) {
+	return l.read(offset, maxBytes, upTo, &readBuffers{})
+}
+
+// read is Read, pooled when bufs is not nil.
+func (l *Log) read(offset int64, maxBytes int, upTo int64, bufs *readBuffers) (data, backing []byte, err error) {
 	for attempt := 1; ; attempt++ {
-		data, stale, err := l.tryRead(offset, maxBytes, upTo, attempt >= readAttempts)
+		data, stale, err := l.tryRead(offset, maxBytes, upTo, attempt >= readAttempts, bufs)
+		if stale || err != nil || len(data) == 0 {
+			bufs.releaseAll()
+		}
 		if !stale {
-			return data, err
+			return data, bufs.keepLast(), err
 		}
 	}
+}
+
+// readBuffers are the pooled buffers one Read attempt read into; data is
+// always a slice of the last one (each read of a segment replaces the
+// buffer it reads from). Owned by one Read; nil means "not pooled".
+type readBuffers struct{ list [][]byte }
+
+func (b *readBuffers) alloc(n int64) []byte {
+	if b == nil {
+		return make([]byte, n)
+	}
+	buf := bufpool.Get(int(n))[:n]
+	b.list = append(b.list, buf)
+	return buf
+}
+
+// keepLast returns every buffer but the last to the pool and hands the last
+// one (data's backing) to the caller.
+func (b *readBuffers) keepLast() []byte {
+	if b == nil || len(b.list) == 0 {
+		return nil
+	}
+	last := b.list[len(b.list)-1]
+	for _, buf := range b.list[:len(b.list)-1] {
+		bufpool.Put(buf)
+	}
+	b.list = b.list[:0]
+	return last
+}
+
+func (b *readBuffers) releaseAll() {
+	if b == nil {
+		return
+	}
+	for _, buf := range b.list {
+		bufpool.Put(buf)
+	}
+	b.list = b.list[:0]
 }
 
 // tryRead is one attempt of Read. Unless locked, each segment is read with
 // mu released; stale reports that the segment changed meanwhile and the
 // attempt was discarded.
-func (l *Log) tryRead(offset int64, maxBytes int, upTo int64, locked bool) (data []byte, stale bool, err error) {
+func (l *Log) tryRead(offset int64, maxBytes int, upTo int64, locked bool, bufs *readBuffers) (data []byte, stale bool, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if done, err := l.checkReadLocked(offset, upTo); done || err != nil {
@@ -62,6 +119,7 @@ func (l *Log) tryRead(offset int64, maxBytes int, upTo int64, locked bool) (data
 	}
 	for i := l.segmentForLocked(offset); i < len(l.mu.segments); i++ {
 		v := l.viewLocked(l.mu.segments[i], maxBytes)
+		v.bufs = bufs
 		if !locked {
 			l.mu.RUnlock()
 		}
@@ -120,8 +178,9 @@ func (l *Log) finishReadLocked(s *segment, res segmentRead) ([]byte, bool, error
 // readView is what a Read captures of one segment under mu.RLock: enough to
 // read its committed batches without the lock. Owned by one Read.
 type readView struct {
-	s      *segment // compared under mu only (gen)
-	gen    uint64   // s.gen at capture
+	bufs   *readBuffers // where reads go (nil: plain allocations)
+	s      *segment     // compared under mu only (gen)
+	gen    uint64       // s.gen at capture
 	file   *os.File
 	base   int64
 	end    int64              // s.size at capture: only bytes below it are read
@@ -228,7 +287,7 @@ func (v readView) collect(pos int64, buf []byte, upTo int64) segmentRead {
 
 // readRange reads n bytes at pos; pos+n <= v.end.
 func (v readView) readRange(pos, n int64) ([]byte, error) {
-	buf := make([]byte, n)
+	buf := v.bufs.alloc(n)
 	if _, err := v.file.ReadAt(buf, pos); err != nil {
 		return nil, fmt.Errorf("hotlog: read segment %d at %d: %w", v.base, pos, err)
 	}
