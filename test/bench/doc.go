@@ -35,6 +35,19 @@
 // HdrHistogram's other correction (back-filling samples at an expected
 // interval) for callers that know their interval but not intended times.
 //
+// # Raw Fetch client
+//
+// ReadRaw (rawfetch.go, rawconn.go) is the one raw Fetch client, used by
+// `strata bench consume --client raw` (RunRawConsume) and by tierbench's
+// raw cold and backfill readers. It sends kmsg Fetch requests to each
+// leader over a connection of its own, one in flight per leader, reads
+// every response into one reused buffer (every frame size bounded before
+// allocation) and only walks the batches (framing, offsets, CRC-32C),
+// never decoding records: a kgo consumer's decoding, and kgo's fresh
+// buffer per response, would take the CPU of the 2-core machine the
+// broker needs, so the number would be the client's, not the broker's.
+// Its byte counts are whole record batches.
+//
 // # Units
 //
 // MB/s is 10^6 bytes per second of record values (keys are nil, headers

@@ -1,13 +1,14 @@
-package main
+package bench
 
-// rawConn is the raw-fetch client's connection to one broker: Fetch
-// requests encoded by kmsg (RequestFormatter), responses read into one
-// buffer reused for every response. kgo allocates a fresh buffer per
-// response, which the runtime zeroes and the kernel faults in: on the
-// cold read that was about a third of the client's CPU, on the same two
-// cores as the broker it measures. With the reused buffer the client does
-// what the raw GET baseline's does (read into buffers it keeps, check
-// CRCs), so the two compare like for like.
+// rawConn is the raw Fetch client's connection to one broker (ReadRaw):
+// Fetch requests encoded by kmsg (RequestFormatter), responses read into
+// one buffer reused for every response. kgo (Broker.Request) allocates a
+// fresh buffer per response, which the runtime zeroes and the kernel
+// faults in: on tierbench's cold read that was about a third of the
+// client's CPU, on the same two cores as the broker it measures. With the
+// reused buffer the client does what tierbench's raw GET baseline does
+// (read into buffers it keeps, check CRCs), so the two compare like for
+// like, and `strata bench consume --client raw` measures the broker.
 //
 // Frames (Kafka protocol): request = int32 size, then the request header
 // and body (AppendRequest); response = int32 size, int32 correlation id,
@@ -27,14 +28,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// maxRawResponse bounds a response frame (the request asks for at most
-// fetchMaxBytes, plus one oversized batch per partition at worst).
+// maxRawResponse bounds a response frame before its buffer is allocated
+// (the request asks for at most rawMaxBytes, plus one oversized batch per
+// partition at worst).
 const maxRawResponse = 256 << 20
 
 // firstFlexibleFetch is the first Fetch version with a flexible header.
 const firstFlexibleFetch = 12
 
-var errRawFrame = errors.New("tierbench: bad response frame")
+var errRawFrame = errors.New("bench: bad response frame")
 
 // rawConn is owned by one goroutine.
 type rawConn struct {
@@ -61,13 +63,13 @@ func fetchVersion(ctx context.Context, cl *kgo.Client) (int16, error) {
 	return 0, errors.New("broker lists no Fetch version")
 }
 
-func dialRaw(ctx context.Context, addr string, version int16) (*rawConn, error) {
+func dialRaw(ctx context.Context, addr, clientID string, version int16) (*rawConn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return &rawConn{conn: c, format: kmsg.NewRequestFormatter(kmsg.FormatterClientID("tierbench-raw")), version: version}, nil
+	return &rawConn{conn: c, format: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), version: version}, nil
 }
 
 func (c *rawConn) Close() error { return c.conn.Close() }
