@@ -1,0 +1,118 @@
+// Package consumer is the pure core of the broker side of KIP-848, the
+// next-generation consumer group protocol ("group.protocol=consumer"): the
+// server-side assignors, member reconciliation and the heartbeat epoch
+// checks. It has no I/O, no time source, no goroutines and imports no other
+// Strata package; the group coordinator (package group) owns the mutable
+// group state, persists it and calls these functions.
+//
+// # Model (KIP-848 "Group Epoch - Assignment Epoch - Member Epoch")
+//
+//   - Group epoch: bumped by the coordinator whenever the group's metadata
+//     changes (a member joins, leaves or changes its subscription, a
+//     subscribed topic gains partitions). Not stored here.
+//   - Target assignment: computed by an Assignor from the members'
+//     subscriptions (MemberSpec, topic ids resolved from names and, by the
+//     caller, from the regular expression) and the topics' metadata. It is
+//     tagged with the assignment epoch, the group epoch it was computed for.
+//     The target for a given epoch never changes.
+//   - Member epoch: each member's own epoch, MemberState.Epoch. It reaches
+//     the assignment epoch only when the member has revoked every partition
+//     it must give up; PreviousEpoch is the epoch before the last update.
+//
+// Partitions are named by TopicPartition (topic id, partition); Assignment
+// is a set of them (topic id → sorted, duplicate-free partition list).
+//
+// # Assignors (KIP-848 "Assignors")
+//
+//   - uniform (Uniform): every partition of a subscribed topic goes to
+//     exactly one member subscribed to that topic. Sticky: a member keeps
+//     the partitions of its current target while balance allows. With
+//     homogeneous subscriptions member counts differ by at most one and a
+//     member that joins or leaves moves only what must move. Heterogeneous
+//     subscriptions are balanced best-effort: no partition could move to a
+//     member subscribed to its topic that has at least two fewer partitions
+//     than its owner. Racks are not considered.
+//   - range (Range): per topic, the partitions are split into contiguous
+//     ranges over the members subscribed to it, sorted by member id; the
+//     first (partitions mod members) members get one more. Co-partitioned
+//     topics line up. Not sticky.
+//
+// Both are deterministic: the same input gives the same output.
+//
+// # Reconciliation (KIP-848 "Reconciliation", "Member States")
+//
+// Reconcile moves one member from its current state towards its target,
+// one heartbeat at a time. The partitions a member owns are its assigned
+// partitions and its partitions pending revocation; another member may
+// not be given a partition until the owner has released it.
+//
+//	computeNext(epoch):
+//	  keep    = assigned ∩ target          (never revoked)
+//	  revoke  = assigned − target
+//	  free    = (target − assigned) not owned by any other member
+//	  blocked = (target − assigned) owned by another member
+//	  if revoke ≠ ∅ and the client may still own some of it:
+//	      UNREVOKED_PARTITIONS, Epoch = epoch, Assigned = keep,
+//	      PendingRevocation = revoke
+//	  else: Epoch = target epoch, Assigned = keep ∪ free,
+//	      PendingRevocation = ∅,
+//	      UNRELEASED_PARTITIONS if blocked ≠ ∅ else STABLE
+//
+//	STABLE:                 computeNext(Epoch) unless Epoch = target epoch
+//	                        and Assigned = target
+//	UNREVOKED_PARTITIONS:   wait while the client still reports a pending
+//	                        partition as owned (or reports nothing); then
+//	                        computeNext(min(Epoch+1, target epoch))
+//	UNRELEASED_PARTITIONS:  computeNext(Epoch): released partitions are
+//	                        given without a new epoch
+//	UNKNOWN:                FENCED_MEMBER_EPOCH unless the client reports
+//	                        owning nothing; then computeNext(target epoch)
+//
+// The client's owned partitions come from its heartbeat (nil when the
+// request did not carry them, in which case the client is assumed to still
+// own everything it was given). Every update sets PreviousEpoch to the
+// epoch before it, as Kafka's ConsumerGroupMember.Builder.updateMemberEpoch.
+//
+// Invariants (tested by a randomized simulation, sim_test.go):
+//
+//   - no partition is assigned or pending revocation to two members at
+//     once, provided the caller answers ownedByOthers from the current
+//     states of the other members (Owners does) and applies each result
+//     before reconciling the next member;
+//   - a partition in a member's assigned set and in its target is never
+//     revoked from it;
+//   - once the group's metadata stops changing and clients keep
+//     heartbeating and acknowledging revocations, every member reaches
+//     STABLE with Assigned equal to its target at the target epoch.
+//
+// # Heartbeat epoch checks (KIP-848 "Member Epoch - Fencing",
+// "ConsumerGroupHeartbeat API")
+//
+// CheckEpoch validates a heartbeat's MemberEpoch against the stored member:
+//
+//	 0   join (or rejoin of a known member id, which resets it)
+//	-1   leave; UNKNOWN_MEMBER_ID if the member is not known
+//	-2   static leave: the member keeps its assignment until its session
+//	     expires or its instance id rejoins; needs a group.instance.id
+//	>0   UNKNOWN_MEMBER_ID if the member is not known;
+//	     FENCED_MEMBER_EPOCH if above the stored epoch, or below it unless it
+//	     is the previous epoch and the request's owned partitions are a
+//	     subset of the member's assigned partitions (the response carrying
+//	     the bump was lost)
+//	<-2  INVALID_REQUEST
+//
+// Errors are this package's sentinels (ErrFencedMemberEpoch, ...); the
+// protocol edge maps them to Kafka error codes.
+//
+// # Left to the coordinator
+//
+// The coordinator must bump the group epoch and recompute the target on
+// every subscription or metadata change: Reconcile revokes only what the
+// target no longer holds (Kafka also drops unsubscribed topics at once,
+// before the new target exists; here the target is computed synchronously).
+//
+// Group and member records in __consumer_offsets, the group epoch, the
+// ConsumerGroupHeartbeat/Describe handlers, session and rebalance timeouts,
+// regular-expression resolution, static-member replacement
+// (UNRELEASED_INSTANCE_ID) and group size limits.
+package consumer
