@@ -252,7 +252,8 @@ func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan stru
 	defer c.requestDone(d.hdr.apiKey, time.Now(), s)
 	defer close(s.done)
 	defer rc.releaseOrder()
-	// Runs first: after the response is encoded (or abandoned).
+	// After the response is encoded into its frame (a copy) or abandoned,
+	// and before the slot is marked done: the reads' buffers go back.
 	defer func() { rc.reads.release() }()
 	defer func() {
 		if r := recover(); r != nil {
