@@ -7,9 +7,9 @@
 //
 // # Model (KIP-848 "Group Epoch - Assignment Epoch - Member Epoch")
 //
-//   - Group epoch: bumped by the coordinator whenever the group's metadata
-//     changes (a member joins, leaves or changes its subscription, a
-//     subscribed topic gains partitions). Not stored here.
+//   - Group epoch: bumped whenever the group's metadata changes (a member
+//     joins, leaves or changes its subscription, a subscribed topic gains
+//     partitions); kept by Group (below).
 //   - Target assignment: computed by an Assignor from the members'
 //     subscriptions (MemberSpec, topic ids resolved from names and, by the
 //     caller, from the regular expression) and the topics' metadata. It is
@@ -104,15 +104,71 @@
 // Errors are this package's sentinels (ErrFencedMemberEpoch, ...); the
 // protocol edge maps them to Kafka error codes.
 //
+// # Group (group.go, heartbeat.go, records.go, describe.go)
+//
+// Group is one group's state machine on top of the functions above, still
+// pure: logical time comes in as nowMs arguments and Tick, changes go out
+// as Records (TakeRecords), and its owner serialises calls. It holds the
+// group epoch, the assignment epoch (always equal: the target is
+// recomputed synchronously on every bump), the topics' metadata
+// (SetTopics), the members (subscription, client information, MemberState,
+// session and rebalance deadlines), the target and the Owners map.
+//
+// Heartbeat(req, nowMs) follows ConsumerGroupHeartbeat:
+//
+//	validate   INVALID_REQUEST: empty member id, epoch < -2, negative
+//	           partition; on joins: RebalanceTimeoutMs -1, no subscription
+//	           (names and regex both null), owned partitions not empty.
+//	           UNSUPPORTED_ASSIGNOR: ServerAssignor not uniform/range.
+//	CheckEpoch UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (a static member away
+//	           has epoch -2: any heartbeat but a join or leave is fenced)
+//	epoch 0    new member (GROUP_MAX_SIZE_REACHED at Config.MaxSize): the
+//	           epoch is bumped; a known member id: it restarts from an
+//	           empty assignment (the client dropped its partitions), the
+//	           epoch is bumped only if its subscription changed; an
+//	           instance id whose member left with -2: the new member id
+//	           takes over that member's target, assigned partitions and
+//	           epoch, the old id is removed, nothing moves; an instance id
+//	           of an active member: UNRELEASED_INSTANCE_ID.
+//	epoch -1   the member is removed, the epoch bumped.
+//	epoch -2   (static members) the member stays, epoch -2, keeping its
+//	           assigned partitions for its instance id until its session
+//	           expires; it releases those pending revocation.
+//	epoch > 0  the session is renewed; a changed set of topic names bumps
+//	           the epoch; then Reconcile with the request's owned
+//	           partitions.
+//
+// Subscriptions are topic names: the caller resolves
+// SubscribedTopicRegex into names (and sends them again when topics
+// appear or disappear); the regex itself is kept for Describe. The
+// response carries the assignment on joins, when the request carried its
+// owned partitions (the client may have lost a response) and when the
+// assigned partitions changed.
+//
+// Tick(nowMs) removes members whose session expired and members still in
+// UNREVOKED_PARTITIONS one rebalance timeout (the member's, from its
+// heartbeats) after the revocation began, then bumps the epoch.
+//
+// # Records and recovery
+//
+// Every change appends plain records named after Kafka's group-coordinator
+// records (ConsumerGroupMetadataValue: the epoch;
+// ConsumerGroupPartitionMetadataValue: subscribed topics, on every bump;
+// ConsumerGroupMemberMetadataValue; ConsumerGroupTargetAssignmentMemberValue
+// for the members whose target changed;
+// ConsumerGroupTargetAssignmentMetadataValue;
+// ConsumerGroupCurrentMemberAssignmentValue when a member's state changed;
+// member records have tombstones). Replay of the records, whole or
+// compacted to the last per key, rebuilds an equal group; deadlines are not
+// persisted and restart from the replay time.
+//
 // # Left to the coordinator
 //
-// The coordinator must bump the group epoch and recompute the target on
-// every subscription or metadata change: Reconcile revokes only what the
-// target no longer holds (Kafka also drops unsubscribed topics at once,
-// before the new target exists; here the target is computed synchronously).
-//
-// Group and member records in __consumer_offsets, the group epoch, the
-// ConsumerGroupHeartbeat/Describe handlers, session and rebalance timeouts,
-// regular-expression resolution, static-member replacement
-// (UNRELEASED_INSTANCE_ID) and group size limits.
+// The ConsumerGroupHeartbeat/Describe handlers (member id generation for
+// v0, regex resolution, mapping errors with ErrorCode), encoding the
+// records as __consumer_offsets keys and values (kmsg v1.15 has no types
+// for them), persisting TakeRecords before responding, calling SetTopics
+// on metadata changes and Tick from a timer (NextDeadline), per-member
+// server assignor choice, rack-aware assignment, and the upgrade of empty
+// classic groups.
 package consumer
