@@ -162,12 +162,57 @@
 // compacted to the last per key, rebuilds an equal group; deadlines are not
 // persisted and restart from the replay time.
 //
+// # Records in __consumer_offsets (kafka_records.go)
+//
+// EncodeRecord and DecodeRecord write and read the records above exactly
+// as Kafka 4 does (group-coordinator/src/main/resources/common/message/
+// ConsumerGroup*{Key,Value}.json; kmsg v1.15 has no types for them).
+// Integers are big-endian. A key starts with an int16 record type and is
+// not flexible: strings are int16 length + bytes (at most 32767, never
+// null). A value starts with an int16 version, always 0, and is flexible:
+// compact string = uvarint(length+1) + bytes (uvarint 0: null), compact
+// array = uvarint(count+1) + elements, uuid = 16 bytes, and every struct
+// (the value itself and each array element) ends with a tagged-field
+// section, uvarint count + (uvarint tag, uvarint size, bytes) each.
+// Strata writes empty sections and skips any tag it reads.
+//
+//	type key (after the type)   value fields (after version 0), in order
+//	3    GroupId                Epoch int32
+//	                            [tag 0 MetadataHash int64, tag 1
+//	                            CreationTimeMs int64: later Kafka; skipped]
+//	4    GroupId                Topics [TopicId uuid, TopicName string,
+//	                            NumPartitions int32, PartitionMetadata
+//	                            [Partition int32, Racks []string]]
+//	                            (Strata writes PartitionMetadata empty, as
+//	                            Kafka when no rack is known)
+//	5    GroupId, MemberId      InstanceId string?, RackId string?,
+//	                            ClientId string, ClientHost string,
+//	                            SubscribedTopicNames []string,
+//	                            SubscribedTopicRegex string?,
+//	                            RebalanceTimeoutMs int32, ServerAssignor
+//	                            string? [tag 0 ClassicMemberMetadata: skipped]
+//	6    GroupId                AssignmentEpoch int32
+//	7    GroupId, MemberId      TopicPartitions [TopicId uuid,
+//	                            Partitions []int32]
+//	8    GroupId, MemberId      MemberEpoch int32, PreviousMemberEpoch
+//	                            int32, State int8, AssignedPartitions and
+//	                            PartitionsPendingRevocation, each [TopicId
+//	                            uuid, Partitions []int32 [tag 0
+//	                            AssignmentEpochs: later Kafka; skipped]]
+//
+// "?" marks nullable strings: Strata writes "" as null and reads null as
+// "". A null value is a tombstone: member records (5, 7, 8) decode to
+// their struct with Tombstone set, group records (3, 4, 6) to
+// GroupRecordTombstone. Other record types (0-2 classic, 9 and up share
+// and streams groups) are not this package's: DecodeRecord says so with
+// ok false. Every length and count is checked against the bytes left
+// before allocating, and a record must use all its bytes.
+//
 // # Left to the coordinator
 //
 // The ConsumerGroupHeartbeat/Describe handlers (member id generation for
-// v0, regex resolution, mapping errors with ErrorCode), encoding the
-// records as __consumer_offsets keys and values (kmsg v1.15 has no types
-// for them), persisting TakeRecords before responding, calling SetTopics
+// v0, regex resolution, mapping errors with ErrorCode), persisting
+// TakeRecords (EncodeRecord) before responding, calling SetTopics
 // on metadata changes and Tick from a timer (NextDeadline), per-member
 // server assignor choice, rack-aware assignment, and the upgrade of empty
 // classic groups.
