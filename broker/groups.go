@@ -38,6 +38,8 @@ var groupVersions = map[int16][2]int16{
 	16: {0, 5}, // ListGroups
 	42: {0, 2}, // DeleteGroups
 	47: {0, 0}, // OffsetDelete
+	68: {0, 1}, // ConsumerGroupHeartbeat (KIP-848)
+	69: {0, 1}, // ConsumerGroupDescribe (KIP-848)
 }
 
 // groupHandlers binds the group API handlers.
@@ -46,6 +48,7 @@ func groupHandlers(b *Broker) map[int16]handlerFunc {
 		8: b.handleOffsetCommit, 9: b.handleOffsetFetch, 10: b.handleFindCoordinator,
 		11: b.handleJoinGroup, 12: b.handleHeartbeat, 13: b.handleLeaveGroup, 14: b.handleSyncGroup,
 		15: b.handleDescribeGroups, 16: b.handleListGroups, 42: b.handleDeleteGroups, 47: b.handleOffsetDelete,
+		68: b.handleConsumerGroupHeartbeat, 69: b.handleConsumerGroupDescribe,
 	}
 }
 
@@ -60,6 +63,7 @@ func (b *Broker) newCoordinator() (*group.Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
+	c.SetTopicMetadata(b.consumerTopicMetadata)
 	return c, nil
 }
 

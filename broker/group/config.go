@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/strata-log/strata/broker/group/consumer"
 )
 
 // ErrInvalidConfig is returned by Config.Validate.
@@ -42,7 +44,11 @@ type Config struct {
 	OffsetMetadataMaxBytes int
 	// MaxGroupSize (group.max.size): joins beyond it get GROUP_MAX_SIZE_REACHED. Default unlimited (0).
 	MaxGroupSize int
-	Logger       *slog.Logger
+	// Consumer configures the groups of the consumer protocol (KIP-848,
+	// group.consumer.*: assignor, session timeout, heartbeat interval, max
+	// size); zero values get Kafka's defaults (consumer.Config).
+	Consumer consumer.Config
+	Logger   *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -96,6 +102,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative retention or interval", ErrInvalidConfig)
 	case c.OffsetMetadataMaxBytes < 0 || c.MaxGroupSize < 0:
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
+	}
+	if err := c.Consumer.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("%w: group.consumer: %v", ErrInvalidConfig, err)
 	}
 	return nil
 }

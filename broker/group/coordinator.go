@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/broker/group/consumer"
 )
 
 // OffsetsLog is one partition of __consumer_offsets that this broker leads.
@@ -53,7 +55,17 @@ type Coordinator struct {
 		waiters    map[uint64]chan Response    // request id -> its delayed answer
 		nextReq    uint64
 		closed     bool // Close was called: lead nothing any more
+		// consumers are the consumer-protocol groups (KIP-848) of the led
+		// partitions; a group id is in consumers or in machine, not both
+		// with members (coordinator_consumer.go).
+		consumers map[string]*consumer.Group
+		// pending are appended batches of consumer groups not yet handed
+		// to a delivery: flushLocked takes them.
+		pending []appended
 	}
+	// topicMetadata lists the existing topics for consumer-protocol groups;
+	// called without mu (SetTopicMetadata).
+	topicMetadata atomic.Pointer[TopicMetadataFunc]
 
 	lifetime context.Context
 	cancel   context.CancelFunc
@@ -80,6 +92,7 @@ func New(cfg Config, topicExists func(string) bool) (*Coordinator, error) {
 	c.mu.machine = NewMachine(mc)
 	c.mu.partitions = map[int32]*offsetsPartition{}
 	c.mu.waiters = map[uint64]chan Response{}
+	c.mu.consumers = map[string]*consumer.Group{}
 	c.lifetime, c.cancel = context.WithCancel(context.Background())
 	c.partitionCount.Store(cfg.OffsetsTopicPartitions)
 	return c, nil
@@ -122,7 +135,10 @@ func (c *Coordinator) UsePartitionCount(n int32) {
 // Start runs the clock and the offsets expiry.
 func (c *Coordinator) Start() {
 	c.loops.Add(2)
-	go c.loop(c.cfg.TickInterval, func(now int64) { c.mu.machine.Tick(now) })
+	go c.loop(c.cfg.TickInterval, func(now int64) {
+		c.mu.machine.Tick(now)
+		c.tickConsumersLocked(now)
+	})
 	go c.expireLoop()
 }
 
@@ -152,10 +168,10 @@ func (c *Coordinator) expire(deleted string) {
 		exists[t] = t != deleted && c.topicExists(t)
 	}
 	c.mu.Lock()
-	c.mu.machine.ExpireOffsets(c.nowMs(), func(t string) bool {
+	c.mu.machine.ExpireOffsetsExcept(c.nowMs(), func(t string) bool {
 		e, known := exists[t]
 		return e || !known // committed meanwhile: judged next time
-	})
+	}, c.consumerActiveLocked)
 	d := c.flushLocked()
 	c.mu.Unlock()
 	c.complete(d)
@@ -169,6 +185,7 @@ func (c *Coordinator) Close() {
 	c.mu.machine.DropGroups(func(string) bool { return true }, kerr.NotCoordinator.Code)
 	d := c.flushLocked()
 	c.mu.partitions = map[int32]*offsetsPartition{}
+	c.mu.consumers = map[string]*consumer.Group{}
 	c.mu.Unlock()
 	c.cancel()
 	c.complete(d)

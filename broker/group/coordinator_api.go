@@ -50,6 +50,9 @@ func (c *Coordinator) run(group string, step func(m *Machine, now int64)) (int16
 
 // Join handles JoinGroup; it returns when the member's join completes.
 func (c *Coordinator) Join(ctx context.Context, in JoinInput) JoinResult {
+	if code := c.classicJoinCheck(in.Group); code != 0 {
+		return JoinResult{Code: code, Generation: -1, MemberID: in.MemberID}
+	}
 	r, code := c.call(ctx, in.Group, func(m *Machine, now int64, req uint64) { m.Join(now, req, in) })
 	if code != 0 || r.Join == nil {
 		return JoinResult{Code: max(code, kerr.UnknownServerError.Code), Generation: -1, MemberID: in.MemberID}
@@ -85,7 +88,12 @@ func (c *Coordinator) Leave(group string, refs []MemberRef) (int16, []int16) {
 // are durable (0) or with the error code for every partition.
 func (c *Coordinator) Commit(in CommitInput) int16 {
 	var commit int16
-	code, err := c.run(in.Group, func(m *Machine, now int64) { commit = m.Commit(now, in) })
+	code, err := c.run(in.Group, func(m *Machine, now int64) {
+		checked, cc := c.consumerCommitCheckLocked(in) // run holds mu
+		if commit = cc; cc == 0 {
+			commit = m.Commit(now, checked)
+		}
+	})
 	switch {
 	case code != 0:
 		return code
@@ -135,7 +143,16 @@ func (c *Coordinator) List(states []State) ([]Listed, int16) {
 // DeleteGroup handles DeleteGroups for one group.
 func (c *Coordinator) DeleteGroup(group string) int16 {
 	var del int16
-	code, err := c.run(group, func(m *Machine, now int64) { del = m.DeleteGroup(now, group) })
+	var consumerDeleted bool
+	code, err := c.run(group, func(m *Machine, now int64) {
+		if consumerDeleted, del = c.deleteConsumerLocked(group); del != 0 { // run holds mu
+			return
+		}
+		del = m.DeleteGroup(now, group)
+		if consumerDeleted && del == kerr.GroupIDNotFound.Code {
+			del = 0 // the consumer group had no offsets
+		}
+	})
 	switch {
 	case code != 0:
 		return code
@@ -173,4 +190,21 @@ func (c *Coordinator) TopicDeleted(topic string) {
 		defer c.loops.Done()
 		c.expire(topic)
 	}()
+}
+
+// classicJoinCheck: 0 when a classic JoinGroup may proceed (see
+// classicJoinCheckLocked).
+func (c *Coordinator) classicJoinCheck(group string) int16 {
+	c.mu.Lock()
+	if c.statusLocked(group) != 0 {
+		c.mu.Unlock()
+		return 0 // call answers it
+	}
+	code := c.classicJoinCheckLocked(group)
+	d := c.flushLocked()
+	c.mu.Unlock()
+	if err := c.complete(d); err != nil && code == 0 {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return code
 }

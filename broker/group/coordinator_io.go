@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/broker/group/consumer"
 )
 
 // appended is one batch appended to a partition, waiting to be durable.
@@ -31,7 +33,8 @@ const persistTimeout = 30 * time.Second
 // partition. REQUIRES: mu held.
 func (c *Coordinator) flushLocked() delivery {
 	rd := c.mu.machine.Ready()
-	d := delivery{responses: rd.Responses}
+	d := delivery{responses: rd.Responses, appends: c.mu.pending}
+	c.mu.pending = nil
 	byPartition := map[int32][]Record{}
 	var order []int32
 	for _, r := range rd.Records {
@@ -161,6 +164,7 @@ func (c *Coordinator) load(partition int32, op *offsetsPartition) {
 	start := time.Now()
 	offset, hw := op.log.LogStartOffset(), op.log.HighWatermark()
 	records := 0
+	consumers := map[string][]consumer.Record{} // consumer-protocol records by group, in log order
 	for offset < hw {
 		data, err := op.log.Read(offset, 1<<20)
 		if err == nil && len(data) == 0 {
@@ -168,7 +172,7 @@ func (c *Coordinator) load(partition int32, op *offsetsPartition) {
 		}
 		next := int64(-1)
 		if err == nil {
-			next, err = c.applyLoaded(partition, op, data, &records)
+			next, err = c.applyLoaded(partition, op, data, &records, consumers)
 		}
 		if err != nil || next <= offset {
 			c.log.Error("loading offsets partition; groups of it may be incomplete", "partition", partition, "offset", offset, "err", err)
@@ -178,13 +182,15 @@ func (c *Coordinator) load(partition int32, op *offsetsPartition) {
 	}
 	c.mu.Lock()
 	if c.mu.partitions[partition] == op {
+		c.replayConsumersLocked(consumers)
 		op.loaded = true
 	}
 	c.mu.Unlock()
 	c.log.Info("offsets partition loaded", "partition", partition, "records", records, "took", time.Since(start))
 }
 
-func (c *Coordinator) applyLoaded(partition int32, op *offsetsPartition, data []byte, count *int) (int64, error) {
+func (c *Coordinator) applyLoaded(partition int32, op *offsetsPartition, data []byte, count *int,
+	consumers map[string][]consumer.Record) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.partitions[partition] != op {
@@ -193,6 +199,11 @@ func (c *Coordinator) applyLoaded(partition int32, op *offsetsPartition, data []
 	now := c.nowMs()
 	inPartition := func(g string) bool { return c.PartitionFor(g) == partition }
 	return walkBatches(data, func(offset, txnProducer int64, key, value []byte) error {
+		if isConsumerRecord(key) {
+			*count++
+			c.collectConsumerRecord(consumers, key, value)
+			return nil
+		}
 		r, ok, err := DecodeRecord(key, value)
 		if err != nil || !ok {
 			return err
@@ -212,6 +223,7 @@ func (c *Coordinator) applyLoaded(partition int32, op *offsetsPartition, data []
 func (c *Coordinator) Resign(partition int32) {
 	c.mu.Lock()
 	delete(c.mu.partitions, partition)
+	c.dropConsumersLocked(partition)
 	c.mu.machine.DropGroups(func(g string) bool { return c.PartitionFor(g) == partition }, kerr.NotCoordinator.Code)
 	d := c.flushLocked()
 	c.mu.Unlock()

@@ -28,6 +28,12 @@ func (c *Coordinator) TxnCommit(ctx context.Context, in TxnCommitInput) int16 {
 		c.mu.Unlock()
 		return code
 	}
+	checked, cc := c.consumerCommitCheckLocked(CommitInput{Group: in.Group, Generation: in.Generation, Member: in.Member})
+	if cc != 0 {
+		c.mu.Unlock()
+		return cc
+	}
+	in.Generation, in.Member = checked.Generation, checked.Member // a consumer group's member: checked here
 	now := c.nowMs()
 	code, records := c.mu.machine.TxnCommit(now, in)
 	if code != 0 || len(records) == 0 {

@@ -13,6 +13,11 @@
 //     (possibly long after their request: a join response is released when
 //     the rebalance completes) and records to persist. It is tested with
 //     scripted golden tests (testdata/*.txt, see script_test.go).
+//   - consumer.Group (package consumer) is one consumer-protocol group
+//     (KIP-848, ConsumerGroupHeartbeat/ConsumerGroupDescribe), also pure;
+//     the Coordinator keeps one per such group beside the Machine, persists
+//     its records (types 3-8) the same way, and keeps a group id either
+//     classic or consumer (coordinator_consumer.go).
 //   - Coordinator (coordinator.go) is the shell: it owns one Machine, a
 //     clock, and the offsets partitions this broker leads (OffsetsLog, an
 //     interface the broker implements on its partitions). It appends the
@@ -43,8 +48,9 @@
 //	                      Subscription, Assignment}]}          (nil: tombstone)
 //
 // Key versions 0 and 1 are offset commits, 2 group metadata (Kafka's rule);
-// other versions (e.g. Kafka 4's consumer-protocol records) are skipped on
-// load. Values of every version kmsg knows are read. Compaction keeps the
+// 3-8 are the consumer-protocol (KIP-848) group records, encoded and
+// decoded by package consumer (its doc.go) and replayed into the consumer
+// groups (coordinator_consumer.go); other versions are skipped on load. Values of every version kmsg knows are read. Compaction keeps the
 // latest record per key; tombstones delete.
 //
 // When records are written:

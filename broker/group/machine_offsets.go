@@ -261,17 +261,25 @@ func (g *groupState) subscribedTopics() map[string]bool {
 // offsets older than the retention; an Empty group left without offsets is
 // deleted. topicExists reports whether a topic still exists.
 func (m *Machine) ExpireOffsets(now int64, topicExists func(string) bool) {
+	m.ExpireOffsetsExcept(now, topicExists, nil)
+}
+
+// ExpireOffsetsExcept is ExpireOffsets for which groups that active
+// reports true (consumer-protocol groups with members, which the Machine
+// sees as Empty) keep their offsets of existing topics. active may be nil.
+func (m *Machine) ExpireOffsetsExcept(now int64, topicExists, active func(string) bool) {
 	for _, id := range m.sortedGroups() {
 		g := m.groups[id]
+		empty := g.state == StateEmpty && (active == nil || !active(id))
 		for _, tp := range sortedTPs(g.offsets) {
 			o := g.offsets[tp]
-			old := g.state == StateEmpty && max(g.stateSince, o.CommitTimestamp)+m.cfg.OffsetsRetentionMs <= now
+			old := empty && max(g.stateSince, o.CommitTimestamp)+m.cfg.OffsetsRetentionMs <= now
 			if old || !topicExists(tp.Topic) {
 				delete(g.offsets, tp)
 				m.persist(offsetRecord(g.id, tp, nil))
 			}
 		}
-		if g.state == StateEmpty && len(g.offsets) == 0 && len(g.pending) == 0 && g.stateSince+m.cfg.OffsetsRetentionMs <= now {
+		if empty && len(g.offsets) == 0 && len(g.pending) == 0 && g.stateSince+m.cfg.OffsetsRetentionMs <= now {
 			m.removeGroup(g)
 		}
 	}

@@ -208,12 +208,13 @@
 // ok false. Every length and count is checked against the bytes left
 // before allocating, and a record must use all its bytes.
 //
-// # Left to the coordinator
+// # Done by the coordinator (package group, coordinator_consumer.go)
 //
 // The ConsumerGroupHeartbeat/Describe handlers (member id generation for
 // v0, regex resolution, mapping errors with ErrorCode), persisting
-// TakeRecords (EncodeRecord) before responding, calling SetTopics
-// on metadata changes and Tick from a timer (NextDeadline), per-member
-// server assignor choice, rack-aware assignment, and the upgrade of empty
-// classic groups.
+// TakeRecords (EncodeRecord) before responding, calling SetTopics on every
+// heartbeat and Tick from its clock, and the offline conversion of an
+// empty consumer group to a classic one. Not done yet: per-member server
+// assignor choice, rack-aware assignment, the upgrade of a classic group
+// with members.
 package consumer

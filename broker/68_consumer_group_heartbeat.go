@@ -1,0 +1,95 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/auth"
+	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/broker/group/consumer"
+)
+
+// ConsumerGroupHeartbeat: v0-1 (KIP-848; the group machine is
+// broker/group/consumer, wired in group.Coordinator.ConsumerHeartbeat).
+// Read on the group is needed (GROUP_AUTHORIZATION_FAILED); a group this
+// broker does not coordinate gets NOT_COORDINATOR. v0 joins (epoch 0, no
+// member id) get a member id generated here, as Kafka's Uuid.toString
+// (22 characters of URL-safe base64); v1 clients generate their own.
+// A regular expression (v1) is resolved against the existing topics by the
+// coordinator.
+
+func (b *Broker) handleConsumerGroupHeartbeat(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	if !b.authorizedGroup(rc, auth.OpRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	in := consumerHeartbeatInput(rc, req)
+	res := b.groups.ConsumerHeartbeat(req.Group, in)
+	if res.Code != 0 { // as Kafka: no member id, epoch 0
+		resp.ErrorCode = res.Code
+		if res.Message != "" {
+			resp.ErrorMessage = &res.Message
+		}
+		return resp, nil
+	}
+	r := res.Response
+	resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = optStr(r.MemberID), r.MemberEpoch, r.HeartbeatIntervalMs
+	if r.Assignment != nil {
+		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+		for _, tp := range r.Assignment.List() {
+			t := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
+			t.TopicID, t.Partitions = tp.Topic, tp.Partitions
+			a.Topics = append(a.Topics, t)
+		}
+		resp.Assignment = &a
+	}
+	return resp, nil
+}
+
+// consumerHeartbeatInput converts the request (null stays nil: unchanged).
+func consumerHeartbeatInput(rc *requestContext, req *kmsg.ConsumerGroupHeartbeatRequest) consumer.HeartbeatRequest {
+	in := consumer.HeartbeatRequest{MemberID: req.MemberID, MemberEpoch: req.MemberEpoch, InstanceID: req.InstanceID,
+		RackID: req.RackID, RebalanceTimeoutMs: req.RebalanceTimeoutMillis, SubscribedTopicNames: req.SubscribedTopicNames,
+		SubscribedTopicRegex: req.SubscribedTopicRegex, ServerAssignor: req.ServerAssignor,
+		ClientID: rc.clientID, ClientHost: clientHost(rc)}
+	if req.Version == 0 && req.MemberID == "" && req.MemberEpoch == 0 {
+		in.MemberID = newConsumerMemberID()
+	}
+	if req.Topics != nil {
+		in.Owned = make([]consumer.TopicPartitions, 0, len(req.Topics))
+		for _, t := range req.Topics {
+			in.Owned = append(in.Owned, consumer.TopicPartitions{Topic: t.TopicID, Partitions: t.Partitions})
+		}
+	}
+	return in
+}
+
+// newConsumerMemberID is a random UUID in Kafka's string form.
+func newConsumerMemberID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // IETF variant
+	return base64.RawURLEncoding.EncodeToString(u[:])
+}
+
+// consumerTopicMetadata lists the topics consumer-protocol groups may be
+// assigned: every non-internal topic with its id and partition count.
+// The coordinator calls it without its lock (lock order, groups.go).
+func (b *Broker) consumerTopicMetadata() map[consumer.TopicID]consumer.TopicMetadata {
+	out := map[consumer.TopicID]consumer.TopicMetadata{}
+	for _, t := range b.parts.allTopics() {
+		if t.topic.Internal || t.topic.Name == group.OffsetsTopic || len(t.states) == 0 {
+			continue
+		}
+		id := consumer.TopicID(t.topic.ID)
+		out[id] = consumer.TopicMetadata{ID: id, Name: t.topic.Name, Partitions: int32(len(t.states))}
+	}
+	return out
+}
