@@ -20,7 +20,8 @@ import (
 // member id) get a member id generated here, as Kafka's Uuid.toString
 // (22 characters of URL-safe base64); v1 clients generate their own.
 // A regular expression (v1) is resolved against the existing topics by the
-// coordinator.
+// coordinator, keeping those the principal may Describe (Kafka 4 filters
+// regex matches the same way; names listed explicitly are not filtered).
 
 func (b *Broker) handleConsumerGroupHeartbeat(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
@@ -30,7 +31,7 @@ func (b *Broker) handleConsumerGroupHeartbeat(_ context.Context, rc *requestCont
 		return resp, nil
 	}
 	in := consumerHeartbeatInput(rc, req)
-	res := b.groups.ConsumerHeartbeat(req.Group, in)
+	res := b.groups.ConsumerHeartbeatFiltered(req.Group, in, b.describableTopics(rc))
 	if res.Code != 0 { // as Kafka: no member id, epoch 0
 		resp.ErrorCode = res.Code
 		if res.Message != "" {
@@ -50,6 +51,19 @@ func (b *Broker) handleConsumerGroupHeartbeat(_ context.Context, rc *requestCont
 		resp.Assignment = &a
 	}
 	return resp, nil
+}
+
+// describableTopics filters regex matches by Describe on the topic; nil
+// (no filter) without an authorizer. It reads the ACL snapshot without
+// locks, so the coordinator may call it under its own lock; denials are
+// not logged (a regex routinely matches topics the member may not see).
+func (b *Broker) describableTopics(rc *requestContext) group.TopicFilter {
+	if !b.cfg.Authorizer {
+		return nil
+	}
+	principal, host := principalOf(rc)
+	z := b.currentAuthz().z
+	return func(topic string) bool { return z.Authorized(principal, host, auth.OpDescribe, auth.ResourceTopic, topic) }
 }
 
 // consumerHeartbeatInput converts the request (null stays nil: unchanged).

@@ -41,6 +41,7 @@ type serveFlags struct {
 	groupInitialRebalanceDelay time.Duration
 	offsetsTopicPartitions     int
 	offsetsRetention           time.Duration
+	consumerGroups             consumerGroupFlags
 	// Tiered storage (broker/tiering.go).
 	tierUploadMaxLagBytes int64
 	tierOrphanGrace       time.Duration
@@ -112,6 +113,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"how often partitions are checked for sealed segments to upload")
 	fs.DurationVar(&f.tierSweepInterval, "tier-sweep-interval", 10*time.Minute,
 		"how often the orphan sweeper lists the bucket")
+	f.consumerGroups.register(fs)
 	f.registerCold(fs)
 	f.registerReplication(fs)
 	f.registerTxn(fs)
@@ -412,6 +414,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		return cfg, err
 	}
 	cfg.saslBootstrapUsers = f.security.saslBootstrapUsers
+	if cfg.broker.Group.Consumer, err = f.consumerGroups.config(); err != nil {
+		return cfg, err
+	}
 	if f.groupInitialRebalanceDelay == 0 {
 		cfg.broker.Group.InitialRebalanceDelay = -1 // 0 means "default" in group.Config
 	}

@@ -40,7 +40,7 @@ type MemberDescription struct {
 // Describe reports the group's state.
 func (g *Group) Describe() Description {
 	d := Description{GroupID: g.id, State: g.state(), Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch,
-		Assignor: g.cfg.Assignor.Name()}
+		Assignor: g.assignor().Name()}
 	for _, id := range g.memberIDs() {
 		m := g.members[id]
 		d.Members = append(d.Members, MemberDescription{MemberID: id, InstanceID: m.sub.InstanceID,

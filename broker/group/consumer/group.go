@@ -18,8 +18,12 @@ var (
 
 // Config is one group's settings (Kafka's group.consumer.* broker configs).
 type Config struct {
-	// Assignor computes target assignments; nil means Uniform.
-	Assignor Assignor
+	// Assignors are the server-side assignors members may name
+	// (group.consumer.assignors); the first is the group's default. Empty
+	// means Kafka's default, uniform then range. The group uses the one
+	// most of its members name (ties: the earlier in this list), or the
+	// default when none names one.
+	Assignors []Assignor
 	// SessionTimeoutMs: a member that has not heartbeaten for this long is
 	// removed (group.consumer.session.timeout.ms). Default 45000.
 	SessionTimeoutMs int64
@@ -33,8 +37,8 @@ type Config struct {
 
 // WithDefaults fills the zero fields with their defaults.
 func (c Config) WithDefaults() Config {
-	if c.Assignor == nil {
-		c.Assignor = Uniform{}
+	if len(c.Assignors) == 0 {
+		c.Assignors = []Assignor{Uniform{}, Range{}}
 	}
 	if c.SessionTimeoutMs == 0 {
 		c.SessionTimeoutMs = 45000
@@ -55,7 +59,24 @@ func (c Config) Validate() error {
 	case c.MaxSize < 0:
 		return fmt.Errorf("%w: negative max size", ErrInvalidConfig)
 	}
+	seen := map[string]bool{}
+	for _, a := range c.Assignors {
+		if a == nil || a.Name() == "" || seen[a.Name()] {
+			return fmt.Errorf("%w: assignors must be named and distinct", ErrInvalidConfig)
+		}
+		seen[a.Name()] = true
+	}
 	return nil
+}
+
+// assignorNamed is the configured assignor of that name.
+func (c Config) assignorNamed(name string) (Assignor, bool) {
+	for _, a := range c.Assignors {
+		if a.Name() == name {
+			return a, true
+		}
+	}
+	return nil, false
 }
 
 // member is one member of a Group: what its heartbeats told (persisted in
@@ -183,7 +204,7 @@ func (g *Group) computeTarget() {
 	for _, id := range g.memberIDs() {
 		specs = append(specs, SpecFor(g.members[id].sub, g.topics, g.target[id]))
 	}
-	next := g.cfg.Assignor.Assign(specs, g.topics)
+	next := g.assignor().Assign(specs, g.topics)
 	for _, id := range g.memberIDs() {
 		old, had := g.target[id]
 		if !had || !old.Equal(next[id]) {
@@ -193,6 +214,26 @@ func (g *Group) computeTarget() {
 	g.target = next
 	g.assignmentEpoch = g.epoch
 	g.persist(ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.epoch})
+}
+
+// assignor is the one most members name (Kafka's preferred server
+// assignor); ties go to the earlier configured one; none named: the
+// default (the first configured).
+func (g *Group) assignor() Assignor {
+	votes := map[string]int{}
+	for _, m := range g.members {
+		if m.serverAssignor != "" {
+			votes[m.serverAssignor]++
+		}
+	}
+	best := g.cfg.Assignors[0]
+	bestVotes := 0
+	for _, a := range g.cfg.Assignors {
+		if votes[a.Name()] > bestVotes {
+			best, bestVotes = a, votes[a.Name()]
+		}
+	}
+	return best
 }
 
 func (g *Group) memberIDs() []string { return slices.Sorted(maps.Keys(g.members)) }

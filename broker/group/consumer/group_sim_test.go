@@ -77,7 +77,7 @@ type groupSim struct {
 }
 
 func newGroupSim(t *testing.T, a Assignor, seed uint64, seen map[string]int) *groupSim {
-	g, err := NewGroup("g", Config{Assignor: a, SessionTimeoutMs: simSessionMs, HeartbeatIntervalMs: 1000})
+	g, err := NewGroup("g", Config{Assignors: []Assignor{a}, SessionTimeoutMs: simSessionMs, HeartbeatIntervalMs: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

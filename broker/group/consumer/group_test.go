@@ -295,3 +295,44 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestPreferredServerAssignor: the group uses the assignor most members
+// name (ties: the earlier configured), the default when none names one,
+// and a name outside the configured list is UNSUPPORTED_ASSIGNOR. A
+// member's new choice bumps the epoch, as a subscription change.
+func TestPreferredServerAssignor(t *testing.T) {
+	g := newTestGroup(t, Config{}, map[byte]int32{1: 4})
+	mustBeat(t, g, joinReq("a", "t1"), 0)
+	if got := g.Describe().Assignor; got != UniformName {
+		t.Fatalf("no member names one: assignor %q, want the default uniform", got)
+	}
+	rangeName, uniformName := RangeName, UniformName
+	b := joinReq("b", "t1")
+	b.ServerAssignor = &rangeName
+	mustBeat(t, g, b, 10)
+	if got := g.Describe().Assignor; got != RangeName {
+		t.Fatalf("one vote for range: assignor %q", got)
+	}
+	epoch := g.Epoch()
+	switchA := beat("a", g.Describe().Members[0].MemberEpoch, nil)
+	switchA.ServerAssignor = &uniformName
+	mustBeat(t, g, switchA, 20)
+	if got := g.Describe().Assignor; got != UniformName || g.Epoch() != epoch+1 {
+		t.Fatalf("tie uniform/range: assignor %q epoch %d (was %d), want uniform and a bump", got, g.Epoch(), epoch)
+	}
+	sticky := "sticky"
+	c := joinReq("c", "t1")
+	c.ServerAssignor = &sticky
+	if _, err := g.Heartbeat(c, 30); !errors.Is(err, ErrUnsupportedAssignor) || ErrorCode(err) != kerr.UnsupportedAssignor.Code {
+		t.Fatalf("unknown assignor: %v", err)
+	}
+	only := newTestGroup(t, Config{Assignors: []Assignor{Range{}}}, map[byte]int32{1: 4})
+	d := joinReq("d", "t1")
+	d.ServerAssignor = &uniformName
+	if _, err := only.Heartbeat(d, 0); !errors.Is(err, ErrUnsupportedAssignor) {
+		t.Fatalf("uniform not configured: %v", err)
+	}
+	if _, err := NewGroup("g", Config{Assignors: []Assignor{Range{}, Range{}}}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("duplicate assignors: %v", err)
+	}
+}

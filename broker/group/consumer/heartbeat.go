@@ -29,8 +29,9 @@ type HeartbeatRequest struct {
 	SubscribedTopicNames []string
 	// SubscribedTopicRegex is kept for ConsumerGroupDescribe only.
 	SubscribedTopicRegex *string
-	// ServerAssignor must name a built-in assignor; it is recorded, but the
-	// group uses Config.Assignor (per-member choice is not supported yet).
+	// ServerAssignor, when set and non-empty, must name a configured
+	// assignor (UNSUPPORTED_ASSIGNOR); the group uses the one most of its
+	// members name (Config.Assignors).
 	ServerAssignor *string
 	// Owned: the partitions the client owns; nil when not sent.
 	Owned []TopicPartitions
@@ -78,7 +79,7 @@ func ErrorCode(err error) int16 {
 // added, except ErrFencedMemberEpoch from Reconcile for a member in an
 // unknown state (its metadata changes are kept).
 func (g *Group) Heartbeat(req HeartbeatRequest, nowMs int64) (HeartbeatResponse, error) {
-	owned, err := validate(req)
+	owned, err := g.validate(req)
 	if err != nil {
 		return HeartbeatResponse{}, err
 	}
@@ -112,15 +113,15 @@ func (g *Group) Heartbeat(req HeartbeatRequest, nowMs int64) (HeartbeatResponse,
 
 // validate checks what Kafka checks before touching the group and returns
 // the request's owned partitions as an Assignment (nil when not sent).
-func validate(req HeartbeatRequest) (*Assignment, error) {
+func (g *Group) validate(req HeartbeatRequest) (*Assignment, error) {
 	bad := func(why string) (*Assignment, error) { return nil, fmt.Errorf("%w: %s", ErrInvalidRequest, why) }
 	switch {
 	case req.MemberID == "":
 		return bad("empty member id")
 	case req.RebalanceTimeoutMs < -1:
 		return bad("negative rebalance timeout")
-	case req.ServerAssignor != nil:
-		if _, ok := AssignorByName(*req.ServerAssignor); !ok {
+	case req.ServerAssignor != nil && *req.ServerAssignor != "":
+		if _, ok := g.cfg.assignorNamed(*req.ServerAssignor); !ok {
 			return nil, fmt.Errorf("%w: %q", ErrUnsupportedAssignor, *req.ServerAssignor)
 		}
 	}
@@ -263,7 +264,10 @@ func (g *Group) applyRequest(id string, m *member, req HeartbeatRequest, isNew b
 		slices.Sort(names)
 		m.sub.Topics = slices.Compact(names)
 	}
-	subscriptionChanged = isNew || !slices.Equal(before.sub.Topics, m.sub.Topics)
+	// A new assignor choice may change the group's assignor: as a
+	// subscription change, it gets a new epoch and target.
+	subscriptionChanged = isNew || !slices.Equal(before.sub.Topics, m.sub.Topics) ||
+		before.serverAssignor != m.serverAssignor
 	if subscriptionChanged || !sameMetadata(before, *m) {
 		g.persistMember(id, m)
 	}

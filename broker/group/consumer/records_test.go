@@ -107,7 +107,7 @@ func TestStaticLeaveReleasesPendingRevocation(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	g := newTestGroup(t, Config{Assignor: Range{}}, map[byte]int32{1: 2})
+	g := newTestGroup(t, Config{Assignors: []Assignor{Range{}}}, map[byte]int32{1: 2})
 	if d := g.Describe(); d.State != GroupEmpty || d.Assignor != RangeName || len(d.Members) != 0 {
 		t.Fatalf("empty: %+v", d)
 	}
