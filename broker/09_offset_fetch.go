@@ -19,6 +19,9 @@ import (
 // group is needed (GROUP_AUTHORIZATION_FAILED), and Describe on a topic to
 // see its offsets: asked-for partitions of other topics answer
 // TOPIC_AUTHORIZATION_FAILED, and "every offset" leaves those topics out.
+// v9 (KIP-848) names the member: in a consumer-protocol group it must be
+// current at that epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); no member
+// with epoch -1 (admin clients) is always answered.
 
 func (b *Broker) handleOffsetFetch(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
@@ -88,7 +91,7 @@ func (b *Broker) offsetFetchGroup(rc *requestContext, rg kmsg.OffsetFetchRequest
 			}
 		}
 	}
-	offsets, code := b.groups.FetchOffsets(rg.Group, tps)
+	offsets, code := b.groups.FetchOffsetsAs(rg.Group, tps, rg.MemberID, rg.MemberEpoch)
 	if code != 0 {
 		g.ErrorCode = code
 		return g

@@ -157,7 +157,8 @@ func (c *Coordinator) expireLoop() {
 	}
 }
 
-// expire runs ExpireOffsets, with deleted (if not empty) counted as gone.
+// expire runs ExpireOffsets, with deleted (if not empty) counted as gone,
+// then deletes the consumer-protocol groups left empty and offset-less.
 // Topic existence is asked before taking mu (lock order, see Coordinator).
 func (c *Coordinator) expire(deleted string) {
 	c.mu.Lock()
@@ -172,6 +173,7 @@ func (c *Coordinator) expire(deleted string) {
 		e, known := exists[t]
 		return e || !known // committed meanwhile: judged next time
 	}, c.consumerActiveLocked)
+	c.deleteExpiredConsumersLocked()
 	d := c.flushLocked()
 	c.mu.Unlock()
 	c.complete(d)

@@ -108,9 +108,21 @@ func (c *Coordinator) Commit(in CommitInput) int16 {
 
 // FetchOffsets returns committed offsets (all when tps is nil).
 func (c *Coordinator) FetchOffsets(group string, tps []TopicPartition) (map[TopicPartition]Offset, int16) {
+	return c.FetchOffsetsAs(group, tps, nil, -1)
+}
+
+// FetchOffsetsAs is FetchOffsets for a member (OffsetFetch v9): in a
+// consumer-protocol group, a member id or a non-negative epoch must name a
+// current member (UNKNOWN_MEMBER_ID) at its epoch (STALE_MEMBER_EPOCH), as
+// Kafka's ConsumerGroup.validateOffsetFetch; no member id with epoch -1
+// (admin tools) is always allowed. Classic groups do not check.
+func (c *Coordinator) FetchOffsetsAs(group string, tps []TopicPartition, memberID *string, memberEpoch int32) (map[TopicPartition]Offset, int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if code := c.statusLocked(group); code != 0 {
+		return nil, code
+	}
+	if code := c.consumerFetchCheckLocked(group, memberID, memberEpoch); code != 0 {
 		return nil, code
 	}
 	return c.mu.machine.FetchOffsets(group, tps), 0

@@ -34,6 +34,7 @@ package group
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -241,10 +242,17 @@ func (c *Coordinator) classicJoinCheckLocked(groupID string) int16 {
 	if g.Len() > 0 {
 		return kerr.InconsistentGroupProtocol.Code
 	}
+	c.deleteEmptyConsumerLocked(groupID)
+	return 0
+}
+
+// deleteEmptyConsumerLocked forgets a consumer group without members and
+// writes the tombstones of its group records (the metadata one last: on
+// load it forgets everything before it). REQUIRES: mu held.
+func (c *Coordinator) deleteEmptyConsumerLocked(groupID string) {
 	delete(c.mu.consumers, groupID)
 	c.appendConsumerLocked(groupID, []consumer.Record{consumer.GroupRecordTombstone{Type: 6},
 		consumer.GroupRecordTombstone{Type: 4}, consumer.GroupRecordTombstone{Type: 3}})
-	return 0
 }
 
 // consumerCommitCheckLocked checks an offset commit against a consumer
@@ -273,6 +281,27 @@ func (c *Coordinator) consumerCommitCheckLocked(in CommitInput) (CommitInput, in
 	}
 	in.Generation, in.Member = -1, MemberRef{}
 	return in, 0
+}
+
+// consumerFetchCheckLocked is FetchOffsetsAs' member check.
+// REQUIRES: mu held.
+func (c *Coordinator) consumerFetchCheckLocked(group string, memberID *string, memberEpoch int32) int16 {
+	g := c.mu.consumers[group]
+	if g == nil || (memberID == nil && memberEpoch < 0) {
+		return 0
+	}
+	id := ""
+	if memberID != nil {
+		id = *memberID
+	}
+	epoch, ok := g.MemberEpoch(id)
+	switch {
+	case !ok:
+		return kerr.UnknownMemberID.Code
+	case epoch != memberEpoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
 }
 
 // isConsumerRecord: the key's record type is one of consumer's (3-8).
@@ -360,7 +389,22 @@ func (c *Coordinator) deleteConsumerLocked(groupID string) (deleted bool, code i
 	if g.Len() > 0 {
 		return false, kerr.NonEmptyGroup.Code
 	}
-	return true, c.classicJoinCheckLocked(groupID) // an empty group: deleted
+	c.deleteEmptyConsumerLocked(groupID)
+	return true, 0
+}
+
+// deleteExpiredConsumersLocked deletes (tombstones) the consumer-protocol
+// groups without members and without committed offsets, as Kafka's
+// cleanupGroupMetadata does once a group's offsets expired: otherwise an
+// abandoned group would be kept, and reloaded, forever.
+// REQUIRES: mu held.
+func (c *Coordinator) deleteExpiredConsumersLocked() {
+	for _, id := range slices.Sorted(maps.Keys(c.mu.consumers)) {
+		if c.mu.consumers[id].Len() == 0 && len(c.mu.machine.FetchOffsets(id, nil)) == 0 {
+			c.deleteEmptyConsumerLocked(id)
+			c.log.Info("deleted empty consumer group without offsets", "group", id)
+		}
+	}
 }
 
 // consumerActiveLocked: group is a consumer-protocol group with members,

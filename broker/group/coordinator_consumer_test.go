@@ -316,9 +316,54 @@ func TestConsumerGroupOffsetsKeptWhileMembers(t *testing.T) {
 		t.Fatalf("offsets of a group with members expired: %v", got)
 	}
 	hb(t, c, consumer.HeartbeatRequest{MemberID: "a", MemberEpoch: consumer.LeaveEpoch, RebalanceTimeoutMs: -1})
+	if !c.IsConsumerGroup("cg") {
+		t.Fatal("an empty group with offsets deleted")
+	}
 	time.Sleep(10 * time.Millisecond)
 	c.expire("")
 	if got, _ := c.FetchOffsets("cg", nil); len(got) != 0 {
 		t.Fatalf("offsets of an empty group kept past retention: %v", got)
+	}
+	// Empty and offset-less: the group itself is deleted, also on reload.
+	if c.IsConsumerGroup("cg") {
+		t.Fatal("an empty consumer group without offsets kept")
+	}
+	c2 := consumerCoordinator(t, log, topics, 30000)
+	if c2.IsConsumerGroup("cg") {
+		t.Fatal("expired consumer group back after reload")
+	}
+}
+
+// TestConsumerGroupOffsetFetchChecksMember: OffsetFetch v9's member id and
+// epoch are checked in a consumer group; admin fetches (no member, epoch
+// -1) and classic groups are not.
+func TestConsumerGroupOffsetFetchChecksMember(t *testing.T) {
+	log, topics := newMemLog(), &topicSet{}
+	topics.add(1, "t", 1)
+	c := consumerCoordinator(t, log, topics, 30000)
+	r := hb(t, c, join("a", "t"))
+	if code := c.Commit(CommitInput{Group: "cg", Generation: r.MemberEpoch, Member: MemberRef{MemberID: "a"},
+		Offsets: map[TopicPartition]Offset{{"t", 0}: {Offset: 7}}}); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	a, nobody := "a", "nobody"
+	for _, tc := range []struct {
+		member *string
+		epoch  int32
+		want   int16
+	}{
+		{nil, -1, 0},
+		{&a, r.MemberEpoch, 0},
+		{&a, r.MemberEpoch + 1, kerr.StaleMemberEpoch.Code},
+		{&nobody, r.MemberEpoch, kerr.UnknownMemberID.Code},
+		{nil, r.MemberEpoch, kerr.UnknownMemberID.Code},
+	} {
+		got, code := c.FetchOffsetsAs("cg", nil, tc.member, tc.epoch)
+		if code != tc.want || (code == 0 && got[TopicPartition{"t", 0}].Offset != 7) {
+			t.Errorf("fetch as %v epoch %d: %v code %d, want code %d", tc.member, tc.epoch, got, code, tc.want)
+		}
+	}
+	if _, code := c.FetchOffsetsAs("classic-or-unknown", nil, &nobody, 3); code != 0 {
+		t.Fatalf("a group that is not a consumer group checked members: %d", code)
 	}
 }
