@@ -39,6 +39,13 @@
 //
 // Both are deterministic: the same input gives the same output.
 //
+// Which one a group uses (Kafka's preferred server assignor): the one most
+// of its members name in ServerAssignor, ties going to the earlier in
+// Config.Assignors (group.consumer.assignors), or the first configured
+// when no member names one. A member naming another one (or changing its
+// choice) bumps the group epoch, so the target is recomputed with the
+// assignor the group then uses.
+//
 // # Reconciliation (KIP-848 "Reconciliation", "Member States")
 //
 // Reconcile moves one member from its current state towards its target,
@@ -119,7 +126,7 @@
 //	validate   INVALID_REQUEST: empty member id, epoch < -2, negative
 //	           partition; on joins: RebalanceTimeoutMs -1, no subscription
 //	           (names and regex both null), owned partitions not empty.
-//	           UNSUPPORTED_ASSIGNOR: ServerAssignor not uniform/range.
+//	           UNSUPPORTED_ASSIGNOR: ServerAssignor not in Config.Assignors.
 //	CheckEpoch UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (a static member away
 //	           has epoch -2: any heartbeat but a join or leave is fenced)
 //	epoch 0    new member (GROUP_MAX_SIZE_REACHED at Config.MaxSize): the
