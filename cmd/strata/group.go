@@ -13,7 +13,7 @@ import (
 )
 
 // runGroup dispatches `strata group <verb>`; every verb talks to a broker
-// through kadm.
+// through kadm, describe also with raw ConsumerGroupDescribe requests.
 func runGroup(ctx context.Context, c *cli, args []string) error {
 	verbs := map[string]func(context.Context, *cli, []string) error{
 		"list": groupList, "describe": groupDescribe, "reset": groupReset,
@@ -27,30 +27,39 @@ func runGroup(ctx context.Context, c *cli, args []string) error {
 func groupList(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("group list [STATE...]", c.stderr)
 	admin := adminFlags(fs)
+	var types stringList
+	fs.Var(&types, "type", "only groups of this type, classic or consumer (repeatable; default: all)")
 	states, err := parseArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	for _, t := range types {
+		if t != "classic" && t != "consumer" {
+			return usageErrorf("--type %q: want classic or consumer", t)
+		}
 	}
 	adm, closeFn, err := admin()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	groups, err := adm.ListGroups(ctx, states...)
+	groups, err := adm.ListGroupsByType(ctx, types, states...)
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+	fmt.Fprintln(tw, "GROUP\tTYPE\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
 	for _, g := range groups.Sorted() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, g.State, g.ProtocolType, g.Coordinator)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", g.Group, orDash(&g.GroupType), g.State, g.ProtocolType, g.Coordinator)
 	}
 	return tw.Flush()
 }
 
+// groupDescribe prints each group's lag table and, for a consumer-protocol
+// group, its KIP-848 view (printConsumerProtocol).
 func groupDescribe(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("group describe GROUP...", c.stderr)
-	admin := adminFlags(fs)
+	open := groupClientFlags(fs)
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -58,15 +67,20 @@ func groupDescribe(ctx context.Context, c *cli, args []string) error {
 	if len(names) == 0 {
 		return usageErrorf("group describe needs at least one group name")
 	}
-	adm, closeFn, err := admin()
+	cl, adm, err := open()
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	defer cl.Close()
 	lags, err := adm.Lag(ctx, names...)
 	if err != nil {
 		return err
 	}
+	consumerGroups, err := describeConsumerProtocol(ctx, cl, names)
+	if err != nil {
+		return err
+	}
+	namer := &topicNamer{lookup: metadataTopicNames(ctx, adm)}
 	for _, name := range names {
 		l, ok := lags[name]
 		if !ok {
@@ -77,6 +91,11 @@ func groupDescribe(ctx context.Context, c *cli, args []string) error {
 		}
 		if err := printGroupLag(c.stdout, l); err != nil {
 			return err
+		}
+		if g, ok := consumerGroups[name]; ok {
+			if err := printConsumerProtocol(c.stdout, g, namer); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -172,7 +191,11 @@ func groupReset(ctx context.Context, c *cli, args []string) error {
 }
 
 // checkGroupEmpty refuses to move the offsets of a group with live members
-// (they would overwrite them with their next commit).
+// (they would overwrite them with their next commit), as Kafka's
+// kafka-consumer-groups --reset-offsets does, for classic and
+// consumer-protocol groups alike. DescribeGroups describes both kinds; a
+// consumer-protocol group's states are Empty, Assigning, Reconciling and
+// Stable, and an unknown group is Dead.
 func checkGroupEmpty(ctx context.Context, adm *kadm.Client, group string) error {
 	described, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
@@ -182,8 +205,8 @@ func checkGroupEmpty(ctx context.Context, adm *kadm.Client, group string) error 
 	if d.Err != nil {
 		return fmt.Errorf("group %s: %w", group, d.Err)
 	}
-	if d.State != "Empty" && d.State != "Dead" {
-		return fmt.Errorf("group %s is %s with %d members: stop its consumers first", group, d.State, len(d.Members))
+	if d.State != "Empty" && d.State != "Dead" || len(d.Members) > 0 {
+		return fmt.Errorf("group %s has %d active members (state %s): stop its consumers first", group, len(d.Members), d.State)
 	}
 	return nil
 }

@@ -29,17 +29,26 @@ func runTopic(ctx context.Context, c *cli, args []string) error {
 // adminFlags registers --brokers and returns a constructor of the admin
 // client, to call after parsing.
 func adminFlags(fs *flag.FlagSet) func() (*kadm.Client, func(), error) {
-	brokers := brokersFlag(fs)
+	client := clientFlags(fs)
 	return func() (*kadm.Client, func(), error) {
-		seeds, err := brokers()
-		if err != nil {
-			return nil, nil, err
-		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		cl, err := client()
 		if err != nil {
 			return nil, nil, err
 		}
 		return kadm.NewClient(cl), cl.Close, nil
+	}
+}
+
+// clientFlags registers --brokers and returns a function building the
+// client of an admin command (raw requests; kadm wraps it).
+func clientFlags(fs *flag.FlagSet) func() (*kgo.Client, error) {
+	brokers := brokersFlag(fs)
+	return func() (*kgo.Client, error) {
+		seeds, err := brokers()
+		if err != nil {
+			return nil, err
+		}
+		return kgo.NewClient(kgo.SeedBrokers(seeds...))
 	}
 }
 
