@@ -63,7 +63,9 @@ func (b *Broker) describableTopics(rc *requestContext) group.TopicFilter {
 	}
 	principal, host := principalOf(rc)
 	z := b.currentAuthz().z
-	return func(topic string) bool { return z.Authorized(principal, host, auth.OpDescribe, auth.ResourceTopic, topic) }
+	return func(topic string) bool {
+		return z.Authorized(principal, host, auth.OpDescribe, auth.ResourceTopic, topic)
+	}
 }
 
 // consumerHeartbeatInput converts the request (null stays nil: unchanged).
