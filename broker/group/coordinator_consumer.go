@@ -258,9 +258,11 @@ func (c *Coordinator) deleteEmptyConsumerLocked(groupID string) {
 // consumerCommitCheckLocked checks an offset commit against a consumer
 // group (Kafka's ConsumerGroup.validateOffsetCommit): generation -1 and
 // no member id are allowed only while the group has no members; else the
-// member must exist (UNKNOWN_MEMBER_ID) at that epoch
-// (STALE_MEMBER_EPOCH). The commit then proceeds as one without group
-// management. Classic groups pass unchanged. REQUIRES: mu held.
+// member must exist (UNKNOWN_MEMBER_ID) at that epoch, or at an older
+// epoch since which it has owned every committed partition (KIP-1251,
+// consumer.Group.CheckCommit; else STALE_MEMBER_EPOCH). The commit then
+// proceeds as one without group management. Classic groups pass
+// unchanged. REQUIRES: mu held.
 func (c *Coordinator) consumerCommitCheckLocked(in CommitInput) (CommitInput, int16) {
 	g := c.mu.consumers[in.Group]
 	if g == nil {
@@ -272,12 +274,12 @@ func (c *Coordinator) consumerCommitCheckLocked(in CommitInput) (CommitInput, in
 		}
 		return in, 0
 	}
-	epoch, ok := g.MemberEpoch(in.Member.MemberID)
-	switch {
-	case !ok:
-		return in, kerr.UnknownMemberID.Code
-	case epoch != in.Generation:
-		return in, kerr.StaleMemberEpoch.Code
+	partitions := make([]consumer.CommitPartition, 0, len(in.Offsets))
+	for tp := range in.Offsets {
+		partitions = append(partitions, consumer.CommitPartition{Topic: tp.Topic, Partition: tp.Partition})
+	}
+	if err := g.CheckCommit(in.Member.MemberID, in.Generation, partitions); err != nil {
+		return in, consumer.ErrorCode(err)
 	}
 	in.Generation, in.Member = -1, MemberRef{}
 	return in, 0

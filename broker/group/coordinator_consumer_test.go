@@ -203,6 +203,11 @@ func TestConsumerGroupOffsetCommitChecksEpoch(t *testing.T) {
 	if got, _ := c.FetchOffsets("cg", nil); got[TopicPartition{"t", 0}].Offset != 5 {
 		t.Fatalf("offsets: %v", got)
 	}
+	// TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
+	txn := TxnCommitInput{Group: "cg", ProducerID: 7, Generation: r.MemberEpoch + 1, Member: MemberRef{MemberID: "a"}, Offsets: offs}
+	if code := c.TxnCommit(context.Background(), txn); code != kerr.IllegalGeneration.Code {
+		t.Fatalf("transactional commit at a stale epoch: %d, want ILLEGAL_GENERATION", code)
+	}
 }
 
 func TestConsumerRegexPicksUpNewTopics(t *testing.T) {

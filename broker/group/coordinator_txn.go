@@ -28,7 +28,11 @@ func (c *Coordinator) TxnCommit(ctx context.Context, in TxnCommitInput) int16 {
 		c.mu.Unlock()
 		return code
 	}
-	checked, cc := c.consumerCommitCheckLocked(CommitInput{Group: in.Group, Generation: in.Generation, Member: in.Member})
+	checked, cc := c.consumerCommitCheckLocked(CommitInput{Group: in.Group, Generation: in.Generation, Member: in.Member,
+		Offsets: in.Offsets})
+	if cc == kerr.StaleMemberEpoch.Code {
+		cc = kerr.IllegalGeneration.Code // TxnOffsetCommit has no STALE_MEMBER_EPOCH (Kafka answers this)
+	}
 	if cc != 0 {
 		c.mu.Unlock()
 		return cc

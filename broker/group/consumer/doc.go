@@ -156,6 +156,19 @@
 // UNREVOKED_PARTITIONS one rebalance timeout (the member's, from its
 // heartbeats) after the revocation began, then bumps the epoch.
 //
+// # Offset commits (commit.go; KIP-1251 "Assignment epochs")
+//
+// CheckCommit(member, epoch, partitions) validates a commit of a member:
+// at the member's epoch it is accepted; above it, STALE_MEMBER_EPOCH;
+// below it, accepted only when every partition has been the member's
+// since an epoch at or below the commit's (so no other member can have
+// owned it since), else STALE_MEMBER_EPOCH. This accepts the commits a
+// client pipelines with the heartbeat that moves its epoch, and the
+// commits it makes while revoking. The epoch at which a member got each
+// partition it owns is derived state (member.assignedAt), not persisted:
+// after Replay it is the member's current epoch, so older epochs are
+// refused until the member reconciles again.
+//
 // # Records and recovery
 //
 // Every change appends plain records named after Kafka's group-coordinator
@@ -221,7 +234,7 @@
 // v0, regex resolution, mapping errors with ErrorCode), persisting
 // TakeRecords (EncodeRecord) before responding, calling SetTopics on every
 // heartbeat and Tick from its clock, and the offline conversion of an
-// empty consumer group to a classic one. Not done yet: per-member server
-// assignor choice, rack-aware assignment, the upgrade of a classic group
-// with members.
+// empty consumer group to a classic one (and back). Not done: rack-aware
+// assignment, the online upgrade of a classic group with members
+// (KIP-848's mixed groups).
 package consumer

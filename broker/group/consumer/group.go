@@ -14,6 +14,7 @@ var (
 	ErrGroupMaxSizeReached  = errors.New("consumer: group max size reached")
 	ErrUnsupportedAssignor  = errors.New("consumer: unsupported server assignor")
 	ErrInvalidConfig        = errors.New("consumer: invalid config")
+	ErrStaleMemberEpoch     = errors.New("consumer: stale member epoch")
 )
 
 // Config is one group's settings (Kafka's group.consumer.* broker configs).
@@ -97,6 +98,9 @@ type member struct {
 	// rebalanceDeadline: fenced by Tick at or after it while in
 	// UNREVOKED_PARTITIONS; 0 when not revoking.
 	rebalanceDeadline int64
+	// assignedAt: for each partition the member owns, the epoch at which
+	// it got it (KIP-1251, commit.go); derived, never persisted.
+	assignedAt map[TopicPartition]int32
 }
 
 func (m *member) staticLeft() bool { return m.state.Epoch == StaticLeaveEpoch }

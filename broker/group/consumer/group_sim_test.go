@@ -323,6 +323,7 @@ func (s *groupSim) checkOwnership() {
 	if !maps.Equal(fresh, s.g.owners) {
 		s.t.Fatalf("owners %v out of step with member states %v", s.g.owners, fresh)
 	}
+	s.checkAssignmentEpochs()
 	clientOwner := map[TopicPartition]string{}
 	for _, id := range slices.Sorted(maps.Keys(s.clients)) {
 		c := s.clients[id]
@@ -338,6 +339,22 @@ func (s *groupSim) checkOwnership() {
 				s.t.Fatalf("clients %s and %s both own %v", other, id, tp)
 			}
 			clientOwner[tp] = id
+		}
+	}
+}
+
+// checkAssignmentEpochs: each member has an assignment epoch (commit.go)
+// for exactly the partitions it owns, none above its own epoch.
+func (s *groupSim) checkAssignmentEpochs() {
+	for id, m := range s.g.members {
+		owned := m.state.Owned()
+		if len(m.assignedAt) != owned.Len() {
+			s.t.Fatalf("at %d member %s: assignment epochs for %d partitions, owns %d", s.now, id, len(m.assignedAt), owned.Len())
+		}
+		for tp, at := range m.assignedAt {
+			if !owned.Contains(tp.Topic, tp.Partition) || (!m.staticLeft() && at > m.state.Epoch) {
+				s.t.Fatalf("at %d member %s: %v got at epoch %d, member epoch %d, owns %v", s.now, id, tp, at, m.state.Epoch, owned.List())
+			}
 		}
 	}
 }

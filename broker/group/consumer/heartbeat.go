@@ -62,6 +62,7 @@ func ErrorCode(err error) int16 {
 		{ErrUnreleasedInstanceID, kerr.UnreleasedInstanceID},
 		{ErrGroupMaxSizeReached, kerr.GroupMaxSizeReached},
 		{ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
+		{ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
 		{ErrInvalidRequest, kerr.InvalidRequest},
 	} {
 		if errors.Is(err, c.err) {
@@ -182,7 +183,7 @@ func (g *Group) join(req HeartbeatRequest, owned *Assignment, nowMs int64) (Hear
 		// A known member rejoining has dropped all its partitions (the
 		// client does so before rejoining): release them and start afresh.
 		g.owners.Remove(req.MemberID, m.state)
-		m.state = NewMember()
+		m.state, m.assignedAt = NewMember(), nil
 	}
 	return g.joined(req.MemberID, m, req, owned, nowMs, isNew)
 }
@@ -211,7 +212,8 @@ func (g *Group) replaceStatic(oldID string, req HeartbeatRequest, owned *Assignm
 	g.removeMember(oldID)
 	sub.MemberID = req.MemberID
 	m := &member{sub: sub, clientID: old.clientID, clientHost: old.clientHost,
-		rebalanceTimeoutMs: old.rebalanceTimeoutMs, serverAssignor: old.serverAssignor, state: state}
+		rebalanceTimeoutMs: old.rebalanceTimeoutMs, serverAssignor: old.serverAssignor, state: state,
+		assignedAt: assignedSince(nil, MemberState{}, state)}
 	g.members[req.MemberID] = m
 	g.static[sub.InstanceID] = req.MemberID
 	g.target[req.MemberID] = target
@@ -234,6 +236,7 @@ func (g *Group) staticLeave(m *member, nowMs int64) {
 	next := MemberState{State: StateStable, Epoch: StaticLeaveEpoch, PreviousEpoch: m.state.Epoch,
 		Assigned: m.state.Assigned.Clone(), PendingRevocation: Assignment{}}
 	g.owners.Update(id, m.state, next)
+	m.assignedAt = assignedSince(m.assignedAt, m.state, next)
 	m.state = next
 	m.rebalanceDeadline = 0
 	m.sessionDeadline = nowMs + g.cfg.SessionTimeoutMs
@@ -295,6 +298,7 @@ func (g *Group) reconcile(id string, m *member, owned *Assignment, nowMs int64, 
 		m.rebalanceDeadline = nowMs + int64(m.rebalanceTimeoutMs)
 	}
 	if !sameState(m.state, next) {
+		m.assignedAt = assignedSince(m.assignedAt, m.state, next)
 		g.owners.Update(id, m.state, next)
 		g.persistState(id, next)
 		m.state = next

@@ -171,6 +171,7 @@ func (g *Group) finishReplay(nowMs int64) error {
 			continue
 		}
 		states[id] = m.state
+		m.assignedAt = assignedSince(nil, MemberState{}, m.state) // commit.go: strict after a reload
 		if m.sub.InstanceID != "" {
 			g.static[m.sub.InstanceID] = id
 		}
