@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,67 +12,18 @@ import (
 	"github.com/strata-log/strata/metadata/metadatatest"
 )
 
-// staticMember is a franz-go consumer-protocol member whose assigned
-// partitions (from its callbacks) can be read.
-type staticMember struct {
-	cl *kgo.Client
-	mu sync.Mutex
-	ps map[int32]bool
-}
-
-func newStaticMember(t *testing.T, addr string, instance string) *staticMember {
+// newStaticTestMember is a consumer-protocol member of the test's group,
+// static when instance is set.
+func newStaticTestMember(t *testing.T, addr string, instance string) *callbackMember {
 	t.Helper()
-	m := &staticMember{ps: map[int32]bool{}}
-	set := func(ps []int32, on bool) {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		for _, p := range ps {
-			if on {
-				m.ps[p] = true
-			} else {
-				delete(m.ps, p)
-			}
-		}
-	}
-	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup("static848"), kgo.ConsumeTopics("static848"),
-		kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { set(a["static848"], true) }),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { set(a["static848"], false) }),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { set(a["static848"], false) })}
+	opts := []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer())}
 	if instance != "" {
 		opts = append(opts, kgo.InstanceID(instance))
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.cl = cl
-	t.Cleanup(cl.Close)
-	go func() { // polling drives the group
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			fs := cl.PollFetches(ctx)
-			cancel()
-			if fs.IsClientClosed() {
-				return
-			}
-		}
-	}()
-	return m
+	return newCallbackMember(t, addr, "static848", "static848", opts...)
 }
 
-func (m *staticMember) partitions() []int32 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []int32
-	for p := range m.ps {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func waitPartitions(t *testing.T, what string, m *staticMember, ok func([]int32) bool) []int32 {
+func waitPartitions(t *testing.T, what string, m *callbackMember, ok func([]int32) bool) []int32 {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if ps := m.partitions(); ok(ps) {
@@ -102,8 +51,8 @@ func TestConsumerGroupStaticMembership(t *testing.T) {
 	}
 	addr := tb.b.Addr().String()
 	two := func(ps []int32) bool { return len(ps) == 2 }
-	static := newStaticMember(t, addr, "static-1")
-	dynamic := newStaticMember(t, addr, "")
+	static := newStaticTestMember(t, addr, "static-1")
+	dynamic := newStaticTestMember(t, addr, "")
 	before := waitPartitions(t, "static member", static, two)
 	kept := waitPartitions(t, "dynamic member", dynamic, two)
 
@@ -134,7 +83,7 @@ func TestConsumerGroupStaticMembership(t *testing.T) {
 		t.Fatalf("the dynamic member's partitions changed from %v to %v while the static member was away", kept, got)
 	}
 
-	back := newStaticMember(t, addr, "static-1")
+	back := newStaticTestMember(t, addr, "static-1")
 	if got := waitPartitions(t, "static member back", back, two); !slices.Equal(got, before) {
 		t.Fatalf("static member back with %v, had %v", got, before)
 	}

@@ -74,6 +74,30 @@ func (o *ownership) snapshot() (owned int, perConsumer map[int]int) {
 	return len(o.owner), perConsumer
 }
 
+// waitEvenly waits until total partitions are owned, evenly by the
+// consumers given, and fails the test after 20 s.
+func (o *ownership) waitEvenly(t *testing.T, total int, consumers ...int) {
+	t.Helper()
+	each := total / len(consumers)
+	even := func() (bool, int, map[int]int) {
+		owned, per := o.snapshot()
+		ok := owned == total
+		for _, i := range consumers {
+			ok = ok && per[i] == each
+		}
+		return ok, owned, per
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ok, owned, per := even()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions owned: %d in all, per consumer %v; want %d each for %v", owned, per, each, consumers)
+		}
+	}
+}
+
 func consumer848(t *testing.T, addr, groupID, topic string, i int, own *ownership) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(groupID), kgo.ConsumeTopics(topic),
@@ -136,17 +160,7 @@ func TestConsumerGroupKgoNextGen(t *testing.T) {
 		t.Fatalf("read %d distinct records, want %d", len(seen), n)
 	}
 
-	var total int
-	var per map[int]int
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		total, per = own.snapshot()
-		if total == 6 && per[0] == 2 && per[1] == 2 && per[2] == 2 {
-			break
-		}
-	}
-	if total != 6 || per[0] != 2 || per[1] != 2 || per[2] != 2 {
-		t.Fatalf("partitions owned: %d in all, per consumer %v; want 2 each", total, per)
-	}
+	own.waitEvenly(t, 6, 0, 1, 2)
 
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = []string{"g848"}
@@ -423,17 +437,7 @@ func TestConsumerGroupKgoNextGenMembershipChange(t *testing.T) {
 	if len(seen) != n {
 		t.Fatalf("read %d distinct records, want %d", len(seen), n)
 	}
-	var total int
-	var per map[int]int
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		total, per = own.snapshot()
-		if total == 6 && per[1] == 2 && per[2] == 2 && per[3] == 2 {
-			break
-		}
-	}
-	if total != 6 || per[1] != 2 || per[2] != 2 || per[3] != 2 {
-		t.Fatalf("partitions owned: %d in all, per consumer %v; want 2 each for 1-3", total, per)
-	}
+	own.waitEvenly(t, 6, 1, 2, 3)
 }
 
 // TestConsumerGroupAuthorizationAndCoordinator: Read on the group for the

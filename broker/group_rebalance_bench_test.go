@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,7 +57,7 @@ func scaleOutOnce(b *testing.B, addr, name string, nextGen bool) time.Duration {
 	if _, err := kadm.NewClient(admin).CreateTopic(ctx, benchRebalancePartitions, 1, nil, name); err != nil {
 		b.Fatal(err)
 	}
-	var members []*benchMember
+	var members []*callbackMember
 	defer func() {
 		for _, m := range members {
 			m.cl.Close()
@@ -77,56 +76,21 @@ func scaleOutOnce(b *testing.B, addr, name string, nextGen bool) time.Duration {
 	return took
 }
 
-// benchMember is a group member counting the partitions its callbacks say
-// it owns.
-type benchMember struct {
-	cl    *kgo.Client
-	mu    sync.Mutex
-	owned int
-}
-
-func newBenchMember(b *testing.B, addr, topic string, nextGen bool) *benchMember {
-	m := &benchMember{}
-	add := func(n int) func(context.Context, *kgo.Client, map[string][]int32) {
-		return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
-			m.mu.Lock()
-			m.owned += n * len(ps[topic])
-			m.mu.Unlock()
-		}
-	}
-	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup(topic), kgo.ConsumeTopics(topic),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.HeartbeatInterval(benchRebalanceHeartbeat),
-		kgo.OnPartitionsAssigned(add(1)), kgo.OnPartitionsRevoked(add(-1)), kgo.OnPartitionsLost(add(-1))}
+func newBenchMember(b *testing.B, addr, topic string, nextGen bool) *callbackMember {
+	opts := []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.HeartbeatInterval(benchRebalanceHeartbeat)}
 	if nextGen {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.cl = cl
-	go func() { // polling drives the group
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			fs := cl.PollFetches(ctx)
-			cancel()
-			if fs.IsClientClosed() {
-				return
-			}
-		}
-	}()
-	return m
+	return newCallbackMember(b, addr, topic, topic, opts...)
 }
 
 // waitBalanced waits until every member owns an equal share.
-func waitBalanced(b *testing.B, ctx context.Context, members []*benchMember) {
+func waitBalanced(b *testing.B, ctx context.Context, members []*callbackMember) {
 	share := benchRebalancePartitions / len(members)
 	for {
 		balanced := true
 		for _, m := range members {
-			m.mu.Lock()
-			balanced = balanced && m.owned == share
-			m.mu.Unlock()
+			balanced = balanced && len(m.partitions()) == share
 		}
 		if balanced {
 			return
