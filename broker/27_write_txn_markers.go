@@ -82,6 +82,9 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, rc *requestContext, 
 			}
 		}
 	}
+	// Every marker is appended: the connection's next request may start
+	// while these wait for their HW.
+	rc.releaseOrder()
 	b.awaitMarkers(ctx, slots)
 	return resp, nil
 }

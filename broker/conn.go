@@ -23,7 +23,7 @@ import (
 var aLongTimeAgo = time.Unix(1, 0)
 
 // conn is one client connection. The reader goroutine (readLoop) owns br,
-// auth and lastProduce; the writer goroutine (writeLoop) owns writes to nc.
+// auth and lastTurn; the writer goroutine (writeLoop) owns writes to nc.
 // Each slot is written by exactly one goroutine (a handler, or the reader
 // for SASL requests) before it closes slot.done.
 type conn struct {
@@ -41,9 +41,10 @@ type conn struct {
 	queue  chan *slot // request order; capacity bounds requests in flight
 	ctx    context.Context
 	cancel context.CancelFunc
-	// lastProduce is closed when the newest Produce so far releases its
-	// turn; the next Produce waits on it (reader-owned).
-	lastProduce chan struct{}
+	// lastTurn is closed when the newest request so far releases its turn;
+	// the next request's handler starts only then (reader-owned). It is nil
+	// before the first request.
+	lastTurn chan struct{}
 	// auth is the connection's identity (reader-owned; sasl.go).
 	auth connAuth
 	// mutedUntil (unix nanoseconds) is when the reader may serve the next
@@ -213,9 +214,14 @@ func (c *conn) logReadError(err error) {
 	}
 }
 
-// dispatch starts the request's handler. Produce requests are chained so
-// that each starts only after the previous one of this connection released
-// its turn. The handler releases reserved queued bytes when it ends.
+// dispatch starts the request's handler. Requests are chained: each
+// handler starts only after the previous request of this connection
+// released its turn, so their effects happen in the order they were sent
+// (Kafka processes one request of a connection at a time). A turn is
+// released when the handler returns, or earlier by a handler whose
+// effects are done (releaseOrder). The reader keeps reading ahead into
+// the queue, bounded by MaxInFlightRequests and the queued-bytes budget.
+// The handler releases reserved queued bytes when it ends.
 func (c *conn) dispatch(d decodedRequest, s *slot, reserved int64) {
 	if d.req == nil { // unsupported ApiVersions version: answer v0
 		s.frame = appendResponseFrame(nil, d.hdr.correlationID, c.b.apiVersionsFallback())
@@ -233,13 +239,10 @@ func (c *conn) dispatch(d decodedRequest, s *slot, reserved int64) {
 		host:          c.host,
 		listener:      c.l.Name,
 	}
-	var prev chan struct{}
-	if d.hdr.apiKey == produceKey {
-		prev = c.lastProduce
-		mine := make(chan struct{})
-		c.lastProduce = mine
-		rc.orderRelease = sync.OnceFunc(func() { close(mine) })
-	}
+	prev := c.lastTurn
+	mine := make(chan struct{})
+	c.lastTurn = mine
+	rc.orderRelease = sync.OnceFunc(func() { close(mine) })
 	c.b.inflight.Add(1)
 	go c.run(d, s, rc, prev, reserved)
 }
@@ -286,10 +289,13 @@ func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan stru
 	s.frame = appendResponseFrame(getFrameBuffer(responseSizeHint(resp)), d.hdr.correlationID, resp)
 }
 
-// releaseOrder lets the next Produce request of the connection start. The
-// connection calls it when the handler returns; a Produce handler may call
-// it earlier, once its appends are done, to let pipelined requests overlap
-// their waits. Safe to call more than once, and on any request.
+// releaseOrder lets the next request of the connection start. The
+// connection calls it when the handler returns; a handler may call it
+// earlier, once every effect of its request has happened and only a wait
+// remains (Produce and WriteTxnMarkers after their appends, waiting for
+// the HW), so that pipelined requests overlap their waits. Nothing the
+// next request does can then be observed before this one's effects. Safe
+// to call more than once.
 func (rc *requestContext) releaseOrder() {
 	if rc.orderRelease != nil {
 		rc.orderRelease()

@@ -39,15 +39,18 @@
 //
 // # Ordering and concurrency
 //
-// Handlers of one connection run concurrently (a long-poll Fetch does not
-// hold up an ApiVersions), but responses are written strictly in request
-// order: the reader appends a slot per request to an ordered queue and the
-// writer waits on each slot in turn. Produce requests with acks=0 still take
-// a slot (so ordering stays right) but the slot carries no bytes. Produce
-// requests of one connection start one at a time, in order, so pipelined
-// batches to the same partition are appended in the order they were sent;
-// a Produce handler may release the next one early with
-// requestContext.releaseOrder once its appends are done.
+// The requests of one connection take effect in the order they were sent,
+// as in Kafka: the reader reads ahead and appends a slot per request to an
+// ordered queue, but each handler starts only after the previous request's
+// handler released its turn (conn.dispatch), and the writer writes the
+// responses strictly in request order, waiting on each slot in turn. A
+// handler releases its turn when it returns, or earlier through
+// requestContext.releaseOrder once all its effects have happened and only
+// a wait remains: Produce and WriteTxnMarkers after their appends, so
+// pipelined acks=-1 waits overlap. A long-poll Fetch holds its
+// connection's turn while it waits, as in Kafka (clients fetch on a
+// connection of their own). Produce requests with acks=0 still take a slot
+// (so ordering stays right) but the slot carries no bytes.
 //
 // The queue's capacity (Config.MaxInFlightRequests) bounds the requests in
 // flight per connection: the reader stops reading while it is full.

@@ -24,9 +24,9 @@ type requestContext struct {
 	// apiKey and version of the request (also available on the kmsg request).
 	apiKey  int16
 	version int16
-	// orderRelease lets the connection's next Produce start; nil for other
-	// requests. Call it through releaseOrder (conn.go). Added by the
-	// connection half: additive.
+	// orderRelease lets the connection's next request start (nil for
+	// requests built outside a connection). Call it through releaseOrder
+	// (conn.go).
 	orderRelease func()
 	// Security (issue 9). principal is the connection's authenticated
 	// identity in Kafka's form ("User:alice"; "User:ANONYMOUS" before or

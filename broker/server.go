@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const produceKey = 0
-
 // apiEntry is one row of the dispatch table.
 type apiEntry struct {
 	minVersion, maxVersion int16
