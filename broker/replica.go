@@ -82,12 +82,16 @@ type replicaCore struct {
 	// reported to a leading replica (Append/Flushed), so the log watcher
 	// can skip taking the locks when nothing moved.
 	reportedLEO, reportedFlushed atomic.Int64
-	// behindAt is the tick's note of a report the watcher still owed
-	// (reportedLEO+reportedFlushed then; -1: none), see
-	// reportMissedProgressLocked.
-	behindAt atomic.Int64
+	// behind is the tick's note of a report the watcher still owed (see
+	// reportMissedProgressLocked). Guarded by mu.
+	behind owedReport
 
 	hwChanged signal
+	// leading has a pending token after the replica became leader: the log
+	// watcher skips changes while the published role is not leader, so a
+	// change in between (after the new leader's own report, before the
+	// role is published) would wait for the next one. Capacity 1.
+	leading chan struct{}
 	// stop is closed when the partition closes; it ends its log watcher.
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -130,7 +134,8 @@ func (b *Broker) newReplicaCore(l *hotlog.Log, cfg metadata.TopicConfig) (*repli
 	if err != nil {
 		return nil, err
 	}
-	c := &replicaCore{owner: b, r: r, stop: make(chan struct{})}
+	c := &replicaCore{owner: b, r: r, stop: make(chan struct{}), leading: make(chan struct{}, 1)}
+	c.behind.mark = -1
 	c.role.Store(int32(replication.RoleNone))
 	c.epoch.Store(-1)
 	c.reportedLEO.Store(-1)
@@ -177,6 +182,12 @@ func (b *Broker) withReplica(p *partition, fn func(r *replication.Replica) error
 		b.stopFollowing(p)
 	}
 	if wasLeader != (role == replication.RoleLeader) {
+		if !wasLeader {
+			select {
+			case c.leading <- struct{}{}:
+			default: // a token is pending already
+			}
+		}
 		b.leadershipChanged(p)
 	}
 	return err
@@ -283,6 +294,7 @@ func (b *Broker) startLogWatcher(p *partition) {
 			}
 			select {
 			case <-ch:
+			case <-p.replica.leading:
 			case <-p.replica.stop:
 				return
 			case <-b.lifetime.Done():
@@ -401,16 +413,28 @@ func (b *Broker) tickReplicas(ms int64) {
 	}
 }
 
+// owedReport is a leader's log progress the tick found unreported: mark
+// identifies what had been reported then (reportedLEO+reportedFlushed; -1:
+// nothing owed) and since is when the tick first saw it.
+type owedReport struct {
+	mark  int64
+	since time.Time
+}
+
 // reportMissedProgressLocked is a safety net under the log watcher: a
 // leader whose log has been ahead of what its replica was told for a whole
-// tick (a flush the watcher did not report) reports it now, so acks=all
-// waiters and consumers never wait for a notification that will not come.
-// It logs when that happens: the watcher should make it unnecessary.
+// tick interval of wall time (a change the watcher did not report) reports
+// it now, so acks=all waiters and consumers never wait for a notification
+// that will not come. Wall time, not the count of ticks: a tick loop held
+// up by one slow partition checks the next ones twice in quick succession,
+// and progress made just before both checks is no miss. It counts and logs
+// when it reports (ReplicaStats.MissedProgress): the watcher should make
+// it unnecessary, so a count above zero is a bug.
 // REQUIRES: p.replica.mu held.
 func (b *Broker) reportMissedProgressLocked(p *partition, r *replication.Replica) error {
 	c := p.replica
 	if r.Role() != replication.RoleLeader {
-		c.behindAt.Store(-1)
+		c.behind.mark = -1
 		return nil
 	}
 	ahead := max(p.log.LogEndOffset()-c.reportedLEO.Load(), 0)
@@ -418,16 +442,21 @@ func (b *Broker) reportMissedProgressLocked(p *partition, r *replication.Replica
 		ahead = max(ahead, p.log.FlushedOffset()-c.reportedFlushed.Load())
 	}
 	if ahead == 0 {
-		c.behindAt.Store(-1)
+		c.behind.mark = -1
 		return nil
 	}
-	mark := c.reportedLEO.Load() + c.reportedFlushed.Load()
-	if c.behindAt.Swap(mark) != mark {
-		return nil // behind since this tick only: the watcher may be on it
+	now := time.Now()
+	if mark := c.reportedLEO.Load() + c.reportedFlushed.Load(); c.behind.mark != mark {
+		c.behind = owedReport{mark: mark, since: now} // behind since now only: the watcher may be on it
+		return nil
 	}
+	if now.Sub(c.behind.since) < replicaTickInterval {
+		return nil
+	}
+	b.parts.repl.missedProgress.Add(1)
 	b.log.Warn("log progress not reported by the watcher; reporting from the tick", "topic", p.topic, "partition", p.index,
 		"leo", p.log.LogEndOffset(), "flushed", p.log.FlushedOffset(), "reported_leo", c.reportedLEO.Load(),
-		"reported_flushed", c.reportedFlushed.Load(), "leader_role", p.isLeader())
+		"reported_flushed", c.reportedFlushed.Load(), "behind_for", now.Sub(c.behind.since))
 	return b.reportLocalLogLocked(p, r)
 }
 
@@ -518,6 +547,23 @@ type replicaManager struct {
 	// bg counts the shell's goroutines (log watchers, ISR CAS writers);
 	// they end with b.lifetime and closeAll waits for them.
 	bg sync.WaitGroup
+	// missedProgress counts the tick's reports of log progress the watcher
+	// had not reported for a whole tick (reportMissedProgressLocked).
+	missedProgress atomic.Uint64
+}
+
+// ReplicaStats are the replication shell's broker-wide counters.
+type ReplicaStats struct {
+	// MissedProgress counts leader log progress (an append or a flush)
+	// that the log watcher had not reported to the replica for a whole
+	// tick, so that the tick's safety net reported it: each is a wake-up
+	// that acks=all producers and long polls waited for in vain.
+	MissedProgress uint64
+}
+
+// ReplicaStats returns the replication shell's counters.
+func (b *Broker) ReplicaStats() ReplicaStats {
+	return ReplicaStats{MissedProgress: b.parts.repl.missedProgress.Load()}
 }
 
 // waitBackground waits for the shell's goroutines, at most d.

@@ -426,3 +426,46 @@ func TestReappliedLeaderStateReportsProgress(t *testing.T) {
 	}
 	waitUntil(t, 10*time.Second, func() bool { return p.highWatermark() == leo })
 }
+
+// TestTickReportsOnlyProgressOwedForAWholeTick: the tick's safety net
+// reports log progress only once it has been unreported for a whole tick
+// interval of wall time. Two checks in quick succession (a tick loop held
+// up by a slow partition, then the next tick at once) are no miss; a
+// report owed for longer is made, and counted.
+func TestTickReportsOnlyProgressOwedForAWholeTick(t *testing.T) {
+	rig := newReplicaRig(t, hotlog.DurabilityFsync, []int32{1}, nil)
+	p := rig.partition(t)
+	err := rig.b.withReplica(p, func(r *replication.Replica) error {
+		// Appended behind the machine's back: the watcher cannot report
+		// it while we hold the replica lock.
+		res, err := p.log.Append(buildBatch(batchSpec{records: 3, timestamp: 1}), r.LeaderEpoch())
+		if err != nil {
+			return err
+		}
+		if err := p.log.WaitFlushed(testCtx(t), res.LastOffset); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := rig.b.reportMissedProgressLocked(p, r); err != nil {
+				return err
+			}
+		}
+		if got := rig.b.ReplicaStats().MissedProgress; got != 0 {
+			t.Errorf("two checks in quick succession counted %d misses, want 0", got)
+		}
+		time.Sleep(replicaTickInterval)
+		if err := rig.b.reportMissedProgressLocked(p, r); err != nil {
+			return err
+		}
+		if got := rig.b.ReplicaStats().MissedProgress; got != 1 {
+			t.Errorf("progress owed for a whole tick: %d misses counted, want 1", got)
+		}
+		if s := r.Status(); s.LEO != res.LastOffset+1 || s.DurableOffset != res.LastOffset+1 {
+			t.Errorf("machine told LEO %d durable %d, want %d", s.LEO, s.DurableOffset, res.LastOffset+1)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

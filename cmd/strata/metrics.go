@@ -15,6 +15,7 @@ type brokerMetricsSource interface {
 	TopicBytes() []broker.TopicBytes
 	PartitionMetrics() []broker.PartitionMetrics
 	ConnStats() broker.ConnStats
+	ReplicaStats() broker.ReplicaStats
 }
 
 // The broker's Kafka-like metrics. Rates and percentiles are computed by
@@ -59,6 +60,9 @@ var (
 		"The partition's log start offset across both tiers.", []string{"topic", "partition"}, nil)
 	logEndOffsetDesc = prometheus.NewDesc("strata_log_end_offset",
 		"The partition's local log end offset.", []string{"topic", "partition"}, nil)
+	replicaMissedProgressDesc = prometheus.NewDesc("strata_replica_missed_progress_total",
+		"Leader log progress the log watcher did not report to replication within a tick, reported by the tick's safety net instead (should stay 0).",
+		nil, nil)
 	connectionsDesc = prometheus.NewDesc("strata_connections",
 		"Client connections being served.", nil, nil)
 	connectionsRefusedDesc = prometheus.NewDesc("strata_connections_refused_total",
@@ -74,13 +78,15 @@ func (c brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		topicBytesInDesc, topicBytesOutDesc, topicReplicationBytesOutDesc,
 		underReplicatedDesc, underMinISRDesc, leaderCountDesc, partitionCountDesc, isrShrinksDesc, isrExpandsDesc,
 		partitionUnderReplicatedDesc, partitionISRSizeDesc, logSizeDesc, tieredLogSizeDesc, logStartOffsetDesc, logEndOffsetDesc,
-		connectionsDesc, connectionsRefusedDesc} {
+		replicaMissedProgressDesc, connectionsDesc, connectionsRefusedDesc} {
 		ch <- d
 	}
 }
 
 func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.collectRequests(ch)
+	ch <- prometheus.MustNewConstMetric(replicaMissedProgressDesc, prometheus.CounterValue,
+		float64(c.src.ReplicaStats().MissedProgress))
 	conns := c.src.ConnStats()
 	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(conns.Open))
 	ch <- prometheus.MustNewConstMetric(connectionsRefusedDesc, prometheus.CounterValue, float64(conns.RefusedTotal), "total")

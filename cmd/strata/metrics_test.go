@@ -21,12 +21,14 @@ type fakeBrokerMetrics struct {
 	topics     []broker.TopicBytes
 	partitions []broker.PartitionMetrics
 	conns      broker.ConnStats
+	replicas   broker.ReplicaStats
 }
 
 func (f fakeBrokerMetrics) RequestMetrics() []broker.APIMetrics         { return f.requests }
 func (f fakeBrokerMetrics) TopicBytes() []broker.TopicBytes             { return f.topics }
 func (f fakeBrokerMetrics) PartitionMetrics() []broker.PartitionMetrics { return f.partitions }
 func (f fakeBrokerMetrics) ConnStats() broker.ConnStats                 { return f.conns }
+func (f fakeBrokerMetrics) ReplicaStats() broker.ReplicaStats           { return f.replicas }
 
 // scrapeMetrics GETs /metrics and parses it with the Prometheus text parser.
 func scrapeMetrics(t *testing.T, addr string) map[string]*dto.MetricFamily {
@@ -80,6 +82,7 @@ func TestBrokerMetricsCollector(t *testing.T) {
 	}
 	h.serveBrokerMetrics(fakeBrokerMetrics{
 		conns:    broker.ConnStats{Open: 4, RefusedPerIP: 2},
+		replicas: broker.ReplicaStats{MissedProgress: 3},
 		requests: []broker.APIMetrics{{APIKey: 0, Name: "Produce", Count: 5, Errors: 1, Buckets: buckets, SumSeconds: 12.5}},
 		topics:   []broker.TopicBytes{{Topic: "t", BytesIn: 100, BytesOut: 40, ReplicationBytesOut: 7}},
 		partitions: []broker.PartitionMetrics{
@@ -111,6 +114,7 @@ func TestBrokerMetricsCollector(t *testing.T) {
 		{"strata_tiered_log_size_bytes", map[string]string{"topic": "t", "partition": "2"}, 30},
 		{"strata_log_end_offset", map[string]string{"topic": "t", "partition": "0"}, 10},
 		{"strata_connections", nil, 4},
+		{"strata_replica_missed_progress_total", nil, 3},
 		{"strata_connections_refused_total", map[string]string{"limit": "per_ip"}, 2},
 	}
 	for _, g := range gauges {
