@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata/metadatatest"
+	"github.com/strata-log/strata/replication"
 )
 
 // TestLogProgressNeverMissedUnderLoad: with fsync durability, many
@@ -56,6 +57,8 @@ func TestLogProgressNeverMissedUnderLoad(t *testing.T) {
 		id := fmt.Sprintf("stress-txn-%d", i)
 		run(id, func(ctx context.Context) error { return produceTransactions(ctx, addr, id, "tin") })
 	}
+	slow := waitLookup(t, tb.b, "load", 0)
+	run("slow partition", func(ctx context.Context) error { return holdReplicaLockAtTimes(ctx, tb.b, slow) })
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -64,6 +67,28 @@ func TestLogProgressNeverMissedUnderLoad(t *testing.T) {
 	if missed := tb.b.ReplicaStats().MissedProgress; missed != 0 {
 		t.Fatalf("the tick reported log progress the watcher missed %d times", missed)
 	}
+}
+
+// holdReplicaLockAtTimes takes p's replica lock for 150
+// ms every 300 ms, as an append does whose roll or cleaner swap waits for a
+// slow fsync: the tick loop waits behind it, then checks the partitions
+// after it twice in quick succession. The watcher of every other partition
+// must still report their progress itself.
+func holdReplicaLockAtTimes(ctx context.Context, b *Broker, p *partition) error {
+	for ctx.Err() == nil {
+		err := b.withReplica(p, func(*replication.Replica) error {
+			time.Sleep(150 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+	return ctx.Err()
 }
 
 // produceAcksAll produces small records with acks=all (kgo's default,
