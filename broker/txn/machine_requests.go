@@ -203,6 +203,14 @@ func (m *Machine) endFrom(now int64, t *txnState, in EndInput) int16 {
 		// Ongoing, or (v5) an abort with nothing open: bumps the epoch too.
 	case t.State == target:
 		return codeConcurrent
+	case in.Bump && isPrepare(t.State):
+		// v5: EndTxn answered the previous transaction's end with the
+		// bumped epoch as soon as its Prepare record was durable, and the
+		// client may end its next transaction (an abort of one that wrote
+		// nothing, say) at that epoch while the markers are still being
+		// written. The producer is current and its request valid: it must
+		// wait for the previous transaction to complete, not fail.
+		return codeConcurrent
 	case isComplete(t.State) && !in.Bump && (t.State == StateCompleteCommit) == in.Commit:
 		return 0 // a retried EndTxn (v0-4): already done
 	default:
