@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
@@ -74,10 +73,11 @@ type Cluster struct {
 	cfg  Config
 	bin  string
 	dir  string
-	Etcd *metadatatest.External
+	Etcd *EtcdServer
 	// MinIO is nil unless Config.MinIO.
 	MinIO       *tiertest.MinIO
-	ObjectStore string // the --object-store URL every broker gets
+	ObjectStore string    // the --object-store URL every broker gets
+	minioPort   *portHold // MinIO's port while it is killed (KillMinIO)
 
 	brokers []*Broker           // every slot, index = node id - 1
 	links   map[[2]int32]*Proxy // (from, to) -> proxy used by from to reach to
@@ -93,7 +93,7 @@ func Start(t testing.TB, cfg Config) *Cluster {
 		t.Fatal(err)
 	}
 	c := &Cluster{t: t, cfg: cfg, bin: Binary(t), dir: t.TempDir(), links: map[[2]int32]*Proxy{}}
-	c.Etcd = metadatatest.StartExternalProcess(t)
+	c.Etcd = startEtcd(t, filepath.Join(c.dir, "etcd"))
 	if cfg.MinIO {
 		c.MinIO = tiertest.StartMinIO(t)
 		c.ObjectStore = c.MinIO.URL("cluster")
@@ -272,6 +272,9 @@ func (c *Cluster) cleanup() {
 	for _, b := range c.brokers {
 		b.EtcdProxy.Close()
 	}
+	if c.minioPort != nil {
+		c.minioPort.release()
+	}
 	if c.t.Failed() {
 		c.dumpLogs()
 	}
@@ -300,5 +303,8 @@ func (c *Cluster) dumpLogs() {
 			data = data[len(data)-logTailBytes:]
 		}
 		c.t.Logf("broker %d log tail (full log in %s):\n%s", id, keep, data)
+	}
+	if data, err := os.ReadFile(c.Etcd.logPath); err == nil {
+		_ = os.WriteFile(filepath.Join(keep, "etcd.log"), data, 0o644)
 	}
 }

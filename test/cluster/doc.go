@@ -18,7 +18,11 @@
 // proxies are in every broker's --peer-address from the start.
 //
 // Faults: Kill (SIGKILL), Stop/Cont (SIGSTOP/SIGCONT), Shutdown (SIGTERM),
-// Restart (same flags and data dir), Wipe (delete the data dir while down).
+// Restart (same flags and data dir), Wipe (delete the data dir while down);
+// KillEtcd/RestartEtcd and KillMinIO/RestartMinIO kill the services with
+// SIGKILL and start them again on the same data dir and port, so the brokers
+// reconnect (etcd's ports come from the same fixed range as the brokers';
+// MinIO's port is held bound, not listening, while it is down).
 // Every wait is bounded; every process dies at t.Cleanup (and with the test
 // binary, through Pdeathsig). When a test fails, each broker's log tail is
 // printed and the full logs are copied to $STRATA_TEST_LOG_DIR (default
@@ -33,4 +37,48 @@
 // final read and returns the checker's report.
 //
 // Run: go test -timeout 900s ./test/cluster/ (one test at a time with -run).
+//
+// # Soak mode
+//
+// TestSoak runs only when STRATA_SOAK is set to a duration (it skips
+// otherwise, in CI too):
+//
+//	STRATA_SOAK=30m go test -count=1 -run 'TestSoak$' -v -timeout 45m ./test/cluster/
+//
+// (-timeout must leave 15 minutes beyond the duration for setup and the
+// finish.) Three brokers with MinIO and small segments (so tiering runs all
+// along) carry a mixed workload, while random faults hit the cluster one at
+// a time, at least every 10 s: SIGKILL and restart, SIGSTOP/SIGCONT and Cut/
+// Heal of a broker (at most one broker out at a time: RF 3 and
+// min.insync.replicas 2 keep the cluster writable), SIGKILL and restart of
+// etcd and of MinIO, each held 1-4 s. The schedule (kinds, targets, holds,
+// gaps), the transactions' decisions and the groups' member changes come
+// from a seed, logged at the start; STRATA_SOAK_SEED=<n> replays them (the
+// cluster's timing differs).
+//
+// The workload, and what is checked (test/history):
+//
+//   - two idempotent acks=all producers and a reader of every partition on
+//     one topic: no acknowledged record lost, none duplicated, each
+//     producer's records in order per partition, no reader skipping records
+//     or going backwards;
+//   - two consumer groups on that topic, one of the classic protocol and one
+//     of KIP-848's consumer protocol (kgo.ServerSideBalancer), committing
+//     after every poll, each replacing a member every 10-25 s so that
+//     partitions change hands: committed offsets never go back (neither
+//     between two readings nor below an acknowledged commit), and each group
+//     reads every record below its final committed offset at least once,
+//     after which the final commits must reach every partition's end;
+//   - two transactional producers on a second topic, committing most
+//     transactions, aborting some and abandoning some open (a new session
+//     fences them): a read_committed reader and a final read_committed read
+//     never show an aborted record, show every committed one exactly once,
+//     and show a transaction whose commit was unconfirmed whole or not at
+//     all.
+//
+// At the end it logs the faults by kind, the leader elections seen (leader
+// epoch rises of the data and coordinator partitions, from metadata polled
+// every 250 ms), the records acknowledged (idempotent, and in committed
+// transactions), per-component statistics, and one line starting with
+// "soak summary:"; any anomaly fails the test.
 package cluster

@@ -195,6 +195,15 @@ func (w *Workload) consume(i int) {
 // once more, and returns the checker's report. The error says what could not
 // be done (consumers behind, final read incomplete).
 func (w *Workload) Finish() (history.Report, error) {
+	_, err := w.Drain()
+	return w.H.Check(), err
+}
+
+// Drain is Finish without the check: it returns every partition's end
+// offset (HW) once the producers stopped, so that more readers of the
+// topic (consumer groups) can be finished and recorded in H before H is
+// checked. The ends are nil if they could not be listed.
+func (w *Workload) Drain() (ends map[int32]int64, err error) {
 	w.stopProducers()
 	w.produceWG.Wait()
 	for _, cl := range w.producers {
@@ -206,14 +215,14 @@ func (w *Workload) Finish() (history.Report, error) {
 	starts, ends, err := w.bounds()
 	if err != nil {
 		w.stopConsumers()
-		return history.Report{}, err
+		return nil, err
 	}
 	errCatchUp := w.waitConsumers(ends)
 	w.stopConsumers()
 	w.consumeWG.Wait()
 	errFinal := w.finalRead(starts, ends)
 	w.c.t.Logf("workload %s: %d acked, %d unknown; end offsets %v", w.cfg.Topic, w.acked.Load(), w.unknown.Load(), ends)
-	return w.H.Check(), errors.Join(errCatchUp, errFinal)
+	return ends, errors.Join(errCatchUp, errFinal)
 }
 
 // bounds lists every partition's log start and end (HW), retrying while the

@@ -18,10 +18,15 @@ const (
 	PollSkip            Kind = "poll-skip"
 	Reorder             Kind = "reorder"
 	PhantomWrite        Kind = "phantom-write"
+	AbortedRead         Kind = "aborted-read"
+	TornTransaction     Kind = "torn-transaction"
+	OffsetRegression    Kind = "offset-regression"
+	GroupMissed         Kind = "group-missed"
 )
 
 // Kinds lists every anomaly kind in report order.
-var Kinds = []Kind{LostWrite, Duplicate, InconsistentOffsets, NonmonotonicPoll, PollSkip, Reorder, PhantomWrite}
+var Kinds = []Kind{LostWrite, Duplicate, InconsistentOffsets, NonmonotonicPoll, PollSkip, Reorder, PhantomWrite,
+	AbortedRead, TornTransaction, OffsetRegression, GroupMissed}
 
 // maxExamples bounds the anomalies kept per kind; Counts has the totals.
 const maxExamples = 100
@@ -42,11 +47,16 @@ func (a Anomaly) String() string {
 	return fmt.Sprintf("%s p%d@%d %q: %s", a.Kind, a.Partition, a.Offset, a.Value, a.Detail)
 }
 
-// Stats counts what the history holds.
+// Stats counts what the history holds. Acked counts acknowledged writes,
+// transactional ones too whatever their transaction's outcome;
+// CommittedRecords counts the acknowledged writes of committed
+// transactions.
 type Stats struct {
-	Attempts, Acked, Failed, Unknown int
-	Observations                     int
-	FinalRecords                     int
+	Attempts, Acked, Failed, Unknown     int
+	Observations                         int
+	FinalRecords                         int
+	TxnCommitted, TxnAborted, TxnUnknown int
+	CommittedRecords                     int
 }
 
 // Report is Check's result.
@@ -96,8 +106,8 @@ func (r Report) Err() error {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d attempts: %d acked, %d failed, %d unknown; %d observations; %d records in final reads",
-		s.Attempts, s.Acked, s.Failed, s.Unknown, s.Observations, s.FinalRecords)
+	return fmt.Sprintf("%d attempts: %d acked, %d failed, %d unknown; %d observations; %d records in final reads%s",
+		s.Attempts, s.Acked, s.Failed, s.Unknown, s.Observations, s.FinalRecords, s.txnString())
 }
 
 // Input is a recorded history (History.Snapshot).
@@ -105,6 +115,8 @@ type Input struct {
 	Attempts     []Attempt
 	Observations []Observation
 	Final        map[int32]FinalLog
+	Txns         map[string]TxnOutcome // by transaction named in Attempt.Txn
+	Commits      []Commit              // in recording order
 }
 
 // position is one (partition, offset).
@@ -132,6 +144,10 @@ func Check(in Input) Report {
 	c.checkSessions()
 	c.checkReorder()
 	c.checkPhantoms()
+	c.checkTxns()
+	c.checkCommits()
+	c.checkGroupCoverage()
+	c.txnStats()
 	sort.SliceStable(c.report.Anomalies, func(i, j int) bool {
 		a, b := c.report.Anomalies[i], c.report.Anomalies[j]
 		if a.Kind != b.Kind {

@@ -18,6 +18,22 @@
 //   - Final(partition, logStart, records): a complete read of the partition
 //     from logStart to its end after the faults stopped. A partition never
 //     given a final read is treated as empty from offset 0.
+//   - ProduceTxn(producer, txn, value, key, partition) and EndTxn(txn,
+//     outcome): an attempt inside a transaction, and the transaction's
+//     outcome: TxnCommitted (EndTxn commit succeeded), TxnAborted (no commit
+//     was ever asked for: an abort, or the producer died or was fenced with
+//     it open) or TxnUnknown (a commit was asked for and not confirmed). An
+//     acknowledged transactional attempt counts as acknowledged for the
+//     rules below only if its transaction committed. Every read recorded in
+//     a history with transactions must be a read_committed read.
+//   - ObserveGroup(group, session, partition, offset, value): Observe by a
+//     member of a consumer group; a member's session for a partition starts
+//     at each assignment of the partition (the member seeks to the committed
+//     offset there).
+//   - CommitRead / CommitAcked / FinalCommit(group, partition, offset): a
+//     group's committed offset as read while it runs (one reader per group,
+//     readings in order), as acknowledged to a member's OffsetCommit, and as
+//     read once every member stopped.
 //
 // Check is pure: it reads the recorded history and returns a Report. The
 // anomalies (Kind) it looks for:
@@ -37,4 +53,14 @@
 //     idempotent producer promises).
 //   - phantom-write: a record read that no attempt produced, or whose attempt
 //     was recorded as failed.
+//   - aborted-read: a record of an aborted transaction was read.
+//   - torn-transaction: a transaction with an unconfirmed commit has some of
+//     its records in the final read and others not (a committed one missing
+//     a record is a lost-write; an aborted one showing one an aborted-read).
+//   - offset-regression: a group's committed offset of a partition read
+//     lower than an earlier reading, or finally below a commit a member was
+//     told succeeded.
+//   - group-missed: a record of the final read below a group's final
+//     committed offset that no member of the group observed (consumer groups
+//     read at least once).
 package history

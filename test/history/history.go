@@ -36,13 +36,17 @@ type Attempt struct {
 	Value     string
 	Key       string
 	Partition int32
-	Outcome   Outcome
-	Offset    int64 // valid when Outcome == Acked
+	// Txn is the transaction the attempt was produced in; "" for a
+	// non-transactional (idempotent) attempt.
+	Txn     string
+	Outcome Outcome
+	Offset  int64 // valid when Outcome == Acked
 }
 
 // Observation is one record a consumer session saw, in poll order.
 type Observation struct {
 	Session   string
+	Group     string // the consumer group of the session; "" for a group-less consumer
 	Partition int32
 	Offset    int64
 	Value     string
@@ -68,6 +72,8 @@ type History struct {
 		byValue      map[string]*Attempt
 		observations []Observation
 		final        map[int32]FinalLog
+		txns         map[string]TxnOutcome
+		commits      []Commit
 	}
 }
 
@@ -76,20 +82,32 @@ func New() *History {
 	h := &History{}
 	h.mu.byValue = map[string]*Attempt{}
 	h.mu.final = map[int32]FinalLog{}
+	h.mu.txns = map[string]TxnOutcome{}
 	return h
 }
 
 // Produce records an attempt before it is sent. A value used twice is a bug
 // of the workload and panics (tests only).
 func (h *History) Produce(producer, value, key string, partition int32) {
+	h.ProduceTxn(producer, "", value, key, partition)
+}
+
+// ProduceTxn records an attempt sent inside transaction txn (unique in the
+// history; "" is Produce). Its outcome is recorded as for Produce (Ack: the
+// write is in the log, committed or not); the transaction's own outcome is
+// recorded with EndTxn.
+func (h *History) ProduceTxn(producer, txn, value, key string, partition int32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, dup := h.mu.byValue[value]; dup {
 		panic(fmt.Sprintf("history: value %q produced twice", value))
 	}
-	a := &Attempt{Producer: producer, Seq: len(h.mu.attempts), Value: value, Key: key, Partition: partition, Offset: -1}
+	a := &Attempt{Producer: producer, Seq: len(h.mu.attempts), Value: value, Key: key, Partition: partition, Txn: txn, Offset: -1}
 	h.mu.attempts = append(h.mu.attempts, a)
 	h.mu.byValue[value] = a
+	if _, ok := h.mu.txns[txn]; txn != "" && !ok {
+		h.mu.txns[txn] = TxnUnknown
+	}
 }
 
 // Ack records that value was acknowledged at (partition, offset).
@@ -119,9 +137,16 @@ func (h *History) setOutcome(value string, set func(*Attempt)) {
 
 // Observe records that consumer session saw value at (partition, offset).
 func (h *History) Observe(session string, partition int32, offset int64, value string) {
+	h.ObserveGroup("", session, partition, offset, value)
+}
+
+// ObserveGroup records that session, a member of consumer group group, saw
+// value at (partition, offset). A member's session ends whenever it may
+// seek: at every assignment of the partition to it.
+func (h *History) ObserveGroup(group, session string, partition int32, offset int64, value string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.mu.observations = append(h.mu.observations, Observation{session, partition, offset, value})
+	h.mu.observations = append(h.mu.observations, Observation{session, group, partition, offset, value})
 }
 
 // Final records the complete read of partition from logStart (records in
@@ -149,12 +174,16 @@ func (h *History) Acked() int {
 func (h *History) Snapshot() Input {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	in := Input{Observations: slices.Clone(h.mu.observations), Final: map[int32]FinalLog{}}
+	in := Input{Observations: slices.Clone(h.mu.observations), Final: map[int32]FinalLog{},
+		Txns: map[string]TxnOutcome{}, Commits: slices.Clone(h.mu.commits)}
 	for _, a := range h.mu.attempts {
 		in.Attempts = append(in.Attempts, *a)
 	}
 	for p, f := range h.mu.final {
 		in.Final[p] = f
+	}
+	for txn, o := range h.mu.txns {
+		in.Txns[txn] = o
 	}
 	return in
 }

@@ -11,7 +11,7 @@ func (c *checker) checkLost() {
 	lostValues := map[string]bool{} // each lost record is reported once
 	for i := range c.in.Attempts {
 		a := &c.in.Attempts[i]
-		if a.Outcome != Acked {
+		if !c.acked(a) {
 			continue
 		}
 		found := c.finalPos[a.Value]
@@ -28,7 +28,8 @@ func (c *checker) checkLost() {
 	reported := map[position]bool{}
 	for _, o := range c.in.Observations {
 		pos := position{o.Partition, o.Offset}
-		if _, ok := c.finalAt[pos]; ok || o.Offset < c.logStart(o.Partition) || reported[pos] || lostValues[o.Value] {
+		if _, ok := c.finalAt[pos]; ok || o.Offset < c.logStart(o.Partition) || reported[pos] || lostValues[o.Value] ||
+			c.abortedValue(o.Value) { // reported as aborted-read
 			continue
 		}
 		reported[pos] = true
@@ -153,7 +154,8 @@ func (c *checker) checkReorder() {
 }
 
 // checkPhantoms: every record read must come from an attempt not known to
-// have failed.
+// have failed, nor from an aborted transaction (every read of a history with
+// transactions is a read_committed one).
 func (c *checker) checkPhantoms() {
 	reported := map[string]bool{}
 	check := func(p int32, offset int64, value, reader string) {
@@ -166,6 +168,8 @@ func (c *checker) checkPhantoms() {
 			c.add(PhantomWrite, p, offset, value, "read by %s, never produced", reader)
 		case a.Outcome == Failed:
 			c.add(PhantomWrite, p, offset, value, "read by %s, yet its produce attempt by %s was recorded as failed", reader, a.Producer)
+		case a.Txn != "" && c.in.Txns[a.Txn] == TxnAborted:
+			c.add(AbortedRead, p, offset, value, "read by %s, yet produced by %s in transaction %s, which aborted", reader, a.Producer, a.Txn)
 		default:
 			return
 		}

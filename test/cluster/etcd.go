@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// etcdReadyTimeout bounds an etcd start to a healthy /health.
+const etcdReadyTimeout = 30 * time.Second
+
+// EtcdServer is the cluster's etcd: one member whose data dir and ports are
+// fixed at Start, so that it can be killed and started again and the
+// brokers (through their etcd proxies) find the same server with the same
+// data. Its ports come from the harness's fixed range, below the ephemeral
+// one, so no client connection can take them while etcd is down.
+type EtcdServer struct {
+	Endpoints []string // client URLs, "http://127.0.0.1:port"
+
+	bin, dataDir, logPath string
+	clientURL, peerURL    string
+
+	mu struct {
+		sync.Mutex
+		cmd    *exec.Cmd
+		exited chan struct{} // closed when cmd was reaped; nil before the first start
+	}
+}
+
+// startEtcd starts etcd in dir, skipping the test when the binary is
+// missing (failing it when CI=true); cleanup kills it.
+func startEtcd(t testing.TB, dir string) *EtcdServer {
+	t.Helper()
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("etcd binary not found on PATH (install Debian's etcd-server): %v", err)
+		}
+		t.Skipf("etcd binary not found on PATH: %v", err)
+	}
+	e := &EtcdServer{bin: bin, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "etcd.log")}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.clientURL, e.peerURL = "http://"+freeAddr(t), "http://"+freeAddr(t)
+	e.Endpoints = []string{e.clientURL}
+	t.Cleanup(func() { _ = e.Kill() })
+	if err := e.Start(); err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	return e
+}
+
+// Running says the etcd process is alive (possibly SIGSTOPped).
+func (e *EtcdServer) Running() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.runningLocked()
+}
+
+// REQUIRES: e.mu held.
+func (e *EtcdServer) runningLocked() bool {
+	if e.mu.exited == nil {
+		return false
+	}
+	select {
+	case <-e.mu.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Start runs etcd on its data dir and ports and waits until it is healthy.
+// A first start creates the member; later ones recover it from the data
+// dir (etcd ignores the --initial-* flags then).
+func (e *EtcdServer) Start() error {
+	exited, err := e.launch()
+	if err != nil {
+		return err
+	}
+	if err := waitEtcdHealthy(e.clientURL, exited, etcdReadyTimeout); err != nil {
+		_ = e.Kill()
+		return fmt.Errorf("%w; etcd log:\n%s", err, tailFile(e.logPath, logTailBytes))
+	}
+	return nil
+}
+
+// launch starts the process and returns the channel closed when it exits.
+func (e *EtcdServer) launch() (<-chan struct{}, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.runningLocked() {
+		return nil, fmt.Errorf("etcd already running")
+	}
+	log, err := os.OpenFile(e.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "=== %s start\n", time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(e.bin,
+		"--name", "test",
+		"--data-dir", e.dataDir,
+		"--listen-client-urls", e.clientURL, "--advertise-client-urls", e.clientURL,
+		"--listen-peer-urls", e.peerURL, "--initial-advertise-peer-urls", e.peerURL,
+		"--initial-cluster", "test="+e.peerURL,
+		"--logger", "zap", "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("run %s: %w", e.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		log.Close()
+		close(exited)
+	}()
+	e.mu.cmd, e.mu.exited = cmd, exited
+	return exited, nil
+}
+
+// Kill SIGKILLs etcd (an outage, not a shutdown) and waits for the exit.
+// Killing a stopped server does nothing.
+func (e *EtcdServer) Kill() error {
+	e.mu.Lock()
+	cmd, exited, running := e.mu.cmd, e.mu.exited, e.runningLocked()
+	e.mu.Unlock()
+	if !running {
+		return nil
+	}
+	_ = cmd.Process.Kill() // also ends a SIGSTOPped process
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(exitTimeout):
+		return fmt.Errorf("etcd did not exit within %v of SIGKILL", exitTimeout)
+	}
+}
+
+// waitEtcdHealthy polls /health until etcd reports healthy, exits, or the
+// timeout passes.
+func waitEtcdHealthy(clientURL string, exited <-chan struct{}, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/health", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && bytes.Contains(body, []byte(`"true"`)) {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("etcd exited before becoming healthy")
+		case <-ctx.Done():
+			return fmt.Errorf("etcd not healthy after %v", timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// tailFile returns the last n bytes of a file ("" if unreadable).
+func tailFile(path string, n int) string {
+	data, _ := os.ReadFile(path)
+	return tailString(string(data), n)
+}
