@@ -81,7 +81,7 @@ func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequest
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic, st.TopicID = spec.name, id
 	st.NumPartitions, st.ReplicationFactor = int32(len(replicas)), int16(len(replicas[0]))
-	for _, e := range topicConfigEntries(spec.configs) {
+	for _, e := range topicConfigEntries(spec.configs, b.topicDefaults()) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.Source, c.ReadOnly, c.IsSensitive = e.name, kmsg.StringPtr(e.value), int8(e.source), e.readOnly, e.sensitive
 		st.Configs = append(st.Configs, c)

@@ -66,7 +66,7 @@ func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string) ([]c
 		if !ok {
 			return nil, kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
 		}
-		return topicConfigEntries(t.topic.Configs), 0, ""
+		return topicConfigEntries(t.topic.Configs, b.topicDefaults()), 0, ""
 	case kmsg.ConfigResourceTypeBroker:
 		if name == "" {
 			return []configEntry{}, 0, "" // no cluster-wide dynamic defaults

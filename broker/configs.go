@@ -25,9 +25,10 @@ type configEntry struct {
 }
 
 // topicConfigEntries lists every topic config: an override
-// (DYNAMIC_TOPIC_CONFIG) or the default (DEFAULT_CONFIG). Internal configs
-// are listed only when set, as in Kafka.
-func topicConfigEntries(overrides map[string]string) []configEntry {
+// (DYNAMIC_TOPIC_CONFIG) or the default (DEFAULT_CONFIG), which is the
+// broker's own where it has one (brokerDefaults, by topic config name).
+// Internal configs are listed only when set, as in Kafka.
+func topicConfigEntries(overrides, brokerDefaults map[string]string) []configEntry {
 	defs := metadata.TopicConfigDefs()
 	out := make([]configEntry, 0, len(defs))
 	for _, d := range defs {
@@ -35,8 +36,12 @@ func topicConfigEntries(overrides map[string]string) []configEntry {
 		if d.Internal && !set {
 			continue
 		}
-		e := configEntry{name: d.Name, value: d.Default, source: kmsg.ConfigSourceDefaultConfig,
-			configType: kmsg.ConfigType(d.Type), doc: d.Doc, defaultValue: d.Default, defaultName: d.ServerDefault,
+		def := d.Default
+		if v, ok := brokerDefaults[d.Name]; ok {
+			def = v
+		}
+		e := configEntry{name: d.Name, value: def, source: kmsg.ConfigSourceDefaultConfig,
+			configType: kmsg.ConfigType(d.Type), doc: d.Doc, defaultValue: def, defaultName: d.ServerDefault,
 			sensitive: d.Type == metadata.ConfigPassword}
 		if e.defaultName == "" {
 			e.defaultName = d.Name
@@ -47,6 +52,11 @@ func topicConfigEntries(overrides map[string]string) []configEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// topicDefaults are the topic configs whose default is a broker flag.
+func (b *Broker) topicDefaults() map[string]string {
+	return map[string]string{"tier.upload.max.lag.ms": strconv.FormatInt(b.uploadMaxLagMs(), 10)}
 }
 
 // brokerConfigEntries lists this broker's static, read-only configs.

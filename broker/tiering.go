@@ -30,6 +30,11 @@ type TierConfig struct {
 	// sealed-but-not-uploaded bytes exceed it, its producers are throttled.
 	// Default 4 GiB; -1 disables throttling.
 	MaxUploadLagBytes int64
+	// UploadMaxLag is the broker default of tier.upload.max.lag.ms: how
+	// long a committed record may stay out of the bucket. A topic's own
+	// value wins; a negative value here (-1 for a topic) turns the bound
+	// off. Default 60s.
+	UploadMaxLag time.Duration
 	// ThrottleWait is how long a throttled Produce waits for the lag to fall
 	// before it is answered THROTTLING_QUOTA_EXCEEDED. Default 1s.
 	ThrottleWait time.Duration
@@ -51,6 +56,7 @@ const (
 	defaultRetryBackoff      = 500 * time.Millisecond
 	defaultMaxRetryBackoff   = 10 * time.Second
 	defaultMaxUploadLag      = 4 << 30
+	defaultUploadMaxLag      = time.Minute
 	defaultThrottleWait      = time.Second
 	defaultSweepInterval     = 10 * time.Minute
 	defaultOrphanGrace       = time.Hour
@@ -68,6 +74,7 @@ func (c TierConfig) withDefaults() TierConfig {
 	setDur(&c.RetryBackoff, defaultRetryBackoff)
 	setDur(&c.MaxRetryBackoff, defaultMaxRetryBackoff)
 	setDur(&c.ThrottleWait, defaultThrottleWait)
+	setDur(&c.UploadMaxLag, defaultUploadMaxLag)
 	setDur(&c.SweepInterval, defaultSweepInterval)
 	setDur(&c.OrphanGrace, defaultOrphanGrace)
 	setDur(&c.ObjectDeleteDelay, defaultObjectDeleteDelay)
@@ -99,6 +106,7 @@ type TierCounters struct {
 	ObjectsDeleted     int64 // objects deleted after their entry went
 	OrphansDeleted     int64 // objects the sweeper deleted
 	ThrottledProduces  int64 // produce requests answered THROTTLING_QUOTA_EXCEEDED
+	BoundRolls         int64 // active segments rolled early for tier.upload.max.lag.ms
 }
 
 // tieringState is owned by the tiering loops; mu guards the maps and

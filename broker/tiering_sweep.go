@@ -128,6 +128,18 @@ type PartitionTierStatus struct {
 	Objects        int    `json:"objects"`
 	TieredBytes    int64  `json:"tieredBytes"`
 	UploadLagBytes int64  `json:"uploadLagBytes"`
+	// Leader: this broker leads the partition; only a leader uploads, so
+	// the bucket lag below is known only there (zero elsewhere).
+	Leader bool `json:"leader"`
+	// BucketEnd is where the bucket's contiguous history ends (exclusive).
+	// BucketLagMs is the age of the oldest committed, stable record not in
+	// the bucket (0: the bucket holds everything below the high watermark
+	// and the last stable offset), BucketLagBytes the local bytes from it
+	// on, and UploadMaxLagMs the partition's bound (-1: none).
+	BucketEnd      int64 `json:"bucketEnd"`
+	BucketLagMs    int64 `json:"bucketLagMs"`
+	BucketLagBytes int64 `json:"bucketLagBytes"`
+	UploadMaxLagMs int64 `json:"uploadMaxLagMs"`
 	LastError      string `json:"lastError,omitempty"`
 	// Compaction (cleanup.policy has compact): the cleaned ranges are
 	// [LocalStart, CleanedLocalEnd) on disk and [TieredStart,
@@ -174,6 +186,7 @@ func (b *Broker) partitionTierStatus(p *partition) PartitionTierStatus {
 			st.TieredBytes += e.Size
 		}
 	}
+	b.addBucketLag(p, &st)
 	b.tiering.mu.Lock()
 	if us := b.tiering.parts[tp(p)]; us != nil {
 		st.LastError = us.lastErr
@@ -183,6 +196,22 @@ func (b *Broker) partitionTierStatus(p *partition) PartitionTierStatus {
 		b.addCleanerStatus(p, &st)
 	}
 	return st
+}
+
+// addBucketLag fills the bucket-lag fields of st where this broker leads a
+// tiered partition.
+func (b *Broker) addBucketLag(p *partition, st *PartitionTierStatus) {
+	if p.leader() != b.cfg.NodeID || !b.tieringEnabled(p.topic, p.config()) {
+		return
+	}
+	st.Leader = true
+	st.BucketEnd, _ = p.manifest.ContiguousEnd(p.topicID, p.index)
+	lag, bytes := bucketLag(p, time.Now())
+	st.BucketLagMs, st.BucketLagBytes = lag.Milliseconds(), bytes
+	st.UploadMaxLagMs = -1
+	if bound, ok := b.uploadMaxLag(p.config()); ok {
+		st.UploadMaxLagMs = bound.Milliseconds()
+	}
 }
 
 // addCleanerStatus fills the compaction fields of st.

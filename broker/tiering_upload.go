@@ -84,7 +84,8 @@ func (b *Broker) kickUploader() {
 }
 
 // uploadRound refreshes the upload lag of every led partition with
-// tiering on and starts an upload of its pending segments where none runs,
+// tiering on, rolls the active segments that tier.upload.max.lag.ms says
+// are due (tiering_bound.go), and starts an upload of its pending segments where none runs,
 // at most UploadConcurrency at a time. It does not wait for the uploads:
 // one hanging on an unreachable bucket must not stop the lag (and so the
 // throttling) of the others from being updated.
@@ -93,6 +94,7 @@ func (b *Broker) uploadRound(ctx context.Context) {
 		if p.leader() != b.cfg.NodeID || !b.tieringEnabled(p.topic, p.config()) || p.config().RemoteLogCopyDisable {
 			continue
 		}
+		b.rollForUploadBound(p, time.Now())
 		b.updateUploadLag(p)
 		if len(b.pendingSegments(p)) == 0 || !b.claimUpload(p) {
 			continue

@@ -89,6 +89,10 @@ type TopicConfig struct {
 	CompressionGzipLevel        int32
 	CompressionLz4Level         int32
 	CompressionZstdLevel        int32
+	// TierUploadMaxLagMs (tier.upload.max.lag.ms) bounds how long a
+	// committed record stays out of the bucket; 0 when the topic does not
+	// set it (the broker's --tier-upload-max-lag applies), -1 no bound.
+	TierUploadMaxLagMs int64
 }
 
 // HasCompact reports whether the cleanup policy includes compaction.
@@ -130,6 +134,22 @@ const (
 	DefaultLocalRetentionMs    = "3600000"    // 1 hour
 	DefaultLocalRetentionBytes = "1073741824" // 1 GiB per partition, plus the active segment
 )
+
+// DefaultTierUploadMaxLagMs is tier.upload.max.lag.ms's default, the
+// broker's --tier-upload-max-lag unless that is changed.
+const DefaultTierUploadMaxLagMs = "60000"
+
+// minTierUploadMaxLagMs keeps the bound above the uploader's own cadence
+// (it checks every second and needs a round trip to the bucket and etcd).
+const minTierUploadMaxLagMs = 1000
+
+func validateUploadMaxLag(v string) error {
+	n, _ := strconv.ParseInt(v, 10, 64)
+	if n != -1 && n < minTierUploadMaxLagMs {
+		return fmt.Errorf("value %d must be -1 (no bound) or at least %d", n, minTierUploadMaxLagMs)
+	}
+	return nil
+}
 
 const maxLong = "9223372036854775807"
 
@@ -294,6 +314,9 @@ var topicConfigDefs = []ConfigDef{
 		Doc: "random jitter subtracted from segment.ms", Validate: atLeast(0)},
 	{Name: "segment.ms", Type: ConfigLong, Default: "604800000", ServerDefault: "log.roll.ms",
 		Doc: "segment age that forces a roll", Validate: atLeast(1)},
+	{Name: "tier.upload.max.lag.ms", Type: ConfigLong, Default: DefaultTierUploadMaxLagMs, ServerDefault: "tier.upload.max.lag.ms",
+		Doc:      "longest time a committed record stays out of the bucket (the bucket's recovery point); -1: only segment.bytes and segment.ms roll",
+		Validate: validateUploadMaxLag},
 	{Name: "unclean.leader.election.enable", Type: ConfigBoolean, Default: "false",
 		ServerDefault: "unclean.leader.election.enable",
 		Doc:           "allow a replica outside the ISR to become leader"},
@@ -470,6 +493,9 @@ func (p configParser) build() TopicConfig {
 	}
 	if _, ok := p.overrides["internal.segment.bytes"]; ok {
 		c.SegmentBytes = p.long("internal.segment.bytes")
+	}
+	if _, ok := p.overrides["tier.upload.max.lag.ms"]; ok {
+		c.TierUploadMaxLagMs = p.long("tier.upload.max.lag.ms")
 	}
 	return c
 }

@@ -162,3 +162,18 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		t.Fatalf("pprof with --pprof: %d %.80q", code, body)
 	}
 }
+
+func TestPrintTierStatusBucketLag(t *testing.T) {
+	var out strings.Builder
+	printTierStatus(&out, []broker.PartitionTierStatus{
+		{Topic: "led", Partition: 0, Leader: true, BucketLagMs: 12_400, BucketLagBytes: 4096, UploadMaxLagMs: 60_000},
+		{Topic: "followed", Partition: 1},
+	})
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[0], "BUCKET-LAG") || !strings.Contains(lines[1], "12s 4096B (bound 1m0s)") {
+		t.Errorf("leader's bucket lag missing:\n%s", out.String())
+	}
+	if strings.Contains(lines[2], "bound") {
+		t.Errorf("a follower cannot know the bucket lag: %q", lines[2])
+	}
+}

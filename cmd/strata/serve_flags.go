@@ -44,6 +44,7 @@ type serveFlags struct {
 	consumerGroups             consumerGroupFlags
 	// Tiered storage (broker/tiering.go).
 	tierUploadMaxLagBytes int64
+	tierUploadMaxLag      time.Duration
 	tierOrphanGrace       time.Duration
 	tierUploadInterval    time.Duration
 	tierSweepInterval     time.Duration
@@ -107,6 +108,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"how long committed offsets of an empty group are kept (offsets.retention.minutes)")
 	fs.Int64Var(&f.tierUploadMaxLagBytes, "tier-upload-max-lag-bytes", 4<<30,
 		"sealed bytes per partition not yet in the bucket past which producers are throttled (tier.upload.max.lag.bytes; -1: never)")
+	fs.DurationVar(&f.tierUploadMaxLag, "tier-upload-max-lag", time.Minute,
+		"longest time a committed record stays out of the bucket, for topics that do not set tier.upload.max.lag.ms (the bucket's recovery point; negative: no bound)")
 	fs.DurationVar(&f.tierOrphanGrace, "tier-orphan-grace", time.Hour,
 		"age after which a bucket object absent from the manifest is deleted by the orphan sweeper")
 	fs.DurationVar(&f.tierUploadInterval, "tier-upload-interval", time.Second,
@@ -355,6 +358,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		f.tierSweepInterval <= 0 {
 		return cfg, usageErrorf("--tier-upload-max-lag-bytes must be > 0 or -1; --tier-orphan-grace, --tier-upload-interval and --tier-sweep-interval > 0")
 	}
+	if f.tierUploadMaxLag >= 0 && f.tierUploadMaxLag < time.Second {
+		return cfg, usageErrorf("--tier-upload-max-lag %v: want at least 1s, or a negative value for no bound", f.tierUploadMaxLag)
+	}
 	if f.nodeID < 0 || f.nodeID > 1<<31-1 {
 		return cfg, usageErrorf("--node-id %d: want 0..2147483647", f.nodeID)
 	}
@@ -395,6 +401,7 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		},
 		Tier: broker.TierConfig{
 			MaxUploadLagBytes: f.tierUploadMaxLagBytes,
+			UploadMaxLag:      f.tierUploadMaxLag,
 			OrphanGrace:       f.tierOrphanGrace,
 			UploadInterval:    f.tierUploadInterval,
 			SweepInterval:     f.tierSweepInterval,

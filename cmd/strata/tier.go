@@ -72,6 +72,11 @@ var (
 		"Object bytes of segments committed to the tier manifest.", nil, nil)
 	tierLagDesc = prometheus.NewDesc("strata_tier_upload_lag_bytes",
 		"Bytes of sealed segments not yet in the bucket, per partition.", []string{"topic", "partition"}, nil)
+	bucketLagDesc = prometheus.NewDesc("strata_tier_bucket_lag_seconds",
+		"Age of the oldest committed record not yet in the bucket, per partition this broker leads (0: the bucket is current).",
+		[]string{"topic", "partition"}, nil)
+	bucketLagMaxDesc = prometheus.NewDesc("strata_tier_bucket_lag_seconds_max",
+		"strata_tier_bucket_lag_seconds's largest value over the partitions this broker leads.", nil, nil)
 	objRequestsDesc = prometheus.NewDesc("strata_object_store_requests_total",
 		"Object-store requests by operation and topic (every attempt).", []string{"op", "topic"}, nil)
 	objErrorsDesc = prometheus.NewDesc("strata_object_store_errors_total",
@@ -90,7 +95,7 @@ var (
 type tierCollector struct{ src *tierSource }
 
 func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tierCounterDesc, tierBytesDesc, tierLagDesc, objRequestsDesc, objErrorsDesc, objBytesDesc,
+	for _, d := range []*prometheus.Desc{tierCounterDesc, tierBytesDesc, tierLagDesc, bucketLagDesc, bucketLagMaxDesc, objRequestsDesc, objErrorsDesc, objBytesDesc,
 		cleanerDirtyRatioDesc, cleanerDirtyBytesDesc, cleanerBytesDesc} {
 		ch <- d
 	}
@@ -102,13 +107,20 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 		"segments_uploaded": t.SegmentsUploaded, "upload_failures": t.UploadFailures,
 		"local_segments_freed": t.LocalSegmentsFreed, "remote_entries_removed": t.RemoteEntriesGone,
 		"objects_deleted": t.ObjectsDeleted, "orphans_deleted": t.OrphansDeleted, "produces_throttled": t.ThrottledProduces,
+		"segments_rolled_for_bound": t.BoundRolls,
 	} {
 		ch <- prometheus.MustNewConstMetric(tierCounterDesc, prometheus.CounterValue, float64(v), name)
 	}
 	ch <- prometheus.MustNewConstMetric(tierBytesDesc, prometheus.CounterValue, float64(t.BytesUploaded))
+	var maxBucketLag float64
 	for _, p := range c.src.broker.TierStatus("") {
 		part := fmt.Sprint(p.Partition)
 		ch <- prometheus.MustNewConstMetric(tierLagDesc, prometheus.GaugeValue, float64(p.UploadLagBytes), p.Topic, part)
+		if p.Leader {
+			lag := float64(p.BucketLagMs) / 1000
+			maxBucketLag = max(maxBucketLag, lag)
+			ch <- prometheus.MustNewConstMetric(bucketLagDesc, prometheus.GaugeValue, lag, p.Topic, part)
+		}
 		if p.Compacted {
 			ch <- prometheus.MustNewConstMetric(cleanerDirtyRatioDesc, prometheus.GaugeValue, p.DirtyRatio, p.Topic, part)
 			ch <- prometheus.MustNewConstMetric(cleanerDirtyBytesDesc, prometheus.GaugeValue, float64(p.DirtyBytes), p.Topic, part)
@@ -116,6 +128,7 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(cleanerBytesDesc, prometheus.CounterValue, float64(p.CleanedBytesOut), p.Topic, part, "out")
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(bucketLagMaxDesc, prometheus.GaugeValue, maxBucketLag)
 	if c.src.bucket == nil || c.src.bucket.Counts == nil {
 		return
 	}
@@ -201,17 +214,32 @@ func fetchBrokerJSON(ctx context.Context, addr, path, topic string) ([]byte, err
 
 func printTierStatus(w io.Writer, status []broker.PartitionTierStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START\tLOCAL-RANGE\tLOCAL-BYTES\tTIERED-RANGE\tOBJECTS\tTIERED-BYTES\tUPLOAD-LAG\tCLEANED\tDIRTY\tERROR")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START\tLOCAL-RANGE\tLOCAL-BYTES\tTIERED-RANGE\tOBJECTS\tTIERED-BYTES\tUPLOAD-LAG\tBUCKET-LAG\tCLEANED\tDIRTY\tERROR")
 	for _, p := range status {
 		tiered := "-"
 		if p.Tiered {
 			tiered = fmt.Sprintf("[%d, %d)", p.TieredStart, p.TieredEnd)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t[%d, %d)\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, p.LogStartOffset,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t[%d, %d)\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.LogStartOffset,
 			p.LocalStart, p.LocalEnd, p.LocalBytes, tiered, p.Objects, p.TieredBytes, p.UploadLagBytes,
-			cleanedRanges(p), dirtyColumn(p), p.LastError)
+			bucketLagColumn(p), cleanedRanges(p), dirtyColumn(p), p.LastError)
 	}
 	tw.Flush()
+}
+
+// bucketLagColumn is how far the bucket is behind a partition this broker
+// leads (time, bytes, and the bound), or "-" on a follower, which does not
+// upload and cannot tell.
+func bucketLagColumn(p broker.PartitionTierStatus) string {
+	if !p.Leader {
+		return "-"
+	}
+	bound := "no bound"
+	if p.UploadMaxLagMs > 0 {
+		bound = "bound " + (time.Duration(p.UploadMaxLagMs) * time.Millisecond).String()
+	}
+	lag := (time.Duration(p.BucketLagMs) * time.Millisecond).Round(time.Second)
+	return fmt.Sprintf("%v %dB (%s)", lag, p.BucketLagBytes, bound)
 }
 
 // cleanedRanges names the cleaned ranges of a compacted partition.

@@ -1,0 +1,81 @@
+package broker
+
+// The bucket's recovery point: tier.upload.max.lag.ms bounds how long a
+// committed record stays out of the bucket. The leader rolls its active
+// segment once the segment's first batch is half the bound old and part
+// of it is committed and stable; the sealed segment is then uploaded by
+// the ordinary path as soon as the high watermark passes its end (within
+// the uploader's interval), which leaves the other half of the bound for
+// the PUT, its verification and the etcd commit. Rolling rather than
+// uploading a part of the active segment keeps one rule for everything
+// that reads objects: each object is a whole local segment, with an exact
+// producer snapshot at its end (hotlog writes one at every roll). The
+// small objects this makes are merged in the bucket later.
+
+import (
+	"time"
+
+	"github.com/strata-log/strata/metadata"
+)
+
+// uploadMaxLagMs is the broker's default for tier.upload.max.lag.ms, in
+// milliseconds; -1 when the bound is off.
+func (b *Broker) uploadMaxLagMs() int64 {
+	if b.cfg.Tier.UploadMaxLag < 0 {
+		return -1
+	}
+	return b.cfg.Tier.UploadMaxLag.Milliseconds()
+}
+
+// uploadMaxLag is a topic's bound: its own tier.upload.max.lag.ms, else
+// the broker's; ok is false when the bound is off.
+func (b *Broker) uploadMaxLag(cfg metadata.TopicConfig) (bound time.Duration, ok bool) {
+	ms := cfg.TierUploadMaxLagMs
+	if ms == 0 {
+		ms = b.uploadMaxLagMs()
+	}
+	return time.Duration(ms) * time.Millisecond, ms > 0
+}
+
+// rollForUploadBound rolls p's active segment when its committed records
+// would otherwise stay out of the bucket longer than the bound allows.
+// REQUIRES: p is led here and tiered.
+func (b *Broker) rollForUploadBound(p *partition, now time.Time) {
+	bound, ok := b.uploadMaxLag(p.config())
+	if !ok {
+		return
+	}
+	stable := min(p.highWatermark(), p.lastStableOffset())
+	rolled, err := p.log.RollIfOlder(now, bound/2, stable)
+	if err != nil {
+		b.log.Warn("rolling for tier.upload.max.lag.ms", "topic", p.topic, "partition", p.index, "err", err)
+		return
+	}
+	if rolled {
+		b.tiering.mu.Lock()
+		b.tiering.counters.BoundRolls++
+		b.tiering.mu.Unlock()
+	}
+}
+
+// bucketLag is how far the bucket is behind p's committed, stable end: the
+// age of the oldest such record not in the bucket (an upper bound: the
+// time since its local segment's first append) and the local bytes from
+// it on. Zero when the bucket holds everything committed and stable.
+func bucketLag(p *partition, now time.Time) (lag time.Duration, bytes int64) {
+	covered, _ := p.manifest.ContiguousEnd(p.topicID, p.index)
+	covered = max(covered, p.logStartOffset())
+	if covered >= min(p.highWatermark(), p.lastStableOffset()) {
+		return 0, 0
+	}
+	if at, ok := p.log.FirstAppendAt(covered); ok {
+		lag = max(now.Sub(time.UnixMilli(at)), 0)
+	}
+	bytes = p.log.Size()
+	for _, s := range p.log.SealedSegments() {
+		if s.NextOffset <= covered {
+			bytes -= s.Size
+		}
+	}
+	return lag, bytes
+}

@@ -1,0 +1,41 @@
+package hotlog
+
+import "time"
+
+// RollIfOlder seals the active segment when its first batch was appended
+// at least age ago and some of it lies below stableEnd (the caller's
+// committed and stable end: the high watermark, or the last stable offset
+// if lower). The sealed segment can then be uploaded as soon as the high
+// watermark passes its end, so no committed record waits for segment.bytes
+// or segment.ms to leave the local disk. An empty active segment, or one
+// holding only records at or above stableEnd, never rolls: a quiet
+// partition costs nothing. It reports whether it rolled.
+func (l *Log) RollIfOlder(now time.Time, age time.Duration, stableEnd int64) (bool, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.RLock()
+	err := l.usableLocked()
+	active := l.activeLocked()
+	due := active.size > 0 && active.base < stableEnd && now.UnixMilli()-active.rollBaseMs >= age.Milliseconds()
+	l.mu.RUnlock()
+	if err != nil || !due {
+		return false, err
+	}
+	return true, l.roll()
+}
+
+// FirstAppendAt is when the segment holding offset received its first
+// batch, in Unix milliseconds: the wall clock of that append, or for a
+// segment reloaded from disk its first batch's max timestamp. Every record
+// of the segment was appended at or after it, so now minus it bounds the
+// age of the record at offset from above. ok is false when the log does
+// not hold offset.
+func (l *Log) FirstAppendAt(offset int64) (ms int64, ok bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed || len(l.mu.segments) == 0 || offset < l.mu.segments[0].base || offset >= l.leoLocked() {
+		return 0, false
+	}
+	s := l.mu.segments[l.segmentForLocked(offset)]
+	return s.rollBaseMs, s.rollBaseMs >= 0
+}
