@@ -41,6 +41,12 @@
 // only one appended to. The others are sealed and never change, except by
 // Truncate (follower truncation) and deletion.
 //
+// The active segment rolls when the next append would pass segment.bytes,
+// when it is segment.ms old at an append or a retention round, and when the
+// owner asks (RollIfOlder: the tier's bound on how long committed records
+// stay out of the bucket). Every roll writes a producer snapshot at the new
+// segment's base.
+//
 // All integers on disk are big-endian.
 //
 // # .log: RecordBatch v2, stored exactly as the producer sent it
