@@ -136,10 +136,10 @@ type PartitionTierStatus struct {
 	// the bucket (0: the bucket holds everything below the high watermark
 	// and the last stable offset), BucketLagBytes the local bytes from it
 	// on, and UploadMaxLagMs the partition's bound (-1: none).
-	BucketEnd      int64 `json:"bucketEnd"`
-	BucketLagMs    int64 `json:"bucketLagMs"`
-	BucketLagBytes int64 `json:"bucketLagBytes"`
-	UploadMaxLagMs int64 `json:"uploadMaxLagMs"`
+	BucketEnd      int64  `json:"bucketEnd"`
+	BucketLagMs    int64  `json:"bucketLagMs"`
+	BucketLagBytes int64  `json:"bucketLagBytes"`
+	UploadMaxLagMs int64  `json:"uploadMaxLagMs"`
 	LastError      string `json:"lastError,omitempty"`
 	// Compaction (cleanup.policy has compact): the cleaned ranges are
 	// [LocalStart, CleanedLocalEnd) on disk and [TieredStart,
