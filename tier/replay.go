@@ -31,6 +31,16 @@ package tier
 // so, and while the replaced objects still exist, those offsets are served
 // from them: replay may then show records compaction removed, never lose one.
 //
+// # Where the bucket ends
+//
+// The bucket holds a partition's uploaded history only: the hot tail of
+// the cluster that wrote it (and, after retention, its oldest records)
+// are not there, and nothing in the bucket tells whether they exist.
+// PlanExtent says what the pieces cover, the first and last offsets and
+// their times from the footers, and the holes between pieces (offsets no
+// object claims: an object lost or deleted by hand), so that a caller can
+// say which part of a requested range the bucket could not serve.
+//
 // # Transactions
 //
 // Control batches are never returned. With Committed set, a transactional
@@ -51,6 +61,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,6 +105,10 @@ type ReplayTopic struct {
 	Topic      string
 	TopicID    metadata.TopicID
 	Partitions map[int32][]ReplayObject
+	// File is the incarnation's topic.json: nil when absent or unusable
+	// (FileErr says why). Only it knows of partitions without objects.
+	File    *TopicFile
+	FileErr error
 }
 
 // PartitionIDs returns the partitions that have objects, ascending.
@@ -103,6 +119,25 @@ func (t *ReplayTopic) PartitionIDs() []int32 {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
+}
+
+// AllPartitionIDs returns 0..N-1, N being topic.json's partition count
+// or, if larger, one past the greatest partition with objects; without a
+// usable topic.json, only the partitions that have objects.
+func (t *ReplayTopic) AllPartitionIDs() []int32 {
+	ids := t.PartitionIDs()
+	if t.File == nil {
+		return ids
+	}
+	n := t.File.Partitions
+	if len(ids) > 0 {
+		n = max(n, ids[len(ids)-1]+1)
+	}
+	all := make([]int32, n)
+	for p := range all {
+		all[p] = int32(p)
+	}
+	return all
 }
 
 // FindReplayTopic lists <cluster>/topics/<topic>-<id>/ and reads the
@@ -133,7 +168,28 @@ func FindReplayTopic(ctx context.Context, store ObjectStore, cluster, topic, top
 	for only := range byID {
 		id = only
 	}
-	return loadReplayTopic(ctx, store, cluster, topic, id, byID[id])
+	t, err := loadReplayTopic(ctx, store, cluster, topic, id, byID[id])
+	if err != nil {
+		return nil, err
+	}
+	readReplayTopicFile(ctx, store, infos, t)
+	return t, nil
+}
+
+// readReplayTopicFile fills t.File, or t.FileErr, from the topic.json
+// listed with the objects, if any. A topic.json that cannot be read is
+// not an error: replay then knows only the partitions that have objects.
+func readReplayTopicFile(ctx context.Context, store ObjectStore, infos []ObjectInfo, t *ReplayTopic) {
+	key := TopicConfigKey(t.Cluster, t.Topic, t.TopicID)
+	i := slices.IndexFunc(infos, func(info ObjectInfo) bool { return info.Key == key })
+	if i < 0 {
+		return
+	}
+	bt := BucketTopic{Name: t.Topic, ID: t.TopicID}
+	if err := readBucketTopicFile(ctx, store, infos[i], &bt); err != nil {
+		bt.FileErr = err
+	}
+	t.File, t.FileErr = bt.File, bt.FileErr
 }
 
 // groupReplayObjects keeps the listed objects of the topic (and topicID,
@@ -227,6 +283,29 @@ func readReplayFooter(ctx context.Context, store ObjectStore, o ReplayObject) (*
 type ReplayPiece struct {
 	Object   ReplayObject
 	From, To int64
+}
+
+// ReplayExtent is what the bucket holds of one partition, as PlanReplay
+// sees it: the bucket cannot tell what lies outside it, nor in its holes.
+type ReplayExtent struct {
+	First, Last int64 // the first and last offsets some object claims
+	// FirstTime is the first timestamp of the object serving First, and
+	// LastTime the max timestamp of the object serving Last: the time of
+	// the bucket's last record as near as footers tell (exact when
+	// timestamps do not decrease along offsets).
+	FirstTime, LastTime int64
+	Holes               [][2]int64 // [from, to] inside [First, Last] that no object claims, ascending
+}
+
+// PlanExtent is the extent of pieces (from PlanReplay); ok is false when
+// there are none. Pure: no I/O.
+func PlanExtent(pieces []ReplayPiece) (ext ReplayExtent, ok bool) {
+	if len(pieces) == 0 {
+		return ReplayExtent{}, false
+	}
+	first, last := pieces[0], pieces[len(pieces)-1]
+	return ReplayExtent{First: first.From, Last: last.To, FirstTime: first.Object.Footer.FirstTimestamp,
+		LastTime: last.Object.Footer.MaxTimestamp, Holes: planGaps(pieces, math.MaxInt64)}, true
 }
 
 // replaySpan is an inclusive offset range.

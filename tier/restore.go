@@ -77,6 +77,9 @@ type RestorePartition struct {
 	// restored end (-1 if none): the restored cluster must allocate larger
 	// ids, or a new producer would inherit a restored one's sequences.
 	MaxProducerID int64
+	// BucketEndTime is the max timestamp of the object serving BucketEnd-1
+	// (ReplayExtent.LastTime): where the bucket ends, in time.
+	BucketEndTime int64
 }
 
 // restoreRun is one RestorePartitionPlan call. Owned by its goroutine.
@@ -113,7 +116,8 @@ func RestorePartitionPlan(ctx context.Context, store ObjectStore, t *ReplayTopic
 	if r.pieces = PlanReplay(r.all); len(r.pieces) == 0 {
 		return res, nil
 	}
-	res.LogStart, res.BucketEnd = r.pieces[0].From, r.pieces[len(r.pieces)-1].To+1
+	last := r.pieces[len(r.pieces)-1]
+	res.LogStart, res.BucketEnd, res.BucketEndTime = r.pieces[0].From, last.To+1, last.Object.Footer.MaxTimestamp
 	res.CutOffset = res.BucketEnd
 	if opts.AsOf != nil {
 		if res.CutOffset, err = r.findCut(opts.AsOf.UnixMilli()); err != nil {

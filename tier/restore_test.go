@@ -243,7 +243,7 @@ func TestRestoreWholeBucketPlanEqualsObjects(t *testing.T) {
 		t.Fatalf("entry 0 %+v", e)
 	}
 	if res.LogStart != 0 || res.End != 24 || res.BucketEnd != 24 || res.MaxEpoch != 4 || res.Cut || res.Dropped != 0 ||
-		res.TailKey != "" || res.AbortedOpen != 0 || len(res.Gaps) != 0 {
+		res.TailKey != "" || res.AbortedOpen != 0 || len(res.Gaps) != 0 || res.BucketEndTime != 1023 {
 		t.Fatalf("plan %+v", res)
 	}
 	got, _ := readRestored(t, store, res.Entries, true)
@@ -267,7 +267,8 @@ func TestRestoreAsOfAtObjectBoundary(t *testing.T) {
 	if len(res.Entries) != 1 || res.Entries[0].Key != keyA || res.Entries[0].TopicID != restoreNewID {
 		t.Fatalf("entries %+v", res.Entries)
 	}
-	if res.Cut || res.TailKey != "" || res.End != 10 || res.CutOffset != 10 || res.Dropped != 10 || res.MaxEpoch != 1 {
+	if res.Cut || res.TailKey != "" || res.End != 10 || res.CutOffset != 10 || res.Dropped != 10 || res.MaxEpoch != 1 ||
+		res.BucketEnd != 20 || res.BucketEndTime != 1019 {
 		t.Fatalf("plan %+v", res)
 	}
 	if infos, _ := store.List(context.Background(), "c1/topics/"+restoreTopic+"-"+restoreNewID.String()); len(infos) != 0 {

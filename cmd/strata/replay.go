@@ -1,11 +1,11 @@
 package main
 
-// strata replay (issue 8, DESIGN.md §8): stream a range of a topic straight
-// from the bucket, with no broker and no etcd.
+// strata replay (DESIGN.md §8): stream a range of a topic straight from
+// the bucket, with no broker and no etcd.
 //
 //	strata replay --object-store URL --topic T [--cluster C] [--topic-id ID]
-//	    [--partitions 0,2] --from BOUND [--to BOUND] [--format raw|json|kcat]
-//	    [--isolation read_committed|read_uncommitted]
+//	    [--partitions 0,2] --from BOUND [--to BOUND] [--allow-partial]
+//	    [--format raw|json|kcat] [--isolation read_committed|read_uncommitted]
 //	    [--to-brokers host:port,... [--to-topic T2]]
 //
 // Bounds: a plain integer or offset:N is an offset; an RFC 3339 time
@@ -14,7 +14,39 @@ package main
 // starts at its first record with timestamp >= --from and stops before its
 // first record with timestamp > --to (with non-monotonic timestamps, a
 // record between the two is printed whatever its own timestamp).
-// Partitions are printed one after another, ascending, each in offset order.
+// Partitions are printed one after another, ascending, each in offset order:
+// without --partitions, 0..N-1 for the N of the topic's topic.json (only
+// the partitions that have objects when the bucket has no usable one).
+//
+// # Where the bucket ends
+//
+// The bucket holds what was uploaded: not the hot tail of the cluster
+// that wrote it, nor what retention deleted, and it cannot tell whether
+// records exist past its end. After each partition, one line on stderr
+// (stdout carries records only) names the offsets written, where the
+// bucket starts (if after --from) and ends (its last offset and the time
+// of that record: the last object's max timestamp), and any hole (offsets
+// inside the range that no object holds):
+//
+//	strata replay: partition 3: replayed offsets 0-1041; the bucket ends at offset 1041 (2026-12-04T17:00:01Z); no --to: stopped at the bucket's end
+//
+// The range is partial when the bucket does not hold all of it:
+//
+//   - the partition has no objects;
+//   - --to is an offset past the partition's last offset in the bucket, or
+//     a time later than its last record's while no record past --to was read;
+//   - a hole lies inside the range (for a time --from, the range starts
+//     after the leading objects whose records all predate it: the bucket
+//     cannot date a hole's records);
+//   - --from is an offset above 0 and below the partition's first offset in
+//     the bucket, as Kafka answers OFFSET_OUT_OF_RANGE to. --from 0, or a
+//     time, asks for the beginning, wherever retention left it (as
+//     auto.offset.reset=earliest does): not partial.
+//
+// Without --to, replay stops at each partition's end in the bucket, which
+// is not partial. After a partial range, replay still writes everything the
+// bucket holds, then names each partition and what it misses, and exits 1;
+// --allow-partial makes that a warning and exits 0.
 //
 // Formats (one record per line):
 //
@@ -108,6 +140,7 @@ type replayConfig struct {
 	committed                      bool
 	toBrokers                      []string // produce into a cluster instead of printing
 	toTopic                        string
+	allowPartial                   bool // a partial range is a warning, not an error
 }
 
 func parseReplayArgs(c *cli, args []string) (replayConfig, error) {
@@ -120,6 +153,7 @@ func parseReplayArgs(c *cli, args []string) (replayConfig, error) {
 	parts := fs.String("partitions", "", "comma-separated partitions (default: all)")
 	from := fs.String("from", "", "first offset (N, offset:N) or time (RFC 3339, ms:N)")
 	to := fs.String("to", "", "last offset or time, inclusive (default: the end of the bucket)")
+	fs.BoolVar(&cfg.allowPartial, "allow-partial", false, "exit 0, with a warning, when the bucket does not hold all of the range")
 	fs.StringVar(&cfg.format, "format", "raw", "raw (values), json (JSON lines) or kcat (kcat -J lines)")
 	isolation := fs.String("isolation", "read_committed", "read_committed or read_uncommitted")
 	toBrokers := fs.String("to-brokers", "", "produce the records into a running cluster (`host:port,...`) instead of printing them")
@@ -183,10 +217,42 @@ func runReplay(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	r, err := newReplayer(ctx, cfg, c)
+	if err != nil {
+		return err
+	}
+	if r.sink != nil {
+		defer r.sink.close()
+	}
+	missing, err := r.run(ctx)
+	if err != nil {
+		return err
+	}
+	return replayOutcome(cfg, missing, c.stderr)
+}
+
+// replayer writes the records of one replay. Owned by runReplay's goroutine.
+type replayer struct {
+	cfg        replayConfig
+	store      tier.ObjectStore
+	topic      *tier.ReplayTopic
+	partitions []int32 // ascending unless --partitions says otherwise
+	out        *bufio.Writer
+	stderr     io.Writer // the partitions' reports
+	progress   *replayProgress
+	plans      map[int32][]tier.ReplayPiece
+	sink       *replayProducer // nil: print
+	records    int64
+	doneRead   int64 // bytes read by finished partitions
+}
+
+// newReplayer opens the bucket, finds the topic and its partitions, and
+// connects to --to-brokers if given.
+func newReplayer(ctx context.Context, cfg replayConfig, c *cli) (*replayer, error) {
 	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	bucket, err := tier.OpenURL(ctx, cfg.store, logger)
 	if err != nil {
-		return usageErrorf("--object-store: %v", err)
+		return nil, usageErrorf("--object-store: %v", err)
 	}
 	var wanted func(int32) bool
 	if cfg.partitions != nil {
@@ -194,48 +260,53 @@ func runReplay(ctx context.Context, c *cli, args []string) error {
 	}
 	topic, err := tier.FindReplayTopic(ctx, bucket, cfg.cluster, cfg.topic, cfg.topicID, wanted)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	partitions := cfg.partitions
-	if partitions == nil {
-		partitions = topic.PartitionIDs()
-	}
-	out := bufio.NewWriterSize(c.stdout, 256<<10)
-	r := &replayer{cfg: cfg, store: bucket, topic: topic, out: out, progress: newReplayProgress(c.stderr)}
+	r := &replayer{cfg: cfg, store: bucket, topic: topic, partitions: replayPartitions(cfg, topic, c.stderr),
+		out: bufio.NewWriterSize(c.stdout, 256<<10), stderr: c.stderr, progress: newReplayProgress(c.stderr)}
 	if len(cfg.toBrokers) > 0 {
-		if r.sink, err = newReplayProducer(ctx, cfg.toBrokers, cfg.toTopic, partitions); err != nil {
-			return err
+		if r.sink, err = newReplayProducer(ctx, cfg.toBrokers, cfg.toTopic, r.partitions); err != nil {
+			return nil, err
 		}
-		defer r.sink.close()
 	}
-	r.plan(partitions)
-	for _, p := range partitions {
-		if err := r.partition(ctx, p, c.stderr); err != nil {
-			out.Flush() // the records before the failure are good: keep them
-			return err
+	return r, nil
+}
+
+// replayPartitions is --partitions, else every partition the bucket knows.
+func replayPartitions(cfg replayConfig, topic *tier.ReplayTopic, stderr io.Writer) []int32 {
+	if cfg.partitions != nil {
+		return cfg.partitions
+	}
+	switch {
+	case topic.FileErr != nil:
+		fmt.Fprintf(stderr, "strata replay: %v: replaying the partitions that have objects\n", topic.FileErr)
+	case topic.File == nil:
+		fmt.Fprintf(stderr, "strata replay: the bucket has no topic.json for topic %s: replaying the partitions that have "+
+			"objects (a partition without any is not known)\n", cfg.topic)
+	}
+	return topic.AllPartitionIDs()
+}
+
+// run replays every partition and returns what the requested range misses.
+func (r *replayer) run(ctx context.Context) ([]string, error) {
+	r.plan(r.partitions)
+	var missing []string
+	for _, p := range r.partitions {
+		m, err := r.partition(ctx, p)
+		if err != nil {
+			r.out.Flush() // the records before the failure are good: keep them
+			return nil, err
 		}
+		missing = append(missing, m...)
 	}
 	if r.sink != nil {
 		if err := r.sink.flush(ctx); err != nil {
-			return err
+			return nil, err
 		}
-		fmt.Fprintf(c.stdout, "produced %d records into %s\n", r.records, cfg.toTopic)
+		fmt.Fprintf(r.out, "produced %d records into %s\n", r.records, r.cfg.toTopic)
 	}
 	r.progress.finish(r.records)
-	return out.Flush()
-}
-
-// replayer writes the records of one replay. Owned by runReplay's goroutine.
-type replayer struct {
-	cfg      replayConfig
-	store    tier.ObjectStore
-	topic    *tier.ReplayTopic
-	out      *bufio.Writer
-	progress *replayProgress
-	plans    map[int32][]tier.ReplayPiece
-	sink     *replayProducer // nil: print
-	records  int64
-	doneRead int64 // bytes read by finished partitions
+	return missing, r.out.Flush()
 }
 
 // plan chooses the objects of every partition and estimates the bytes to read.
@@ -269,12 +340,55 @@ func estimatePieceBytes(p tier.ReplayPiece, from, to replayBound) int64 {
 	return int64(float64(f.Sections[tier.SectionBatches].Length) * float64(hi-lo+1) / span)
 }
 
-// partition writes one partition's records.
-func (r *replayer) partition(ctx context.Context, p int32, stderr io.Writer) error {
-	objs, ok := r.topic.Partitions[p]
-	if !ok {
-		return fmt.Errorf("replay: topic %q has no objects of partition %d in the bucket", r.cfg.topic, p)
+// partition writes one partition's records, then its report line on
+// stderr; it returns what the requested range misses there.
+func (r *replayer) partition(ctx context.Context, p int32) ([]string, error) {
+	served := servedRange{pastTo: -1}
+	if objs := r.topic.Partitions[p]; len(objs) > 0 {
+		var err error
+		if served, err = r.replayPartition(ctx, p, objs); err != nil {
+			return nil, err
+		}
 	}
+	// Records before their report, when stdout and stderr share a terminal.
+	if err := r.out.Flush(); err != nil {
+		return nil, err
+	}
+	line, missing := reportPartition(r.cfg, r.topic.File, p, r.plans[p], served)
+	r.progress.clear()
+	fmt.Fprintf(r.stderr, "strata replay: %s\n", line)
+	return missing, nil
+}
+
+// replayPartition writes the records of a partition that has objects.
+func (r *replayer) replayPartition(ctx context.Context, p int32, objs []tier.ReplayObject) (servedRange, error) {
+	opts, err := r.readOptions(ctx, objs)
+	if err != nil {
+		return servedRange{}, err
+	}
+	reader := tier.NewReplayReader(ctx, r.store, r.plans[p], opts)
+	defer reader.Close()
+	w := partitionWriter{r: r, partition: p, started: !r.cfg.from.isTime, served: servedRange{pastTo: -1}}
+	for !w.done {
+		b, err := reader.Next()
+		if errors.Is(err, io.EOF) {
+			r.reportHeld(p, reader)
+			break
+		}
+		if err != nil {
+			return w.served, err
+		}
+		if err := w.batch(b); err != nil {
+			return w.served, err
+		}
+		r.progress.update(r.records, r.doneRead+reader.BytesRead())
+	}
+	r.doneRead += reader.BytesRead()
+	return w.served, nil
+}
+
+// readOptions are the reader's options for a partition of objs.
+func (r *replayer) readOptions(ctx context.Context, objs []tier.ReplayObject) (tier.ReplayOptions, error) {
 	opts := tier.ReplayOptions{FromTime: -1, Committed: r.cfg.committed}
 	if !r.cfg.from.isTime {
 		opts.From = r.cfg.from.value
@@ -284,31 +398,21 @@ func (r *replayer) partition(ctx context.Context, p int32, stderr io.Writer) err
 	if r.cfg.committed {
 		var err error
 		if opts.Aborted, err = tier.ReplayAborted(ctx, r.store, objs, opts.From); err != nil {
-			return err
+			return opts, err
 		}
 	}
-	reader := tier.NewReplayReader(ctx, r.store, r.plans[p], opts)
-	defer reader.Close()
-	w := partitionWriter{r: r, partition: p, started: !r.cfg.from.isTime}
-	for !w.done {
-		b, err := reader.Next()
-		if errors.Is(err, io.EOF) {
-			if off, held := reader.Held(); held && !(r.cfg.to.set && !r.cfg.to.isTime && off > r.cfg.to.value) {
-				fmt.Fprintf(stderr, "strata replay: partition %d: stopped at offset %d: a transaction there has no "+
-					"commit or abort marker in the bucket (still open, or its marker is not uploaded yet)\n", p, off)
-			}
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := w.batch(b); err != nil {
-			return err
-		}
-		r.progress.update(r.records, r.doneRead+reader.BytesRead())
+	return opts, nil
+}
+
+// reportHeld says where a read_committed replay stopped before --to.
+func (r *replayer) reportHeld(p int32, reader *tier.ReplayReader) {
+	off, held := reader.Held()
+	if !held || (r.cfg.to.set && !r.cfg.to.isTime && off > r.cfg.to.value) {
+		return
 	}
-	r.doneRead += reader.BytesRead()
-	return nil
+	r.progress.clear()
+	fmt.Fprintf(r.stderr, "strata replay: partition %d: stopped at offset %d: a transaction there has no "+
+		"commit or abort marker in the bucket (still open, or its marker is not uploaded yet)\n", p, off)
 }
 
 // partitionWriter applies the bounds to one partition's records.
@@ -317,6 +421,7 @@ type partitionWriter struct {
 	partition int32
 	started   bool // a record at or after a time --from was seen
 	done      bool // past --to
+	served    servedRange
 }
 
 func (w *partitionWriter) batch(b tier.ReplayBatch) error {
@@ -336,12 +441,13 @@ func (w *partitionWriter) batch(b tier.ReplayBatch) error {
 		}
 		w.started = true
 		if cfg.to.set && ((cfg.to.isTime && ts > cfg.to.value) || (!cfg.to.isTime && offset > cfg.to.value)) {
-			w.done = true
+			w.done, w.served.pastTo = true, offset
 			return nil
 		}
 		if err := w.r.write(w.partition, offset, ts, b.Header.LogAppendTime(), rec); err != nil {
 			return err
 		}
+		w.served.add(offset)
 	}
 	return nil
 }
@@ -508,6 +614,14 @@ func (p *replayProgress) update(records, bytes int64) {
 		eta = (time.Duration(float64(elapsed) * float64(p.total-bytes) / float64(bytes))).Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "\r%d records  %s / ~%s  ETA %s   ", records, formatBytes(bytes), formatBytes(p.total), eta)
+}
+
+// clear erases the progress line before another line is written to stderr;
+// the next update draws it again.
+func (p *replayProgress) clear() {
+	if p.w != nil {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
 }
 
 func (p *replayProgress) finish(records int64) {

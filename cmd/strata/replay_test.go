@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,6 +159,13 @@ func TestReplayRangesAndIsolation(t *testing.T) {
 	store := replayFixture(t)
 	base := []string{"--object-store", store, "--cluster", "c", "--topic", "orders"}
 	lines := func(vals ...string) string { return strings.Join(vals, "\n") + "\n" }
+	const (
+		end0  = "the bucket ends at offset 22 (1970-01-01T00:00:01.22Z)"
+		end1  = "the bucket ends at offset 2 (1970-01-01T00:00:01.02Z)"
+		noTo  = "; no --to: stopped at the bucket's end"
+		noTJ  = "strata replay: the bucket has no topic.json for topic orders: replaying the partitions that have objects (a partition without any is not known)\n"
+		held0 = "strata replay: partition 0: stopped at offset 21: a transaction there has no commit or abort marker in the bucket (still open, or its marker is not uploaded yet)\n"
+	)
 	cases := []struct {
 		name       string
 		args       []string
@@ -166,19 +174,22 @@ func TestReplayRangesAndIsolation(t *testing.T) {
 	}{
 		{"committed, all partitions", []string{"--from", "0"},
 			lines("v0", "v1", "v2", "v3", "v4", "v7", "c8", "c9", "c11", "c12", "c13", "c14", "v15", "t16", "t17", "\xff\xfe",
-				"v20", "p1-0", "p1-1", "p1-2"), "partition 0: stopped at offset 21"},
+				"v20", "p1-0", "p1-1", "p1-2"),
+			noTJ + held0 + "strata replay: partition 0: replayed offsets 0-20; " + end0 + noTo + "\n" +
+				"strata replay: partition 1: replayed offsets 0-2; " + end1 + noTo + "\n"},
 		{"uncommitted", []string{"--from", "0", "--partitions", "0", "--isolation", "read_uncommitted"},
 			lines("v0", "v1", "v2", "v3", "v4", "t5", "t6", "v7", "c8", "c9", "c11", "c12", "c13", "c14", "v15", "t16", "t17",
-				"\xff\xfe", "v20", "t21", "v22"), ""},
+				"\xff\xfe", "v20", "t21", "v22"), "strata replay: partition 0: replayed offsets 0-22; " + end0 + noTo + "\n"},
 		{"offsets inclusive", []string{"--from", "6", "--to", "12", "--partitions", "0"},
-			lines("v7", "c8", "c9", "c11", "c12"), ""},
+			lines("v7", "c8", "c9", "c11", "c12"), "strata replay: partition 0: replayed offsets 7-12; " + end0 + "\n"},
 		{"offset: prefix", []string{"--from", "offset:13", "--to", "offset:17", "--partitions", "0"},
-			lines("c13", "c14", "v15", "t16", "t17"), ""},
+			lines("c13", "c14", "v15", "t16", "t17"), "strata replay: partition 0: replayed offsets 13-17; " + end0 + "\n"},
 		{"an abort's marker after --to", []string{"--from", "4", "--to", "7", "--partitions", "0"},
-			lines("v4", "v7"), ""},
+			lines("v4", "v7"), "strata replay: partition 0: replayed offsets 4-7; " + end0 + "\n"},
 		{"times", []string{"--from", "ms:1075", "--to", time.UnixMilli(replayTS(16)).UTC().Format(time.RFC3339Nano), "--partitions", "0"},
-			lines("c8", "c9", "c11", "c12", "c13", "c14", "v15", "t16"), ""},
-		{"partition 1 by time", []string{"--from", "ms:1005", "--partitions", "1"}, lines("p1-1", "p1-2"), ""},
+			lines("c8", "c9", "c11", "c12", "c13", "c14", "v15", "t16"), "strata replay: partition 0: replayed offsets 8-16; " + end0 + "\n"},
+		{"partition 1 by time", []string{"--from", "ms:1005", "--partitions", "1"}, lines("p1-1", "p1-2"),
+			"strata replay: partition 1: replayed offsets 1-2; " + end1 + noTo + "\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,8 +197,8 @@ func TestReplayRangesAndIsolation(t *testing.T) {
 			if out != tc.want {
 				t.Errorf("stdout:\n%q\nwant:\n%q", out, tc.want)
 			}
-			if !strings.Contains(errOut, tc.wantStderr) || (tc.wantStderr == "" && errOut != "") {
-				t.Errorf("stderr %q, want %q", errOut, tc.wantStderr)
+			if errOut != tc.wantStderr {
+				t.Errorf("stderr:\n%s\nwant:\n%s", errOut, tc.wantStderr)
 			}
 		})
 	}
@@ -305,5 +316,143 @@ func TestReplayProgress(t *testing.T) {
 	}
 	if isTerminal(&buf) || newReplayProgress(&buf).w != nil {
 		t.Error("a buffer is not a terminal")
+	}
+}
+
+// replayEndFixture writes topic "orders" with a topic.json of 4 partitions:
+//
+//	partition 0: [0,4] and [10,14]: a hole at 5-9
+//	partition 1: [0,2]
+//	partition 2: no objects
+//	partition 3: [100,102]: retention deleted what came before
+//
+// Record i is "a<i>" with timestamp replayTS(i) (1000+10*i ms).
+func replayEndFixture(t *testing.T) string {
+	dir := t.TempDir()
+	bucket, err := tier.OpenURL(context.Background(), "file://"+dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := func(from, n int) []string {
+		var out []string
+		for i := from; i < from+n; i++ {
+			out = append(out, "a"+strconv.Itoa(i))
+		}
+		return out
+	}
+	putReplayObject(t, bucket, dir, 0, 1, 20, nil, replayBatch{base: 0, values: values(0, 5), pid: -1})
+	putReplayObject(t, bucket, dir, 0, 1, 10, nil, replayBatch{base: 10, values: values(10, 5), pid: -1})
+	putReplayObject(t, bucket, dir, 1, 1, 10, nil, replayBatch{base: 0, values: values(0, 3), pid: -1})
+	putReplayObject(t, bucket, dir, 3, 1, 10, nil, replayBatch{base: 100, values: values(100, 3), pid: -1})
+	file, err := tier.EncodeTopicFile(tier.TopicFile{Topic: "orders", TopicID: replayTopicID.String(), Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := tier.TopicConfigKey("c", "orders", replayTopicID)
+	if err := bucket.Put(context.Background(), key, bytes.NewReader(file), int64(len(file))); err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + dir
+}
+
+// TestReplayBucketEnd: each partition's line says what was replayed and
+// where the bucket ends; a range the bucket does not wholly hold fails
+// after writing what it holds, unless --allow-partial.
+func TestReplayBucketEnd(t *testing.T) {
+	store := replayEndFixture(t)
+	base := []string{"--object-store", store, "--cluster", "c", "--topic", "orders"}
+	const (
+		line1 = "strata replay: partition 1: replayed offsets 0-2; the bucket ends at offset 2 (1970-01-01T00:00:01.02Z)"
+		noTo  = "; no --to: stopped at the bucket's end"
+		fail  = "strata replay: replay: the bucket does not hold all of the requested range; what it holds was written " +
+			"(--allow-partial accepts a partial range):\n  "
+		warn = "strata replay: warning (--allow-partial): the bucket does not hold all of the requested range:\n  "
+	)
+	cases := []struct {
+		name    string
+		args    []string
+		code    int
+		stdout  string // "" : not checked
+		stderr  []string
+		without string // must not be in stderr ("" : not checked)
+	}{
+		{"no --to stops at the bucket's end", []string{"--partitions", "1", "--from", "0"}, 0, "a0\na1\na2\n",
+			[]string{line1 + noTo + "\n"}, "warning"},
+		{"--to at the bucket's end", []string{"--partitions", "1", "--from", "0", "--to", "2"}, 0, "a0\na1\na2\n",
+			[]string{line1 + "\n"}, "past"},
+		{"--to offset past the end", []string{"--partitions", "1", "--from", "0", "--to", "5"}, 1, "a0\na1\na2\n",
+			[]string{line1 + "; --to 5 is past it\n", fail + "partition 1: offsets 3-5: past the bucket's end\n"}, ""},
+		{"--allow-partial warns", []string{"--partitions", "1", "--from", "0", "--to", "5", "--allow-partial"}, 0, "a0\na1\na2\n",
+			[]string{line1 + "; --to 5 is past it\n", warn + "partition 1: offsets 3-5: past the bucket's end\n"}, "does not hold all of the requested range;"},
+		{"--from and --to past the end", []string{"--partitions", "1", "--from", "7", "--to", "9"}, 1, "",
+			[]string{"partition 1: replayed nothing;", "partition 1: offsets 7-9: past the bucket's end"}, ""},
+		{"--from past the end, no --to", []string{"--partitions", "1", "--from", "7"}, 0, "",
+			[]string{"strata replay: partition 1: replayed nothing; the bucket ends at offset 2 (1970-01-01T00:00:01.02Z)" + noTo}, ""},
+		{"--to time past the end", []string{"--partitions", "1", "--from", "0", "--to", "ms:1021"}, 1, "a0\na1\na2\n",
+			[]string{line1 + "; --to 1970-01-01T00:00:01.021Z is later than its last record\n", "partition 1: records after offset 2 up to " +
+				"1970-01-01T00:00:01.021Z: the bucket ends at 1970-01-01T00:00:01.02Z and cannot tell whether later records exist"}, ""},
+		{"--to time at the end", []string{"--partitions", "1", "--from", "0", "--to", "ms:1020"}, 0, "a0\na1\na2\n",
+			[]string{line1 + "\n"}, "later"},
+		{"a partition of topic.json with no objects", []string{"--from", "0", "--allow-partial"}, 0,
+			"a0\na1\na2\na3\na4\na10\na11\na12\na13\na14\na0\na1\na2\na100\na101\na102\n",
+			[]string{"strata replay: partition 2: the bucket holds nothing of this partition\n",
+				warn + "partition 0: offsets 5-9: a hole, no object of the bucket holds them\n  partition 2: nothing in the bucket\n"}, ""},
+		{"a missing partition fails", []string{"--from", "0", "--partitions", "2"}, 1, "",
+			[]string{fail + "partition 2: nothing in the bucket\n"}, ""},
+		{"not a partition of the topic", []string{"--from", "0", "--partitions", "7"}, 1, "",
+			[]string{"partition 7: the bucket holds nothing of this partition (topic.json: the topic has 4 partitions)",
+				"partition 7: not a partition of the topic"}, ""},
+		{"a hole inside the range", []string{"--partitions", "0", "--from", "0", "--to", "12"}, 1, "a0\na1\na2\na3\na4\na10\na11\na12\n",
+			[]string{"strata replay: partition 0: replayed offsets 0-12; the bucket ends at offset 14 (1970-01-01T00:00:01.14Z); " +
+				"a hole at offsets 5-9 (no object holds it)\n", fail + "partition 0: offsets 5-9: a hole, no object of the bucket holds them\n"}, ""},
+		{"a hole partly inside", []string{"--partitions", "0", "--from", "7", "--to", "12"}, 1, "a10\na11\na12\n",
+			[]string{"partition 0: offsets 7-9: a hole"}, ""},
+		{"a hole before --from", []string{"--partitions", "0", "--from", "10", "--to", "12"}, 0, "a10\na11\na12\n",
+			[]string{"strata replay: partition 0: replayed offsets 10-12; the bucket ends at offset 14 (1970-01-01T00:00:01.14Z)\n"}, "hole"},
+		{"a time --from inside the hole", []string{"--partitions", "0", "--from", "ms:1070", "--to", "12"}, 1, "a10\na11\na12\n",
+			[]string{"partition 0: offsets 5-9: a hole"}, ""},
+		{"a time --to reached before the hole", []string{"--partitions", "0", "--from", "0", "--to", "ms:1030"}, 0, "a0\na1\na2\na3\n",
+			nil, "hole"},
+		{"--from below the bucket's start", []string{"--partitions", "3", "--from", "50"}, 1, "a100\na101\na102\n",
+			[]string{"partition 3: replayed offsets 100-102; the bucket starts at offset 100 (1970-01-01T00:00:02Z);",
+				"partition 3: offsets 50-99: before the bucket's start (deleted by retention, or never uploaded)"}, ""},
+		{"--from 0 is the beginning", []string{"--partitions", "3", "--from", "0"}, 0, "a100\na101\na102\n",
+			[]string{"strata replay: partition 3: replayed offsets 100-102; the bucket starts at offset 100 (1970-01-01T00:00:02Z); " +
+				"the bucket ends at offset 102 (1970-01-01T00:00:02.02Z)" + noTo + "\n"}, "warning"},
+		{"a time --from before the bucket is the beginning", []string{"--partitions", "3", "--from", "ms:0"}, 0, "a100\na101\na102\n",
+			[]string{"the bucket starts at offset 100"}, "warning"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut := runReplayCmd(t, tc.code, append(base, tc.args...)...)
+			if tc.stdout != "" && out != tc.stdout {
+				t.Errorf("stdout %q, want %q", out, tc.stdout)
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr:\n%s\nwant in it:\n%s", errOut, want)
+				}
+			}
+			if tc.without != "" && strings.Contains(errOut, tc.without) {
+				t.Errorf("stderr:\n%s\nhas %q", errOut, tc.without)
+			}
+		})
+	}
+}
+
+// TestReplayUnusableTopicFile: a damaged topic.json is named, and replay
+// falls back to the partitions that have objects.
+func TestReplayUnusableTopicFile(t *testing.T) {
+	store := replayFixture(t)
+	dir := strings.TrimPrefix(store, "file://")
+	key := tier.TopicConfigKey("c", "orders", replayTopicID)
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(key)), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut := runReplayCmd(t, 0, "--object-store", store, "--cluster", "c", "--topic", "orders", "--from", "0",
+		"--isolation", "read_uncommitted")
+	if !strings.Contains(errOut, "topic.json") || !strings.Contains(errOut, "replaying the partitions that have objects") ||
+		!strings.Contains(errOut, "partition 1: replayed offsets 0-2") || strings.Contains(errOut, "partition 2") {
+		t.Errorf("stderr:\n%s", errOut)
 	}
 }

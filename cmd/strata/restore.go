@@ -1,9 +1,15 @@
 package main
 
-// `strata restore` (DESIGN.md §8, issue 8): rebuild topics, their configs
-// and tier manifests, and consumer-group offsets, from the bucket alone,
-// into a running cluster whose etcd does not have them (a new cluster, or
-// one whose etcd was lost). See docs/ARCHITECTURE.md, "Restore".
+// `strata restore` (DESIGN.md §8): rebuild topics, their configs and tier
+// manifests, and consumer-group offsets, from the bucket alone, into a
+// running cluster whose etcd does not have them (a new cluster, or one
+// whose etcd was lost). See docs/ARCHITECTURE.md, "Restore".
+//
+// The report names, per partition (every partition of topic.json's count),
+// the offsets restored, the holes among them, and where the bucket ends
+// (its last offset and that record's time, as `strata replay` says it);
+// a partition the bucket holds nothing of is named as such. What the old
+// cluster held past the bucket's end (its hot tail) is not restorable.
 
 import (
 	"bytes"
@@ -241,26 +247,39 @@ func (r *restorer) report(bt tier.BucketTopic, res broker.RestoreResult, plans m
 	fmt.Fprintf(r.out, "topic %s: restored as topic id %s from incarnation %s: %d partitions, replication factor %d, %d config overrides\n",
 		bt.Name, res.TopicID, bt.ID, res.Partitions, len(res.Replicas[0]), len(configs))
 	for p := int32(0); p < res.Partitions; p++ {
-		plan := plans[p]
-		if len(plan.Entries) == 0 {
-			fmt.Fprintf(r.out, "  partition %d: empty (no objects in the bucket)\n", p)
-			continue
-		}
-		fmt.Fprintf(r.out, "  partition %d: offsets %d..%d from %d objects", p, plan.LogStart, plan.End-1, len(plan.Entries))
-		if plan.Cut {
-			fmt.Fprintf(r.out, ", cut at %d inside an object", plan.CutOffset)
-		}
-		if plan.AbortedOpen > 0 {
-			fmt.Fprintf(r.out, ", %d transactions open at the cut aborted", plan.AbortedOpen)
-		}
-		if plan.Dropped > 0 {
-			fmt.Fprintf(r.out, ", %d later records in the bucket left out", plan.Dropped)
-		}
-		fmt.Fprintln(r.out)
-		if plan.Dropped == 0 {
-			fmt.Fprintf(r.out, "  partition %d: not restorable: anything the old cluster held from offset %d on "+
-				"(its hot tail, never uploaded)\n", p, plan.End)
-		}
+		r.reportPartition(p, plans[p])
+	}
+}
+
+// reportPartition prints one partition's restored range and where the
+// bucket ends for it.
+func (r *restorer) reportPartition(p int32, plan tier.RestorePartition) {
+	if plan.BucketEnd == 0 {
+		fmt.Fprintf(r.out, "  partition %d: empty: the bucket holds nothing of this partition\n", p)
+		return
+	}
+	bucketEnd := fmt.Sprintf("the bucket ends at offset %d (%s)", plan.BucketEnd-1, bucketTime(plan.BucketEndTime))
+	if len(plan.Entries) == 0 {
+		fmt.Fprintf(r.out, "  partition %d: empty: every record of the bucket is after --as-of; %s\n", p, bucketEnd)
+		return
+	}
+	fmt.Fprintf(r.out, "  partition %d: offsets %d..%d from %d objects", p, plan.LogStart, plan.End-1, len(plan.Entries))
+	if plan.Cut {
+		fmt.Fprintf(r.out, ", cut at %d inside an object", plan.CutOffset)
+	}
+	if plan.AbortedOpen > 0 {
+		fmt.Fprintf(r.out, ", %d transactions open at the cut aborted", plan.AbortedOpen)
+	}
+	if plan.Dropped > 0 {
+		fmt.Fprintf(r.out, ", %d later records in the bucket left out", plan.Dropped)
+	}
+	for _, gap := range plan.Gaps {
+		fmt.Fprintf(r.out, ", a hole at %s (no object holds it)", offsetsClause(gap[0], gap[1]))
+	}
+	fmt.Fprintf(r.out, "; %s\n", bucketEnd)
+	if plan.Dropped == 0 {
+		fmt.Fprintf(r.out, "  partition %d: not restorable: anything the old cluster held from offset %d on "+
+			"(its hot tail, never uploaded)\n", p, plan.End)
 	}
 }
 
