@@ -1,12 +1,16 @@
 package broker
 
 import (
+	"io"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata/metadatatest"
+	"github.com/strata-log/strata/tier"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -77,4 +81,70 @@ func TestTierUploadBound(t *testing.T) {
 		}
 	}
 	t.Fatal("tier.upload.max.lag.ms not described")
+}
+
+// TestTierUploadsOnlyTheUncoveredPart: a sealed segment that straddles the
+// end of what the bucket holds (a new leader's segment after the old
+// leader uploaded a segment of its own rolling) is uploaded from that end
+// on: the manifest stays gap-free without two entries for one offset.
+func TestTierUploadsOnlyTheUncoveredPart(t *testing.T) {
+	mem := objstore.NewMemStore()
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), func(c *Config) {
+		tierTestConfig(mem)(c)
+		c.Tier.UploadInterval = time.Hour // this test drives the uploader
+		c.Tier.UploadMaxLag = -1
+	})
+	adm, _ := adminClient(t, tb.b)
+	createDataTopic(t, adm, "straddle", 1, nil)
+	cl := newDataClient(t, tb.b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for seq := int64(0); seq < 20; seq++ { // one batch per record
+		rec := &kgo.Record{Topic: "straddle", Value: tierValue(0, seq)}
+		if err := cl.ProduceSync(testCtx(t), rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _ := tb.b.lookupPartition("straddle", 0)
+	if rolled, err := p.log.RollIfOlder(time.Now().Add(time.Hour), 0, p.highWatermark()); !rolled || err != nil {
+		t.Fatalf("roll: %v %v", rolled, err)
+	}
+	seg := p.log.SealedSegments()[0]
+	uploadPrefix(t, tb.b, p, seg, 8) // the old leader's object: offsets 0-7
+	if err := tb.b.uploadPartition(testCtx(t), p); err != nil {
+		t.Fatal(err)
+	}
+	entries := p.manifest.Segments(p.topicID, p.index)
+	if len(entries) != 2 || entries[1].BaseOffset != 8 || entries[1].LastOffset != 19 {
+		t.Fatalf("entries %+v, want [0,7] and [8,19]", entries)
+	}
+	checkTiered(t, tb, mem, "straddle", 0)
+}
+
+// uploadPrefix uploads and commits seg's offsets below end as one object.
+func uploadPrefix(t *testing.T, b *Broker, p *partition, seg hotlog.SegmentInfo, end int64) {
+	t.Helper()
+	f, _, err := p.log.OpenSealedSegment(seg.BaseOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pos, err := p.log.SealedPosition(seg.BaseOffset, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := tier.EncodeSegmentObject(io.NewSectionReader(f, 0, pos), pos, tier.SegmentMeta{
+		Topic: p.topic, TopicID: p.topicID, Partition: p.index})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := tier.SegmentKey(tier.SegmentKeyParts{Cluster: b.store.Cluster(), Topic: p.topic, TopicID: p.topicID,
+		Partition: p.index, BaseOffset: seg.BaseOffset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.objects.Put(testCtx(t), key, obj.NewReader(), obj.Size()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.commitSegment(testCtx(t), p, entryFor(p, obj, key)); err != nil {
+		t.Fatal(err)
+	}
 }

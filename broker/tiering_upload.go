@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/strata-log/strata/broker/group"
@@ -211,14 +212,18 @@ func (b *Broker) uploadSegment(ctx context.Context, p *partition, seg hotlog.Seg
 		return err
 	}
 	defer f.Close()
-	epoch := max(p.leaderEpoch(), 0)
-	obj, err := tier.EncodeSegmentObject(f, size, tier.SegmentMeta{
-		Topic: p.topic, TopicID: p.topicID, Partition: p.index, UploadEpoch: epoch,
-		ProducerSnapshot: b.segmentEndSnapshot(p, seg), AbortedTxns: tierAborted(seg.AbortedTxns)})
+	part, err := b.uncoveredPart(p, seg, f, size)
 	if err != nil {
 		return err
 	}
-	key, err := b.attemptKey(p, seg.BaseOffset, tier.SegmentKeyParts{Cluster: b.store.Cluster(), Topic: p.topic,
+	epoch := max(p.leaderEpoch(), 0)
+	obj, err := tier.EncodeSegmentObject(part.log, part.size, tier.SegmentMeta{
+		Topic: p.topic, TopicID: p.topicID, Partition: p.index, UploadEpoch: epoch,
+		ProducerSnapshot: b.segmentEndSnapshot(p, seg), AbortedTxns: tierAborted(part.aborted)})
+	if err != nil {
+		return err
+	}
+	key, err := b.attemptKey(p, part.from, tier.SegmentKeyParts{Cluster: b.store.Cluster(), Topic: p.topic,
 		TopicID: p.topicID, Partition: p.index, BaseOffset: obj.Footer().BaseOffset, Epoch: epoch})
 	if err != nil {
 		return err
@@ -230,6 +235,40 @@ func (b *Broker) uploadSegment(ctx context.Context, p *partition, seg hotlog.Seg
 		return fmt.Errorf("verify %s: %w", key, err)
 	}
 	return b.commitSegment(ctx, p, entryFor(p, obj, key))
+}
+
+// segmentPart is the part of a sealed segment an upload takes: its .log
+// bytes from the batch holding from, and the aborts whose markers lie there.
+type segmentPart struct {
+	log     io.ReaderAt
+	size    int64
+	from    int64
+	aborted []hotlog.AbortedTxn
+}
+
+// uncoveredPart is the part of seg the manifest does not cover yet: all of
+// it, unless the bucket already holds its first offsets. That happens
+// after a leadership change, since each replica rolls its own segments
+// (by size at different appends, and by age for tier.upload.max.lag.ms on
+// the leader only), so the new leader's segment may straddle the end of
+// what the old leader uploaded; uploading it whole would give the manifest
+// two entries for the same offsets.
+func (b *Broker) uncoveredPart(p *partition, seg hotlog.SegmentInfo, f io.ReaderAt, size int64) (segmentPart, error) {
+	covered, _ := p.manifest.ContiguousEnd(p.topicID, p.index)
+	if covered <= seg.BaseOffset {
+		return segmentPart{log: f, size: size, from: seg.BaseOffset, aborted: seg.AbortedTxns}, nil
+	}
+	pos, err := p.log.SealedPosition(seg.BaseOffset, covered)
+	if err != nil {
+		return segmentPart{}, err
+	}
+	part := segmentPart{log: io.NewSectionReader(f, pos, size-pos), size: size - pos, from: covered}
+	for _, a := range seg.AbortedTxns {
+		if a.LastOffset >= covered {
+			part.aborted = append(part.aborted, a)
+		}
+	}
+	return part, nil
 }
 
 // maxTieredSnapshotBytes keeps the producer snapshot well inside the

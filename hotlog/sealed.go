@@ -114,3 +114,24 @@ func (l *Log) capAtLimitLocked(n, keep int, limit int64) int {
 	}
 	return max(capped, keep)
 }
+
+// SealedPosition is the byte position, in the sealed segment at base, of
+// the first batch whose last offset is at or above offset (the segment's
+// size when none is): where an upload of the segment's part from offset
+// on starts. Replicas hold the same batches at the same offsets, so the
+// part starts at offset exactly when offset is a batch boundary of any
+// replica's log.
+func (l *Log) SealedPosition(base, offset int64) (int64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if err := l.usableLocked(); err != nil {
+		return 0, err
+	}
+	for _, s := range l.mu.segments[:len(l.mu.segments)-1] {
+		if s.base == base {
+			pos, _, _, err := s.findBatch(offset)
+			return pos, err
+		}
+	}
+	return 0, fmt.Errorf("%w: no sealed segment at %d", ErrOffsetOutOfRange, base)
+}
