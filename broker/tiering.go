@@ -47,6 +47,16 @@ type TierConfig struct {
 	// ObjectDeleteDelay: an object whose manifest entry retention removed is
 	// deleted this much later, so cold readers in flight finish. Default 30s.
 	ObjectDeleteDelay time.Duration
+	// MergeInterval is how often the leader of each tiered partition looks
+	// for runs of small objects to merge into objects of up to
+	// segment.bytes (tiering_merge.go); the objects merged are deleted
+	// CleanerConfig.ObjectDeleteGrace after their swap. Default 1m;
+	// negative turns merging off.
+	MergeInterval time.Duration
+	// MergeGrace: an object is merged only once its newest record
+	// (its entry's MaxTimestamp) is this old, so the small objects of the
+	// last minutes are merged together rather than one by one. Default 10m.
+	MergeGrace time.Duration
 }
 
 const (
@@ -61,6 +71,8 @@ const (
 	defaultSweepInterval     = 10 * time.Minute
 	defaultOrphanGrace       = time.Hour
 	defaultObjectDeleteDelay = 30 * time.Second
+	defaultMergeInterval     = time.Minute
+	defaultMergeGrace        = 10 * time.Minute
 )
 
 func (c TierConfig) withDefaults() TierConfig {
@@ -78,6 +90,8 @@ func (c TierConfig) withDefaults() TierConfig {
 	setDur(&c.SweepInterval, defaultSweepInterval)
 	setDur(&c.OrphanGrace, defaultOrphanGrace)
 	setDur(&c.ObjectDeleteDelay, defaultObjectDeleteDelay)
+	setDur(&c.MergeInterval, defaultMergeInterval)
+	setDur(&c.MergeGrace, defaultMergeGrace)
 	if c.UploadConcurrency == 0 {
 		c.UploadConcurrency = defaultUploadConcurrency
 	}
@@ -90,7 +104,7 @@ func (c TierConfig) withDefaults() TierConfig {
 func (c TierConfig) validate() error {
 	if c.UploadInterval < 0 || c.UploadTimeout < 0 || c.RetryBackoff < 0 || c.MaxRetryBackoff < c.RetryBackoff ||
 		c.ThrottleWait < 0 || c.SweepInterval < 0 || c.OrphanGrace < 0 || c.ObjectDeleteDelay < 0 ||
-		c.UploadConcurrency < 1 || c.MaxUploadLagBytes < -1 {
+		c.UploadConcurrency < 1 || c.MaxUploadLagBytes < -1 || c.MergeGrace < 0 {
 		return fmt.Errorf("%w: tier config %+v", ErrInvalidConfig, c)
 	}
 	return nil
@@ -107,6 +121,9 @@ type TierCounters struct {
 	OrphansDeleted     int64 // objects the sweeper deleted
 	ThrottledProduces  int64 // produce requests answered THROTTLING_QUOTA_EXCEEDED
 	BoundRolls         int64 // active segments rolled early for tier.upload.max.lag.ms
+	MergePasses        int64 // merge passes over a led partition (tiering_merge.go), merging or not
+	MergeObjectsIn     int64 // small objects replaced by merged ones
+	MergeObjectsOut    int64 // merged objects written (one per run)
 }
 
 // tieringState is owned by the tiering loops; mu guards the maps and

@@ -56,22 +56,29 @@ func (b *Broker) tierLoop() {
 	}
 }
 
-// tierJanitorLoop deletes objects whose manifest entries are gone once due,
-// and runs the orphan sweeper, until the broker stops.
+// tierJanitorLoop deletes objects whose manifest entries are gone once due
+// (retention's, and the swapped-out objects of merges and tiered cleaning),
+// runs the orphan sweeper and merges small objects (tiering_merge.go),
+// until the broker stops.
 func (b *Broker) tierJanitorLoop() {
 	defer b.loops.Done()
 	deletes := time.NewTicker(max(b.cfg.Tier.ObjectDeleteDelay/2, 10*time.Millisecond))
 	defer deletes.Stop()
 	sweep := time.NewTicker(b.cfg.Tier.SweepInterval)
 	defer sweep.Stop()
+	merge, stopMerge := b.mergeTicks()
+	defer stopMerge()
 	for {
 		select {
 		case <-b.lifetime.Done():
 			return
 		case now := <-deletes.C:
 			b.deleteDueObjects(b.lifetime, now)
+			b.deleteCompactedObjects(b.lifetime)
 		case now := <-sweep.C:
 			b.sweepOrphans(b.lifetime, now)
+		case now := <-merge:
+			b.mergeTierRound(b.lifetime, now)
 		}
 	}
 }

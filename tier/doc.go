@@ -273,6 +273,51 @@
 // covered after every single event; Manifest.Swapped applies a local swap
 // in one step. See Manifest for the overlap and staleness rules.
 //
+// # Merging small objects (merge.go)
+//
+// A leader rolls a trickling partition's active segment every half
+// tier.upload.max.lag.ms, so the bucket gets one small object per roll.
+// The leader merges them back: PlanMerges picks runs, and each run goes
+// through Compactor.Compact with CopyBatches as its RewriteFunc. A merged
+// object is an ordinary segment object: nothing in the format marks it, and
+// cold reads, replay, restore, retention and the sweeper treat it as one
+// uploaded segment. Its invariants:
+//
+//   - Its batches are the old objects' batches, byte for byte and in order
+//     (nothing decompressed; offsets, timestamps, producer fields and CRCs
+//     as they were).
+//   - Its entry claims exactly the run's offsets, from the first old
+//     entry's BaseOffset to the last one's LastOffset; its key's base is
+//     the run's base, its <epoch> the merging leader's.
+//   - Offset and time indexes, epoch ranges and chunk CRCs are rebuilt by
+//     EncodeSegmentObject; the aborted-transaction section is the union of
+//     the old ones (every marker is kept); the producer snapshot is the last
+//     old object's, as of the run's end.
+//   - One object per run: the old objects' sizes add up to at most
+//     segment.bytes, so the Compactor writes a single piece, and every
+//     merged object ends where an uploaded object ended and carries the
+//     producer state there (a cut between pieces would carry none).
+//
+// Runs (PlanMerges): 2 to MaxRunObjects consecutive entries, contiguous in
+// offsets, none across a boundary the caller keeps (the leader's local log
+// start, a compacted partition's tier checkpoint), each old enough, below
+// the caller's limit and not full (5/6 of segment.bytes or more), at most
+// segment.bytes and segment.ms in all. A run is merged when no member holds
+// more than half of its bytes (a byte rewritten lands in an object at least
+// twice as large, so it is copied at most log2(segment.bytes/first size)
+// times) or when the merged object is full. Each merge removes at least one
+// object, so merging never costs more requests than the uploads it follows.
+//
+// Age: a TierEntry has no upload time (the key's uuid is random, Version is
+// an etcd revision), so an object's age is its newest record's:
+// MaxTimestamp, the clock retention.ms and min.compaction.lag.ms already
+// use. An early-rolled object's MaxTimestamp is within half the bound plus
+// the upload of its upload time; a producer clock ahead delays a merge by at
+// most message.timestamp.after.max.ms, one behind merges early, which costs
+// a rewrite but no reader (old objects wait DeleteGrace).
+//
+// Swap, deletion and failures are tiered compaction's (above).
+//
 // # Restore (issue 8, restore.go)
 //
 // `strata restore` rebuilds a topic's manifest from the bucket alone.
