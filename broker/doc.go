@@ -103,11 +103,12 @@
 // per broker, fed by the watch loop, snapshots and the uploader's own
 // commits. Two tier goroutines run: tierLoop (the uploader; it refreshes
 // upload lags and starts uploads in goroutines of their own, never doing
-// object-store I/O itself) and tierJanitorLoop (due object deletes and the
-// orphan sweeper):
+// object-store I/O itself) and tierJanitorLoop (due object deletes, the
+// orphan sweeper and the merge pass of small objects, tiering_merge.go):
 //
 //   - the uploader, every Tier.UploadInterval, for the partitions this
-//     node leads: each sealed, non-empty segment wholly below the HW and
+//     node leads: first the active segments that tier.upload.max.lag.ms
+//     says are due are rolled (tiering_bound.go); then each sealed, non-empty segment wholly below the HW and
 //     LSO that the manifest does not cover, in offset order, is encoded
 //     (tier.EncodeSegmentObject over an open fd of the .log, so retention
 //     cannot pull it away), Put under a fresh key (multipart and part

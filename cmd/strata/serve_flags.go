@@ -45,6 +45,8 @@ type serveFlags struct {
 	// Tiered storage (broker/tiering.go).
 	tierUploadMaxLagBytes int64
 	tierUploadMaxLag      time.Duration
+	tierMergeInterval     time.Duration
+	tierMergeGrace        time.Duration
 	tierOrphanGrace       time.Duration
 	tierUploadInterval    time.Duration
 	tierSweepInterval     time.Duration
@@ -110,6 +112,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"sealed bytes per partition not yet in the bucket past which producers are throttled (tier.upload.max.lag.bytes; -1: never)")
 	fs.DurationVar(&f.tierUploadMaxLag, "tier-upload-max-lag", time.Minute,
 		"longest time a committed record stays out of the bucket, for topics that do not set tier.upload.max.lag.ms (the bucket's recovery point; negative: no bound)")
+	fs.DurationVar(&f.tierMergeInterval, "tier-merge-interval", time.Minute,
+		"how often small objects in the bucket are merged into objects of up to segment.bytes (negative: never)")
+	fs.DurationVar(&f.tierMergeGrace, "tier-merge-grace", 10*time.Minute,
+		"age (by their newest record) before small objects are merged")
 	fs.DurationVar(&f.tierOrphanGrace, "tier-orphan-grace", time.Hour,
 		"age after which a bucket object absent from the manifest is deleted by the orphan sweeper")
 	fs.DurationVar(&f.tierUploadInterval, "tier-upload-interval", time.Second,
@@ -358,6 +364,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		f.tierSweepInterval <= 0 {
 		return cfg, usageErrorf("--tier-upload-max-lag-bytes must be > 0 or -1; --tier-orphan-grace, --tier-upload-interval and --tier-sweep-interval > 0")
 	}
+	if f.tierMergeInterval == 0 || f.tierMergeGrace <= 0 {
+		return cfg, usageErrorf("--tier-merge-interval must not be 0 (negative: never merge); --tier-merge-grace must be > 0")
+	}
 	if f.tierUploadMaxLag >= 0 && f.tierUploadMaxLag < time.Second {
 		return cfg, usageErrorf("--tier-upload-max-lag %v: want at least 1s, or a negative value for no bound", f.tierUploadMaxLag)
 	}
@@ -402,6 +411,8 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		Tier: broker.TierConfig{
 			MaxUploadLagBytes: f.tierUploadMaxLagBytes,
 			UploadMaxLag:      f.tierUploadMaxLag,
+			MergeInterval:     f.tierMergeInterval,
+			MergeGrace:        f.tierMergeGrace,
 			OrphanGrace:       f.tierOrphanGrace,
 			UploadInterval:    f.tierUploadInterval,
 			SweepInterval:     f.tierSweepInterval,

@@ -177,6 +177,7 @@ func TestCommandsExitCodes(t *testing.T) {
 		{[]string{"tier", "frobnicate"}, 2, "strata tier status"},
 		{[]string{"serve", "--tier-upload-max-lag-bytes", "0"}, 2, "--tier-upload-max-lag-bytes"},
 		{[]string{"serve", "--tier-upload-max-lag", "500ms"}, 2, "--tier-upload-max-lag 500ms"},
+		{[]string{"serve", "--tier-merge-interval", "0s"}, 2, "--tier-merge-interval"},
 		{[]string{"tier", "status", "extra"}, 2, "unexpected arguments"},
 		{[]string{"replay"}, 2, "are required"},
 		{[]string{"restore"}, 2, "--object-store is required"},

@@ -108,6 +108,7 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 		"local_segments_freed": t.LocalSegmentsFreed, "remote_entries_removed": t.RemoteEntriesGone,
 		"objects_deleted": t.ObjectsDeleted, "orphans_deleted": t.OrphansDeleted, "produces_throttled": t.ThrottledProduces,
 		"segments_rolled_for_bound": t.BoundRolls,
+		"merge_passes":              t.MergePasses, "objects_merged_in": t.MergeObjectsIn, "objects_merged_out": t.MergeObjectsOut,
 	} {
 		ch <- prometheus.MustNewConstMetric(tierCounterDesc, prometheus.CounterValue, float64(v), name)
 	}
