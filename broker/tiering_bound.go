@@ -59,9 +59,10 @@ func (b *Broker) rollForUploadBound(p *partition, now time.Time) {
 }
 
 // bucketLag is how far the bucket is behind p's committed, stable end: the
-// age of the oldest such record not in the bucket (an upper bound: the
-// time since its local segment's first append) and the local bytes from
-// it on. Zero when the bucket holds everything committed and stable.
+// age of the oldest such record not in the bucket (from its local arrival,
+// hotlog.Log.FirstAppendAt: an upper bound, tight to about a second even on
+// a leader whose segment it appended as a follower) and the local bytes
+// from it on. Zero when the bucket holds everything committed and stable.
 func bucketLag(p *partition, now time.Time) (lag time.Duration, bytes int64) {
 	covered, _ := p.manifest.ContiguousEnd(p.topicID, p.index)
 	covered = max(covered, p.logStartOffset())

@@ -168,6 +168,9 @@ func (l *Log) roll() error {
 	l.mu.Lock()
 	l.mu.unsynced = append(l.mu.unsynced, l.activeLocked())
 	l.mu.segments = append(l.mu.segments, s)
+	if n := len(l.mu.segments); n >= 3 {
+		l.mu.segments[n-3].arrivals = arrivals{} // arrivals.go: only the newest two keep them
+	}
 	l.mu.stats.Rolls++
 	l.mu.Unlock()
 	l.flusher.schedule()

@@ -24,12 +24,13 @@ func (l *Log) RollIfOlder(now time.Time, age time.Duration, stableEnd int64) (bo
 	return true, l.roll()
 }
 
-// FirstAppendAt is when the segment holding offset received its first
-// batch, in Unix milliseconds: the wall clock of that append, or for a
-// segment reloaded from disk its first batch's max timestamp. Every record
-// of the segment was appended at or after it, so now minus it bounds the
-// age of the record at offset from above. ok is false when the log does
-// not hold offset.
+// FirstAppendAt dates the record at offset from below, in Unix
+// milliseconds: the arrival of the newest sampled batch at or below it
+// (arrivals.go), else the first append of its segment (the wall clock, or
+// for a segment reloaded from disk its first batch's max timestamp). The
+// record was appended at or after it, so now minus it bounds the record's
+// age from above, within a second for the active and newest sealed
+// segments. ok is false when the log does not hold offset.
 func (l *Log) FirstAppendAt(offset int64) (ms int64, ok bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -37,5 +38,8 @@ func (l *Log) FirstAppendAt(offset int64) (ms int64, ok bool) {
 		return 0, false
 	}
 	s := l.mu.segments[l.segmentForLocked(offset)]
+	if ms, ok := s.arrivals.before(offset); ok {
+		return ms, true
+	}
 	return s.rollBaseMs, s.rollBaseMs >= 0
 }

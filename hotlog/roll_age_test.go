@@ -46,3 +46,37 @@ func TestRollIfOlder(t *testing.T) {
 		t.Fatal("FirstAppendAt past the log end")
 	}
 }
+
+// TestFirstAppendAtDatesTheRecord: in a segment that has taken appends for
+// long, a recent record is dated by its own arrival (within a second), not
+// by the segment's first append, as a follower's segment is when the
+// follower becomes leader.
+func TestFirstAppendAtDatesTheRecord(t *testing.T) {
+	clock := &fakeClock{now: time.UnixMilli(5_000_000)}
+	cfg := testConfig(t, t.TempDir())
+	cfg.Now, cfg.SegmentBytes = clock.Now, 1<<20
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	var last AppendResult
+	for range 300 { // five minutes of appends, one every second
+		last = mustAppend(t, l, simpleBatch(t, 1, clock.Now().UnixMilli(), 10), 1)
+		clock.Advance(time.Second)
+	}
+	at, ok := l.FirstAppendAt(last.BaseOffset)
+	if want := clock.Now().Add(-time.Second).UnixMilli(); !ok || at != want {
+		t.Fatalf("last record dated %d, want its arrival %d", at, want)
+	}
+	if at, _ := l.FirstAppendAt(0); at != 5_000_000 {
+		t.Fatalf("first record dated %d, want 5000000", at)
+	}
+	if n := len(l.mu.segments[0].arrivals.samples); n > maxArrivals {
+		t.Fatalf("%d samples kept, at most %d", n, maxArrivals)
+	}
+	// Thinned but still in order: every record is dated at or before its
+	// arrival.
+	for off := int64(0); off <= last.BaseOffset; off += 37 {
+		if at, _ := l.FirstAppendAt(off); at > 5_000_000+off*1000 {
+			t.Fatalf("record %d dated %d, after its arrival %d", off, at, 5_000_000+off*1000)
+		}
+	}
+}

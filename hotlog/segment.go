@@ -40,6 +40,9 @@ type segment struct {
 	// rollBaseMs is when segment.ms counts from: the wall clock at the first
 	// append, or the first batch's maxTimestamp for a reloaded segment; -1 if empty.
 	rollBaseMs int64
+	// arrivals samples when batches were appended (arrivals.go): what
+	// FirstAppendAt dates a record by. In memory only.
+	arrivals arrivals
 	// bytesSinceIndex counts log bytes since the last offset index entry.
 	bytesSinceIndex int64
 	// aborted is the segment's aborted-transaction index (txn_index.go):
@@ -103,6 +106,7 @@ func (s *segment) track(h BatchHeader, pos int64, interval int, nowMs int64, idx
 	if s.rollBaseMs < 0 {
 		s.rollBaseMs = nowMs
 	}
+	s.arrivals.sample(h.BaseOffset, nowMs)
 	s.bytesSinceIndex += int64(h.Size())
 	s.size = pos + int64(h.Size())
 	s.next = h.LastOffset() + 1
@@ -118,6 +122,7 @@ func (s *segment) resetState() {
 	s.offsetIndex, s.timeIndex = nil, nil
 	s.maxTimestamp, s.maxTimestampOffset = math.MinInt64, 0
 	s.rollBaseMs, s.bytesSinceIndex = -1, 0
+	s.arrivals = arrivals{}
 }
 
 // fits reports whether a batch run of n bytes ending at lastOffset can go in
