@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -76,10 +77,14 @@ func TestBucketCurrentUnderTrickle(t *testing.T) {
 			settings.window, bucketSetupBudget)
 	}
 	t.Logf("bound (--tier-upload-max-lag) %v, sampling window %v, a sample every %v", settings.bound, settings.window, bucketSampleEvery)
-	c := Start(t, Config{MinIO: true, LogLevel: "info", ExtraArgs: []string{"--tier-upload-max-lag", settings.bound.String()}})
+	// Merging runs within the window too: the replay samples then read a
+	// bucket whose small objects are being merged (a short local retention
+	// puts them below the leaders' local log start, where merges happen).
+	c := Start(t, Config{MinIO: true, LogLevel: "info", ExtraArgs: []string{"--tier-upload-max-lag", settings.bound.String(),
+		"--tier-merge-interval", "5s", "--tier-merge-grace", "20s", "--log-retention-check-interval", "5s"}})
 	replicatedTopic(t, c, idleTopic, bucketPartitions, nil)
 	idleCreated := time.Now()
-	replicatedTopic(t, c, trickleTopic, bucketPartitions, nil)
+	replicatedTopic(t, c, trickleTopic, bucketPartitions, map[string]string{"local.retention.ms": "15000"})
 
 	p := startTimedProducer(c, nil, trickleTopic, bucketPartitions, trickleRate, trickleValueSize)
 	g := startCommittingGroup(c, trickleGroup, trickleTopic)
@@ -101,6 +106,24 @@ func TestBucketCurrentUnderTrickle(t *testing.T) {
 	cost.report(t, c)
 	idle.check(t, c)
 	logObjects(t, c, trickleTopic, idleTopic, offsetsTopicName)
+	checkMerged(t, c, settings.window)
+}
+
+// checkMerged: once the window is long enough for objects to pass the
+// merge grace below the local log start, the small objects were merged
+// (and the samples above kept reading every record meanwhile).
+func checkMerged(t *testing.T, c *Cluster, window time.Duration) {
+	t.Helper()
+	in, errIn := c.metricOverBrokers("strata_tier_events_total", map[string]string{"event": "objects_merged_in"})
+	out, errOut := c.metricOverBrokers("strata_tier_events_total", map[string]string{"event": "objects_merged_out"})
+	if err := errors.Join(errIn, errOut); err != nil {
+		t.Errorf("merge counters: %v", err)
+		return
+	}
+	t.Logf("merging: %.0f small objects merged into %.0f", in, out)
+	if window >= time.Minute && (out == 0 || in <= out) {
+		t.Errorf("no small objects merged in a %v window: %.0f into %.0f", window, in, out)
+	}
 }
 
 // bucketPosition is one (partition, offset).
