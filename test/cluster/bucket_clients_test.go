@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -248,27 +247,16 @@ func (g *committingGroup) commit(parent context.Context) {
 }
 
 // recordAcked keeps each partition of resp without an error at the offset
-// req committed for it (responses list topics as requests do).
+// req committed for it.
 func (g *committingGroup) recordAcked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for i, rt := range resp.Topics {
-		if i >= len(req.Topics) {
-			return
+	for _, c := range commitOutcomes(req, resp) {
+		if c.err != nil {
+			g.noteErrLocked(c.err)
+			continue
 		}
-		sent := map[int32]int64{}
-		for _, p := range req.Topics[i].Partitions {
-			sent[p.Partition] = p.Offset
-		}
-		for _, p := range rt.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				g.noteErrLocked(err)
-				continue
-			}
-			if off, ok := sent[p.Partition]; ok {
-				g.mu.commits[p.Partition] = append(g.mu.commits[p.Partition], timedCommit{off, at})
-			}
-		}
+		g.mu.commits[c.partition] = append(g.mu.commits[c.partition], timedCommit{c.offset, at})
 	}
 }
 

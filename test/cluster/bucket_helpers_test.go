@@ -1,9 +1,13 @@
 package cluster
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestBucketHelpers checks the pure helpers of the bucket tests (no
@@ -56,5 +60,29 @@ func TestBucketHelpers(t *testing.T) {
 		if _, err := bucketCurrentFromEnv(env(bad)); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+func TestCommitOutcomes(t *testing.T) {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	for p, off := range []int64{10, 20, 30} {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = int32(p), off
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	st := kmsg.NewOffsetCommitResponseTopic()
+	for p, code := range []int16{0, kerr.NotCoordinator.Code, 0} {
+		sp := kmsg.NewOffsetCommitResponseTopicPartition()
+		sp.Partition, sp.ErrorCode = int32(p), code
+		st.Partitions = append(st.Partitions, sp)
+	}
+	resp.Topics = append(resp.Topics, st)
+	got := commitOutcomes(req, resp)
+	if len(got) != 3 || got[0].offset != 10 || got[0].err != nil || !errors.Is(got[1].err, kerr.NotCoordinator) ||
+		got[2].partition != 2 || got[2].offset != 30 {
+		t.Fatalf("outcomes %+v", got)
 	}
 }

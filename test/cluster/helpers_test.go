@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/test/history"
 )
@@ -198,4 +200,34 @@ func produceSync(t *testing.T, cl *kgo.Client, timeout time.Duration, recs ...*k
 		<-done
 		return fmt.Errorf("%d records not acknowledged within %v", len(recs), timeout)
 	}
+}
+
+// committedPartition is one partition of an OffsetCommit answer: the
+// offset its request committed, or the error it got.
+type committedPartition struct {
+	partition int32
+	offset    int64
+	err       error
+}
+
+// commitOutcomes pairs each partition of resp with the offset req
+// committed for it (responses list topics in the order of the request).
+func commitOutcomes(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse) []committedPartition {
+	var out []committedPartition
+	for i, rt := range resp.Topics {
+		if i >= len(req.Topics) {
+			break
+		}
+		sent := map[int32]int64{}
+		for _, p := range req.Topics[i].Partitions {
+			sent[p.Partition] = p.Offset
+		}
+		for _, p := range rt.Partitions {
+			off, ok := sent[p.Partition]
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil || ok {
+				out = append(out, committedPartition{partition: p.Partition, offset: off, err: err})
+			}
+		}
+	}
+	return out
 }

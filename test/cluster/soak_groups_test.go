@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -207,27 +206,16 @@ func (m *groupMember) commit(parent context.Context) {
 }
 
 // recordAcked records each partition of resp without an error, at the
-// offset req committed for it (responses list topics as requests do).
+// offset req committed for it.
 func (m *groupMember) recordAcked(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse) {
-	for i, rt := range resp.Topics {
-		if i >= len(req.Topics) {
-			return
+	for _, c := range commitOutcomes(req, resp) {
+		if c.err != nil {
+			m.commitErrs.Add(1)
+			m.noteErr("commit p%d: %v", c.partition, c.err)
+			continue
 		}
-		sent := map[int32]int64{}
-		for _, p := range req.Topics[i].Partitions {
-			sent[p.Partition] = p.Offset
-		}
-		for _, p := range rt.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				m.commitErrs.Add(1)
-				m.noteErr("commit p%d: %v", p.Partition, err)
-				continue
-			}
-			if off, ok := sent[p.Partition]; ok {
-				m.g.h.CommitAcked(m.g.name, p.Partition, off)
-				m.commits.Add(1)
-			}
-		}
+		m.g.h.CommitAcked(m.g.name, c.partition, c.offset)
+		m.commits.Add(1)
 	}
 }
 
