@@ -91,6 +91,15 @@ func (b *Broker) offsetFetchGroup(rc *requestContext, rg kmsg.OffsetFetchRequest
 			}
 		}
 	}
+	// The pending transactional commits are read before the offsets: a
+	// transaction's marker moves its offsets from pending to committed in
+	// one step, so a partition not pending then has its committed offset
+	// in what is read next. Read the other way round, a marker landing in
+	// between left the old offset (-1) with nothing marked unstable.
+	var unstable map[group.TopicPartition]bool
+	if requireStable {
+		unstable = b.groups.Unstable(rg.Group)
+	}
 	offsets, code := b.groups.FetchOffsetsAs(rg.Group, tps, rg.MemberID, rg.MemberEpoch)
 	if code != 0 {
 		g.ErrorCode = code
@@ -111,7 +120,7 @@ func (b *Broker) offsetFetchGroup(rc *requestContext, rg kmsg.OffsetFetchRequest
 	}
 	g.Topics = offsetFetchTopics(tps, offsets)
 	if requireStable {
-		markUnstable(g.Topics, b.groups.Unstable(rg.Group))
+		markUnstable(g.Topics, unstable)
 	}
 	b.hideUnauthorizedOffsets(rc, g.Topics)
 	return g
