@@ -254,3 +254,41 @@ func waitGroupCoordinator(t *testing.T, adm *kadm.Client, group string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestStableOffsetFetchRightAfterEndTxn: an OffsetFetch with
+// require_stable sent right after a transactional commit's EndTxn answer
+// gets the committed offset or UNSTABLE_OFFSET_COMMIT, never the offset
+// from before the transaction: the marker that applies the pending commit
+// may land at any moment of the fetch. Many short rounds, since that
+// moment is narrow.
+func TestStableOffsetFetchRightAfterEndTxn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), fastTxns)
+	adm, cl := adminClient(t, tb.b)
+	createDataTopic(t, adm, "ordered", 1, nil)
+	waitGroupCoordinator(t, adm, "warm-up")
+	initTxnProducerOnce(t, cl, "takes-producer-id-0")
+	for run := range 2000 {
+		id := fmt.Sprintf("stable-%d", run)
+		pid, epoch := initTxnProducer(t, cl, id)
+		c := dialWire(t, tb.b)
+		add := kmsg.NewPtrAddOffsetsToTxnRequest()
+		add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = 3, id, pid, epoch, id
+		c.send(add, 1)
+		c.send(txnOffsetCommitRequest(id, pid, epoch, id, "ordered", 7), 2)
+		end := kmsg.NewPtrEndTxnRequest()
+		end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 3, id, pid, epoch, true
+		c.send(end, 3)
+		recvAs(t, c, 1, 3, kmsg.NewPtrAddOffsetsToTxnResponse())
+		recvAs(t, c, 2, 3, kmsg.NewPtrTxnOffsetCommitResponse())
+		if code := recvAs(t, c, 3, 3, kmsg.NewPtrEndTxnResponse()).ErrorCode; code != 0 {
+			t.Fatalf("run %d: EndTxn: %v", run, kerr.ErrorForCode(code))
+		}
+		if got := stableOffset(t, c, id, "ordered"); got != 7 {
+			t.Fatalf("run %d: require_stable read back %d right after EndTxn, want 7", run, got)
+		}
+		c.nc.Close()
+	}
+}
