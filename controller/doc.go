@@ -2,7 +2,7 @@
 // while elected, keeps every partition led: it picks leaders from the ISR
 // when a leader dies, restarts or drains, raises the leader epoch at every
 // leader change, and takes dead or draining brokers out of ISRs
-// (DESIGN.md §4, issue 5). It also places new partitions' replicas
+// (DESIGN.md §4). It also places new partitions' replicas
 // (Assign).
 //
 // # Terms

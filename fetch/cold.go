@@ -9,7 +9,7 @@ import (
 )
 
 // ColdPartition is a Partition whose older offsets live in the object
-// store (issue 4). Reads of those offsets may take a bucket round trip, so
+// store. Reads of those offsets may take a bucket round trip, so
 // Fetch starts them in the background and never holds hot partitions of
 // the same request back for them (see the package doc, "Cold reads").
 type ColdPartition interface {

@@ -28,7 +28,7 @@
 //   - otherwise whole record batches, verbatim, starting with the batch that
 //     holds o (which may begin before o: clients skip the leading records).
 //
-// read_committed (issue 6): the broker reports LSO = min(first offset of
+// read_committed: the broker reports LSO = min(first offset of
 // the earliest open transaction, HW), and a read_committed read stops
 // there. Its Result carries the aborted transactions overlapping the
 // records returned, [o, end of the last batch), from the partition when it
@@ -57,7 +57,7 @@
 // with whatever is there. Changed channels are taken before positions are
 // read, so a move between the read and the wait is never missed.
 //
-// # Cold reads (issue 4)
+// # Cold reads
 //
 // A partition whose history is tiered implements [ColdPartition]: IsCold
 // says an offset lies below the local log start, ReadCold reads it from
@@ -93,6 +93,6 @@
 //
 // # Later work that plugs in here
 //
-// Follower fetches (issue 5) read up to the LEO instead of the HW and
+// Follower fetches read up to the LEO instead of the HW and
 // report their position.
 package fetch

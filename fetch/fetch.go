@@ -75,7 +75,7 @@ type Positions struct {
 }
 
 // Partition is one readable partition as the fetch planner sees it. The
-// broker adapts its local partitions; a tier-aware implementation (issue 4)
+// broker adapts its local partitions; a tier-aware implementation
 // serves offsets below the local log start from the bucket.
 type Partition interface {
 	// Changed returns a channel closed the next time the HW, LEO or log

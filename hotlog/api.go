@@ -1,7 +1,7 @@
 package hotlog
 
 // This file is the contract other packages code against. Bodies live in the
-// rest of the package; the signatures here change only by agreement.
+// rest of the package; changing a signature here changes every caller.
 
 import (
 	"errors"

@@ -1,6 +1,6 @@
 package hotlog
 
-// Cleaner bookkeeping (issue 7): the cleaner checkpoint (the first dirty
+// Cleaner bookkeeping: the cleaner checkpoint (the first dirty
 // offset), the cleanable segments and the dirty-ratio numbers.
 
 import (

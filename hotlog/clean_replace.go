@@ -1,6 +1,6 @@
 package hotlog
 
-// ReplaceSegments (issue 7): swapping a run of sealed segments for the
+// ReplaceSegments: swapping a run of sealed segments for the
 // cleaned segments written from them, crash-safely (doc.go, "Compaction").
 
 import (

@@ -1,6 +1,6 @@
 package hotlog
 
-// The cleaned-segment writer (issue 7): the compaction cleaner writes the
+// The cleaned-segment writer: the compaction cleaner writes the
 // rewritten batches of a run of sealed segments into new segment files
 // named <base>.log.cleaned (+ .index/.timeindex/.txnindex .cleaned), which
 // ReplaceSegments then swaps in (clean_replace.go; doc.go, "Compaction").

@@ -8,7 +8,7 @@ import (
 )
 
 // flushDriver decides when a log's flush rounds run. Today each log owns a
-// groupFlusher goroutine; issue 10's cross-partition group commit can replace
+// groupFlusher goroutine; a cross-partition group commit could replace
 // it with one driver that runs flushRound for many logs together.
 type flushDriver interface {
 	// schedule asks for a flush round soon (data appended or a segment sealed).

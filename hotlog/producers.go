@@ -23,7 +23,7 @@ var (
 	// ErrUnknownProducerID (UNKNOWN_PRODUCER_ID) is not returned by the
 	// append path: since KIP-360 (Kafka 2.5) a producer the partition does
 	// not know is accepted with any sequence, as Kafka 3.x/4.x do. It is
-	// defined for the transactional checks of issue 6.
+	// defined for the transactional checks.
 	ErrUnknownProducerID = errors.New("hotlog: unknown producer id")
 	// ErrTxnNotVerified: a transactional batch whose KIP-890 verification
 	// was invalidated by a marker before the append (INVALID_TXN_STATE).
@@ -67,8 +67,8 @@ type producerEntry struct {
 	// must not lose its state — and with it duplicate detection — at the
 	// next retention check.
 	lastSeenMs int64
-	// coordinatorEpoch and currentTxnFirstOffset are for transactions
-	// (issue 6): the last marker's coordinator epoch and the first offset
+	// coordinatorEpoch and currentTxnFirstOffset are for transactions:
+	// the last marker's coordinator epoch and the first offset
 	// of the open transaction; -1 when none.
 	coordinatorEpoch      int32
 	currentTxnFirstOffset int64
@@ -311,7 +311,7 @@ func (c Config) producerIDExpiration() time.Duration {
 }
 
 // ProducerState describes one producer's state in the partition (for
-// DescribeProducers, issue 6, and tests).
+// DescribeProducers and tests).
 type ProducerState struct {
 	ProducerID            int64
 	ProducerEpoch         int16

@@ -1,6 +1,6 @@
 package hotlog
 
-// Additions for the tier uploader (issue 4): listing sealed segments,
+// Additions for the tier uploader: listing sealed segments,
 // opening one for reading, and retention that never deletes a segment the
 // caller has not released (one not yet in the tier manifest).
 

@@ -1,7 +1,7 @@
 package metadata
 
-// This file is the contract other packages code against; change signatures
-// only by agreement (additions are fine).
+// This file is the contract other packages code against; a changed
+// signature changes every caller (additions are free).
 
 import (
 	"errors"
@@ -147,7 +147,7 @@ type BrokerInfo struct {
 	// controller moves leadership away and takes it out of ISRs.
 	Draining bool
 	// Endpoints are the advertised host:port of each named listener
-	// (issue 9: "PLAINTEXT", "SASL_SSL", "INTERNAL"...). Host and Port are
+	// ("PLAINTEXT", "SASL_SSL", "INTERNAL"...). Host and Port are
 	// the endpoint of the broker's first listener, for readers that know
 	// no listener names. Nil for brokers registered before listeners had
 	// names. At most MaxBrokerEndpoints entries.

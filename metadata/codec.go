@@ -232,7 +232,7 @@ type brokerRecord struct {
 	Rack     string `json:"rack,omitempty"`
 	Epoch    int64  `json:"epoch,omitempty"`
 	Draining bool   `json:"draining,omitempty"`
-	// Endpoints: listener name -> advertised host:port (issue 9).
+	// Endpoints: listener name -> advertised host:port.
 	Endpoints map[string]string `json:"endpoints,omitempty"`
 }
 

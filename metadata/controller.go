@@ -1,6 +1,6 @@
 package metadata
 
-// Additions for the controller (issue 5): fenced partition-state writes and
+// Additions for the controller: fenced partition-state writes and
 // the initial state of a partition.
 
 import (

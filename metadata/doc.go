@@ -15,7 +15,7 @@
 //
 //	P + "cluster-id"                          Kafka-style cluster id (22-char base64url of a random UUID), created once
 //	P + "brokers/<nodeId>"                    JSON BrokerInfo, attached to the broker's lease
-//	P + "controller/..."                      reserved: controller election (client/v3/concurrency, issue 5)
+//	P + "controller/..."                      reserved: controller election (client/v3/concurrency)
 //	P + "topics/<name>"                       JSON topic record
 //	P + "topic-ids/<topicId>"                 the topic's name (plain bytes): id → name index
 //	P + "deleted-topics/<topicId>"            decimal unix ms: the id of a deleted topic (never removed)
@@ -49,7 +49,7 @@
 //	{"nodeId":1,"host":"127.0.0.1","port":9092,"rack":"",
 //	 "endpoints":{"SASL_SSL":"b1.example:9093","INTERNAL":"10.0.0.1:9094"}}
 //
-// host:port is the first listener's endpoint; endpoints (issue 9, absent
+// host:port is the first listener's endpoint; endpoints (absent
 // before) name every listener's advertised endpoint.
 //
 // Tier manifest entry (tier/<topicId>/<partition:05>/<baseOffset:020>), one
@@ -67,7 +67,7 @@
 // where an object still holds them. Watch delivers TierPut, TierDeleted and
 // TierLogStartPut events; Snapshot carries every entry and log start.
 //
-// Tiered compaction (issue 7) replaces a contiguous run of entries by the
+// Tiered compaction replaces a contiguous run of entries by the
 // entries of the rewritten objects in one transaction (SwapTierEntries):
 // the new entries cover exactly the run's offsets, so the manifest stays
 // gap-free. A compacted object may hold fewer offsets than its entry
@@ -76,7 +76,7 @@
 // object's last offset; offsets in between that the object lacks were
 // removed by compaction.
 //
-// # Security records (issue 9)
+// # Security records
 //
 // SCRAM credential (scram/<user>/<mechanism>, mechanism SCRAM-SHA-256 or
 // SCRAM-SHA-512; never a password, see package auth). []byte fields are

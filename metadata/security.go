@@ -1,6 +1,6 @@
 package metadata
 
-// SCRAM credentials, ACLs and client quotas (issue 9). Keys and values are
+// SCRAM credentials, ACLs and client quotas. Keys and values are
 // documented in doc.go ("Security"). Every value read back is bounded and
 // validated; a corrupt one is logged and skipped by the listing calls and
 // reported (ErrCorrupt) by the single-key reads.

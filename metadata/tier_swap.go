@@ -1,6 +1,6 @@
 package metadata
 
-// Tier manifest swap (issue 7, tiered compaction): a contiguous run of
+// Tier manifest swap (tiered compaction): a contiguous run of
 // entries is replaced by the entries of the rewritten objects in one etcd
 // transaction. See doc.go ("Writes and their guards", "Tier manifest").
 

@@ -3,8 +3,7 @@ package metadata
 // Topic configs use Kafka's names, types, defaults and valid ranges (Kafka 4.x
 // topic-level configs, LogConfig), so that kcat, kadm and the Kafka CLI see
 // what they expect from DescribeConfigs. Strata differs from Kafka in three
-// defaults: remote.storage.enable is true (the bucket is the system of record,
-// issue 4), and local.retention.ms/bytes keep a small hot tail (1 hour,
+// defaults: remote.storage.enable is true (the bucket is the system of record), and local.retention.ms/bytes keep a small hot tail (1 hour,
 // 1 GiB) instead of -2.
 //
 // segment.bytes follows Kafka 4.0 (KIP-1030): minimum 1 MiB. Tests that need

@@ -75,7 +75,8 @@ func lineRecord(line, keySep string) *kgo.Record {
 }
 
 // runConsume prints record values, one per line, from every partition of a
-// topic (no consumer group: groups arrive with issue 3).
+// topic, without a consumer group: it starts at the end (or the log start with
+// --from-beginning) and commits nothing.
 func runConsume(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("consume", c.stderr)
 	brokers := brokersFlag(fs)

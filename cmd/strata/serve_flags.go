@@ -56,7 +56,7 @@ type serveFlags struct {
 	coldWorkers        int
 	coldReadAhead      int
 	coldBytesPerSecond int64
-	// coldClientBytesPerSecond is the per-client cold-read budget (issue 9).
+	// coldClientBytesPerSecond is the per-client cold-read budget.
 	coldClientBytesPerSecond int64
 	// Replication (broker/replica.go, fetcher.go; controller).
 	peerAddresses                 string

@@ -1,6 +1,6 @@
 package main
 
-// Security flags of `strata serve` (issue 9): named listeners, TLS, SASL,
+// Security flags of `strata serve`: named listeners, TLS, SASL,
 // the authorizer switch and the transport limits. Secrets come from files
 // (--inter-broker-sasl-password-file, --sasl-bootstrap-users) and are
 // never logged.

@@ -1,5 +1,5 @@
 // Package cluster runs Strata clusters as separate processes on loopback for
-// the multi-broker acceptance tests (issue 5): one real etcd process, MinIO
+// the multi-broker acceptance tests: one real etcd process, MinIO
 // when asked, and N strata brokers, each a child process of the test binary.
 //
 // Every broker talks to etcd and to its peers through TCP proxies the harness

@@ -1,5 +1,5 @@
 // Package testcerts makes a throwaway certificate authority and the
-// certificates tests need for TLS and mTLS (issue 9), with crypto/x509
+// certificates tests need for TLS and mTLS, with crypto/x509
 // only: no openssl, nothing written unless the test asks for files.
 //
 // Every certificate is ECDSA P-256, valid from an hour ago for a day, and

@@ -1,6 +1,6 @@
 // Command tierbench holds the measurements behind test/bench/cold.sh (the
-// performance suite's cold catch-up and hot-tail cases, issue 10; tier.sh,
-// the tiered-storage benchmark of issue 4, wraps it). The script starts
+// performance suite's cold catch-up and hot-tail cases; tier.sh,
+// the tiered-storage benchmark, wraps it). The script starts
 // MinIO and `strata serve`; this tool measures against them:
 //
 //	tierbench freeport                      print a free loopback host:port
