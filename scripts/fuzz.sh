@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target of the repository for a bounded time each and
-# fails if any finds a crash (issue 9: a fuzz target for every decoder of
+# fails if any finds a crash (a fuzz target for every decoder of
 # outside bytes, each run for a bounded time in CI).
 #
 # Targets are discovered, not listed: every package with a `func Fuzz...` in

@@ -147,7 +147,7 @@ main() {
 		export STRATA_BIN="$bindir/strata"
 		step "e2e (embedded etcd)" go test -count=1 -timeout 720s -v ./test/e2e/
 		step "e2e (external etcd)" env STRATA_TEST_ETCD=external go test -count=1 -timeout 720s -v ./test/e2e/
-		# Clusters of broker processes behind fault-injecting proxies (issue 5):
+		# Clusters of broker processes behind fault-injecting proxies:
 		# one package at a time, after the rest, so their timings are not
 		# squeezed by parallel unit tests on a small machine.
 		step "cluster (brokers as processes, faults)" go test -count=1 -timeout 900s -v ./test/cluster/

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Case script of the performance suite (test/bench/run.sh, issue 10) for
+# Case script of the performance suite (test/bench/run.sh) for
 # (d) cold catch-up from MinIO and (e) hot-tail consumer latency with and
 # without a cold backfill, with its baseline (raw MinIO GETs through the
 # broker's own S3 client stack) measured in the same run against the same

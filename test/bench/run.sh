@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Strata's performance suite (issue 10): every case and its baselines in one
+# Strata's performance suite: every case and its baselines in one
 # run on this machine, printed as one table of measurements and one table of
 # the targets as ratios (absolute numbers drift on shared machines; ratios
 # measured side by side in the same run do not, much).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The tiered-storage benchmark of issue 4, now a thin wrapper: the
+# The tiered-storage benchmark, a thin wrapper: the
 # measurements live in test/bench/cold.sh (the performance suite's case for
-# issue 10's (d) cold catch-up and (e) hot tail with a cold backfill; see its
+# (d) cold catch-up and (e) hot tail with a cold backfill; see its
 # header for what one run does and its BENCH_COLD_* knobs). This runs it
 # alone and prints its result rows as a table with the ratios to their base
 # rows. It asserts nothing: a benchmark prints numbers.
