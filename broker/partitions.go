@@ -287,7 +287,7 @@ func (b *Broker) retentionLoop() {
 		case <-b.lifetime.Done():
 			return
 		case now := <-t.C:
-			b.applyRetention(now)
+			b.tiering.ApplyRetention(b.lifetime, now)
 		}
 	}
 }
