@@ -20,7 +20,7 @@ import (
 //   - a topic whose cleanup.policy lacks "delete" is POLICY_VIOLATION, as
 //     in Kafka;
 //   - otherwise the log start moves up to offset (never down) in both tiers
-//     (tiering_retention.go: etcd's tiered log start first, then the hot
+//     (tier.Service.DeleteRecords: etcd's tiered log start first, then the hot
 //     log), tiered segments wholly below it are removed (manifest entry,
 //     then object), and the answer is the new low watermark. With replicas (issue 5) Kafka waits, up to
 //     the request timeout, until every replica's log start got there; a

@@ -30,8 +30,8 @@ import (
 // TOPIC_AUTHORIZATION_FAILED otherwise.
 //
 // Across tiers (issue 4): an epoch that ended in the bucket is answered
-// from the tiered objects' leader-epoch ranges (coldpath.go,
-// tier.ColdSource.EpochEndOffset): the hot log's checkpoint no longer knows epochs
+// from the tiered objects' leader-epoch ranges
+// (tier.ColdSource.EpochEndOffset): the hot log's checkpoint no longer knows epochs
 // whose segments were deleted locally. Later epochs come from the hot log.
 
 func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

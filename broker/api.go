@@ -84,10 +84,10 @@ type Config struct {
 	// whole log stays local (retention.* applies locally).
 	ObjectStore tier.ObjectStore
 	// Tier configures the uploader, local/remote retention and upload-lag
-	// throttling (tiering.go). Zero values get defaults.
+	// throttling (tier.Config). Zero values get defaults.
 	Tier TierConfig
 	// Cold configures the cold reader that serves offsets below the local
-	// log start from the bucket (coldpath.go; tier.ColdConfig documents
+	// log start from the bucket (cold_wiring.go; tier.ColdConfig documents
 	// fields and defaults). Unused when ObjectStore is nil.
 	Cold tier.ColdConfig
 	// Cleaner configures the log cleaner of compacted topics (cleaner.go).
