@@ -103,7 +103,7 @@ func (s *Service) mergePartition(ctx context.Context, p Partition, now time.Time
 			}
 			in, out = in+len(run.Entries), out+written
 			if written >= len(run.Entries) { // cannot happen (one object per run); never loop on it
-				return in, out, fmt.Errorf("broker: merging %v wrote %d objects", run, written)
+				return in, out, fmt.Errorf("tier: merging %v wrote %d objects", run, written)
 			}
 		}
 	}

@@ -183,6 +183,8 @@ type Store interface {
 	TopicIDKnown(ctx context.Context, id metadata.TopicID) (live, deleted bool, err error)
 }
 
+var _ Store = (*metadata.Store)(nil)
+
 // Cleaning is what the merge pass and the sweeper need from the tiered
 // cleaner of compacted topics (nil: no cleaner).
 type Cleaning interface {
@@ -200,7 +202,7 @@ type Cleaning interface {
 // Deps are the service's dependencies. Objects nil means no bucket: only
 // untiered local retention runs.
 type Deps struct {
-	Config   Config // after WithDefaults
+	Config   Config // zero fields get defaults
 	Objects  ObjectStore
 	Manifest *Manifest // the broker's in-memory manifest (never nil)
 	// Compactor rewrites runs of objects (merges); nil without a bucket.
@@ -266,9 +268,10 @@ func NewService(d Deps) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{cfg: d.Config, objects: d.Objects, manifest: d.Manifest, compactor: d.Compactor,
+	cfg := d.Config.WithDefaults()
+	return &Service{cfg: cfg, objects: d.Objects, manifest: d.Manifest, compactor: d.Compactor,
 		store: d.Store, reg: d.Registry, cleaning: d.Cleaning, log: log,
-		kick: make(chan struct{}, 1), slots: make(chan struct{}, max(d.Config.UploadConcurrency, 1)),
+		kick: make(chan struct{}, 1), slots: make(chan struct{}, max(cfg.UploadConcurrency, 1)),
 		parts: map[metadata.TierPartition]*uploadState{}, topicFiles: map[metadata.TopicID]string{}}
 }
 
@@ -347,18 +350,17 @@ func (s *Service) janitorLoop(ctx context.Context) {
 }
 
 // ErrUploadLag: the partition's upload lag is past MaxUploadLagBytes.
-var ErrUploadLag = errors.New("broker: tier upload lag exceeds tier.upload.max.lag.bytes")
+var ErrUploadLag = errors.New("tier: upload lag exceeds tier.upload.max.lag.bytes")
 
 // ThrottleUploadLag waits, up to ThrottleWait, while p's upload lag
 // exceeds MaxUploadLagBytes; ErrUploadLag if it still does (the producer
 // gets THROTTLING_QUOTA_EXCEEDED, which clients retry), so a broker that
 // cannot reach the bucket stops taking data before its disk fills.
 func (s *Service) ThrottleUploadLag(ctx context.Context, p Partition) error {
-	limit := s.cfg.MaxUploadLagBytes
-	if limit < 0 || !p.Tiered() || p.UploadLag().Load() <= limit {
+	limit, lag := s.cfg.MaxUploadLagBytes, p.UploadLag()
+	if limit < 0 || !p.Tiered() || lag.Load() <= limit {
 		return nil
 	}
-	lag := p.UploadLag()
 	deadline := time.NewTimer(s.cfg.ThrottleWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)

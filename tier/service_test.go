@@ -338,3 +338,52 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		t.Fatal("zero upload concurrency accepted")
 	}
 }
+
+// memCleaning is a twin of the tiered cleaner's state.
+type memCleaning struct {
+	due        bool
+	checkpoint int64
+}
+
+func (c *memCleaning) TierCleanerDue(Partition, metadata.TopicConfig, time.Time) bool { return c.due }
+func (c *memCleaning) TierCheckpoint(Partition) int64                                 { return c.checkpoint }
+func (c *memCleaning) DeleteCompactedObjects(context.Context)                         {}
+
+func TestServicePlanMergesLeavesLocalAndCleanerDue(t *testing.T) {
+	f := newServiceFixture(t, Config{MergeGrace: time.Millisecond})
+	cleaning := &memCleaning{}
+	f.svc.cleaning = cleaning
+	ctx := context.Background()
+	for i := int64(0); i < 6; i++ { // six small objects of 10 offsets each
+		e := metadata.TierEntry{TopicID: testTopicID, BaseOffset: i * 10, LastOffset: i*10 + 9, Key: "c1/k" + string(rune('a'+i)), Size: 100}
+		if err := f.svc.CommitSegment(ctx, f.part, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.part.cfg.SegmentBytes = 1 << 20
+	// The local log starts at 0: every object is also local, none merges.
+	if runs := f.svc.PlanMerges(f.part, time.Now()); len(runs) != 0 {
+		t.Fatalf("merging objects the leader still holds: %v", runs)
+	}
+	f.appendBatches(t, 20)
+	if err := f.part.log.DeleteRecordsBefore(f.part.log.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.ApplyRetention(ctx, time.Now()) // drops local segments below the new start
+	runs := f.svc.PlanMerges(f.part, time.Now())
+	if len(runs) == 0 {
+		t.Fatalf("nothing to merge below local start %d", f.part.log.LogStartOffset())
+	}
+	f.part.cfg.CleanupPolicy = "compact"
+	cleaning.due = true
+	if runs := f.svc.PlanMerges(f.part, time.Now()); len(runs) != 0 {
+		t.Fatalf("merging while the tiered cleaner is due: %v", runs)
+	}
+	cleaning.due, cleaning.checkpoint = false, 30
+	for _, run := range f.svc.PlanMerges(f.part, time.Now()) {
+		first, last := run.Entries[0].BaseOffset, run.Entries[len(run.Entries)-1].LastOffset
+		if first < 30 && last >= 30 {
+			t.Fatalf("run %d-%d crosses the cleaner's checkpoint", first, last)
+		}
+	}
+}
