@@ -157,7 +157,7 @@ func (b *Broker) producePartition(ctx context.Context, req *kmsg.ProduceRequest,
 		sp.ErrorCode = code
 		return sp, nil
 	}
-	if err := b.throttleUploadLag(p); err != nil {
+	if err := b.tiering.ThrottleUploadLag(b.lifetime, tierPartition{p, b}); err != nil {
 		b.setProduceError(&sp, err)
 		return sp, nil
 	}

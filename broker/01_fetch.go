@@ -29,7 +29,7 @@ import (
 //     lists the aborted transactions (producer id, first offset) that
 //     overlap the returned batches, from the local log's aborted-
 //     transaction index (hotlog/doc.go, "Transactions") or, for cold reads,
-//     from the tiered objects' sections (coldpath.go). Every answer carries
+//     from the tiered objects' sections (cold_wiring.go, tier.ColdSource). Every answer carries
 //     LastStableOffset.
 //   - Only the leader serves fetches; others answer NOT_LEADER_OR_FOLLOWER
 //     with CurrentLeader (v12+) and the leaders' endpoints (v16+).
@@ -46,7 +46,7 @@ import (
 //     refused follower fetch moves no replica state).
 //   - Tiering (issue 4): the log start offset is the start across both
 //     tiers; offsets below the local log start are read from the bucket
-//     (coldpath.go) without holding up the request's hot partitions (see
+//     (cold_wiring.go, tier.ColdSource) without holding up the request's hot partitions (see
 //     package fetch, "Cold reads"). A damaged or unreadable object is
 //     KAFKA_STORAGE_ERROR for that partition; its bytes are never served.
 

@@ -145,7 +145,7 @@ func (b *Broker) listOffset(ctx context.Context, p *partition, ts int64, iso fet
 // offsetForTimestampAcrossTiers searches the bucket's part first (it holds
 // the earlier offsets), then the hot log.
 func (b *Broker) offsetForTimestampAcrossTiers(ctx context.Context, p *partition, ts, visible int64) (hotlog.OffsetTime, bool, error) {
-	res, ok, err := b.coldOffsetForTimestamp(ctx, p, ts, p.logStartOffset())
+	res, ok, err := b.coldSrc.OffsetForTimestamp(ctx, tp(p), p.localLogStartOffset(), ts, p.logStartOffset())
 	if err != nil || ok {
 		return res, ok, err
 	}
@@ -159,7 +159,7 @@ func (b *Broker) maxTimestampAcrossTiers(ctx context.Context, p *partition, visi
 	if err != nil {
 		return local, false, err
 	}
-	cold, coldOK, err := b.coldMaxTimestamp(ctx, p)
+	cold, coldOK, err := b.coldSrc.MaxTimestamp(ctx, tp(p), p.localLogStartOffset())
 	if err != nil {
 		return cold, false, err
 	}

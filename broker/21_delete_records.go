@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,7 +20,7 @@ import (
 //   - a topic whose cleanup.policy lacks "delete" is POLICY_VIOLATION, as
 //     in Kafka;
 //   - otherwise the log start moves up to offset (never down) in both tiers
-//     (tiering_retention.go: etcd's tiered log start first, then the hot
+//     (tier.Service.DeleteRecords: etcd's tiered log start first, then the hot
 //     log), tiered segments wholly below it are removed (manifest entry,
 //     then object), and the answer is the new low watermark. With replicas (issue 5) Kafka waits, up to
 //     the request timeout, until every replica's log start got there; a
@@ -69,17 +68,11 @@ func (b *Broker) deleteRecords(ctx context.Context, topic string, index int32, o
 	if offset < 0 || offset > hw {
 		return -1, kerr.OffsetOutOfRange.Code
 	}
-	if err := b.raiseLogStart(ctx, p, offset); err != nil {
+	if err := b.tiering.DeleteRecords(ctx, tierPartition{p, b}, offset); err != nil {
 		code := dataPathErrorCode(err)
 		b.log.Warn("delete records failed", "topic", topic, "partition", index, "offset", offset,
 			"err", fmt.Errorf("broker: delete records: %w", err))
 		return -1, code
-	}
-	if b.objects != nil {
-		// Entries wholly below the new start go now (retention would later).
-		if err := b.applyRemoteRetention(ctx, p, time.Now()); err != nil {
-			b.log.Warn("delete records: removing tiered segments", "topic", topic, "partition", index, "err", err)
-		}
 	}
 	return p.logStartOffset(), 0
 }

@@ -30,8 +30,8 @@ import (
 // TOPIC_AUTHORIZATION_FAILED otherwise.
 //
 // Across tiers (issue 4): an epoch that ended in the bucket is answered
-// from the tiered objects' leader-epoch ranges (coldpath.go,
-// coldEpochEndOffset): the hot log's checkpoint no longer knows epochs
+// from the tiered objects' leader-epoch ranges
+// (tier.ColdSource.EpochEndOffset): the hot log's checkpoint no longer knows epochs
 // whose segments were deleted locally. Later epochs come from the hot log.
 
 func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -81,7 +81,7 @@ func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.Offse
 		sp.LeaderEpoch, sp.EndOffset = current, p.log.LogEndOffset()
 		return sp
 	}
-	epoch, end, inBucket, err := b.coldEpochEndOffset(ctx, p, rp.LeaderEpoch)
+	epoch, end, inBucket, err := b.coldSrc.EpochEndOffset(ctx, tp(p), p.localLogStartOffset(), rp.LeaderEpoch)
 	if err != nil {
 		sp.ErrorCode = dataPathErrorCode(err)
 		b.log.Warn("offset for leader epoch from the bucket failed", "topic", topic, "partition", rp.Partition, "err", err)
@@ -113,7 +113,7 @@ func (b *Broker) followerEpochEndOffset(ctx context.Context, p *partition,
 		return sp
 	}
 	if rp.LeaderEpoch < p.leaderEpoch() {
-		if e, o, inBucket, err := b.coldEpochEndOffset(ctx, p, rp.LeaderEpoch); err == nil && inBucket {
+		if e, o, inBucket, err := b.coldSrc.EpochEndOffset(ctx, tp(p), p.localLogStartOffset(), rp.LeaderEpoch); err == nil && inBucket {
 			epoch, end = e, o
 		}
 	}

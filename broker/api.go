@@ -84,10 +84,10 @@ type Config struct {
 	// whole log stays local (retention.* applies locally).
 	ObjectStore tier.ObjectStore
 	// Tier configures the uploader, local/remote retention and upload-lag
-	// throttling (tiering.go). Zero values get defaults.
+	// throttling (tier.Config). Zero values get defaults.
 	Tier TierConfig
 	// Cold configures the cold reader that serves offsets below the local
-	// log start from the bucket (coldpath.go; tier.ColdConfig documents
+	// log start from the bucket (cold_wiring.go; tier.ColdConfig documents
 	// fields and defaults). Unused when ObjectStore is nil.
 	Cold tier.ColdConfig
 	// Cleaner configures the log cleaner of compacted topics (cleaner.go).
@@ -198,7 +198,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.Tier = c.Tier.withDefaults()
+	c.Tier = c.Tier.WithDefaults()
 	c.Cleaner = c.Cleaner.withDefaults()
 	if c.TransactionVersion == 0 {
 		c.TransactionVersion = maxTransactionVersion
@@ -229,8 +229,8 @@ func (c Config) Validate() error {
 	case c.TransactionVersion < 1 || c.TransactionVersion > maxTransactionVersion:
 		return fmt.Errorf("%w: transaction.version %d (supported: 1-%d)", ErrInvalidConfig, c.TransactionVersion, maxTransactionVersion)
 	}
-	if err := c.Tier.withDefaults().validate(); err != nil {
-		return err
+	if err := c.Tier.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := c.Cleaner.withDefaults().validate(); err != nil {
 		return err
@@ -306,13 +306,16 @@ type Broker struct {
 	manifest *tier.Manifest
 	objects  tier.ObjectStore
 	// cold serves reads below the local log start from objects (nil when
-	// tiering is off). Set by New, closed by shutdown (coldpath.go).
-	cold *tier.ColdReader
+	// tiering is off); coldSrc reads a partition's history through it.
+	// Set by New, closed by shutdown (cold_wiring.go).
+	cold    *tier.ColdReader
+	coldSrc tier.ColdSource
 	// compactor rewrites tiered objects of compacted topics (nil when
 	// tiering is off; cleaner_tier.go).
 	compactor *tier.Compactor
-	// tiering is the uploader's and tier retention's state (tiering.go).
-	tiering tieringState
+	// tiering runs the uploader, retention across tiers, the sweeper and
+	// the merge pass (package tier; tier_wiring.go). Set by New.
+	tiering *tier.Service
 
 	// reg is the live etcd registration (its Epoch decides which
 	// partition states this broker may lead). Guarded by regMu.
@@ -354,7 +357,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	if err := b.startCompactor(); err != nil {
 		return nil, fmt.Errorf("broker: tiered compactor: %w", err)
 	}
-	b.tiering.init(cfg.Tier.UploadConcurrency)
+	b.tiering = b.newTierService()
 	groups, err := b.newCoordinator()
 	if err != nil {
 		return nil, err
@@ -446,9 +449,11 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	b.loops.Add(2)
 	go b.retentionLoop()
 	if b.objects != nil {
-		b.loops.Add(2)
-		go b.tierLoop()
-		go b.tierJanitorLoop()
+		b.loops.Add(1)
+		go func() {
+			defer b.loops.Done()
+			b.tiering.Run(b.lifetime)
+		}()
 	}
 	if !b.cfg.Cleaner.Disable {
 		b.loops.Add(1)

@@ -16,7 +16,7 @@ package broker
 //     of about segment.bytes (small ones merged), and the manifest entries
 //     are swapped in one etcd transaction; the old objects are deleted
 //     after a grace period (cold reads in flight finish; a reader that
-//     finds an object gone looks the offset up again, coldpath.go).
+//     finds an object gone looks the offset up again, tier.ColdSource).
 //  4. The tier checkpoint moves to mapEnd.
 
 import (

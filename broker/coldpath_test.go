@@ -84,27 +84,18 @@ func produceColdHistory(t *testing.T, b *Broker) {
 	deadline := time.Now().Add(60 * time.Second)
 	for p.localLogStartOffset() <= coldRecords/2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("history not tiered: local start %d, %d manifest entries, sealed %d, counters %+v, upload state %+v",
+			t.Fatalf("history not tiered: local start %d, %d manifest entries, sealed %d, counters %+v, last upload error %q",
 				p.localLogStartOffset(), len(p.manifest.Segments(p.topicID, p.index)), len(p.log.SealedSegments()),
-				b.TierCounters(), b.uploadStateOf(p))
+				b.TierCounters(), b.partitionTierStatus(p).LastError)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Let the uploader and local retention settle, so the offsets checked
 	// next do not move under the checks.
-	waitUntil(t, 60*time.Second, func() bool { return len(b.pendingSegments(p)) == 0 })
+	waitUntil(t, 60*time.Second, func() bool { return len(b.tiering.PendingSegments(tierPartition{p, b})) == 0 })
 	for prev := int64(-1); prev != p.localLogStartOffset(); time.Sleep(300 * time.Millisecond) {
 		prev = p.localLogStartOffset()
 	}
-}
-
-func (b *Broker) uploadStateOf(p *partition) uploadState {
-	b.tiering.mu.Lock()
-	defer b.tiering.mu.Unlock()
-	if s := b.tiering.parts[tp(p)]; s != nil {
-		return *s
-	}
-	return uploadState{}
 }
 
 func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
@@ -264,7 +255,7 @@ func TestColdIsolation(t *testing.T) {
 	tb := startTestBroker(t, metadatatest.StartEmbedded(t), dir, coldBrokerConfig(mem))
 	produceColdHistory(t, tb.b)
 	p, _ := tb.b.lookupPartition(coldTopic, 0)
-	waitUntil(t, 30*time.Second, func() bool { return len(tb.b.pendingSegments(p)) == 0 }) // uploader idle
+	waitUntil(t, 30*time.Second, func() bool { return len(tb.b.tiering.PendingSegments(tierPartition{p, tb.b})) == 0 }) // uploader idle
 	partDir := tb.b.partitionDir(coldTopic, 0)
 	before := openLogFiles(t, partDir)
 	var opened atomic.Value
@@ -393,7 +384,7 @@ func TestColdOffsetForLeaderEpochAcrossTiers(t *testing.T) {
 	}
 	// The first epochs' answers came from the bucket, not the hot log.
 	for e := 0; e < 2; e++ {
-		if _, _, inBucket, err := tb.b.coldEpochEndOffset(testCtx(t), p, first+int32(e)); !inBucket || err != nil {
+		if _, _, inBucket, err := tb.b.coldSrc.EpochEndOffset(testCtx(t), tp(p), p.localLogStartOffset(), first+int32(e)); !inBucket || err != nil {
 			t.Errorf("epoch %d not answered from the bucket: %v", first+int32(e), err)
 		}
 	}

@@ -56,7 +56,7 @@ func topicConfigEntries(overrides, brokerDefaults map[string]string) []configEnt
 
 // topicDefaults are the topic configs whose default is a broker flag.
 func (b *Broker) topicDefaults() map[string]string {
-	return map[string]string{"tier.upload.max.lag.ms": strconv.FormatInt(b.uploadMaxLagMs(), 10)}
+	return map[string]string{"tier.upload.max.lag.ms": strconv.FormatInt(b.cfg.Tier.UploadMaxLagMs(), 10)}
 }
 
 // brokerConfigEntries lists this broker's static, read-only configs.

@@ -94,55 +94,21 @@
 // partitionState.mu and the hotlog's locks. The coordinator never calls
 // into the broker while holding its lock.
 //
-// # Tiering (tiering*.go, DESIGN.md §5)
+// # Tiering (package tier; tier_wiring.go, cold_wiring.go, tier_restart.go)
 //
 // With Config.ObjectStore set (cmd: --object-store), partitions of topics
 // with remote.storage.enable=true (any cleanup.policy) keep only a hot
 // tail locally; history lives in the bucket, indexed by the tier manifest
 // in etcd (metadata/tier.go) and mirrored in memory by one tier.Manifest
 // per broker, fed by the watch loop, snapshots and the uploader's own
-// commits. Two tier goroutines run: tierLoop (the uploader; it refreshes
-// upload lags and starts uploads in goroutines of their own, never doing
-// object-store I/O itself) and tierJanitorLoop (due object deletes, the
-// orphan sweeper and the merge pass of small objects, tiering_merge.go):
-//
-//   - the uploader, every Tier.UploadInterval, for the partitions this
-//     node leads: first the active segments that tier.upload.max.lag.ms
-//     says are due are rolled (tiering_bound.go); then each sealed, non-empty segment wholly below the HW and
-//     LSO that the manifest does not cover, in offset order, is encoded
-//     (tier.EncodeSegmentObject over an open fd of the .log, so retention
-//     cannot pull it away), Put under a fresh key (multipart and part
-//     retries in the s3 backend, transient retries in objstore.Retrying),
-//     verified (HEAD + footer read back equal to what was encoded), then
-//     committed with metadata.CommitTierEntry (create-if-absent CAS). A
-//     partition stops at its first failure, so its manifest never has a
-//     gap, and retries later with exponential backoff (Tier.RetryBackoff
-//     .. MaxRetryBackoff). A commit that reports ErrTierEntryExists (an
-//     earlier attempt committed but its answer was lost) adopts the
-//     committed entry when it covers the same offsets and deletes the new
-//     object. topic.json is written before a topic's first upload and
-//     after each config change.
-//   - remote-object deletes that are due (Tier.ObjectDeleteDelay after
-//     their manifest entry went, so cold readers in flight finish);
-//   - the orphan sweeper, every Tier.SweepInterval: objects under
-//     <cluster>/topics/ that no manifest entry names (checked again in etcd)
-//     and older than Tier.OrphanGrace are deleted, as are topic.json files
-//     of deleted topics — but only objects of a topic id etcd has live or
-//     records as deleted (metadata deleted-topics/<id>, TopicIDKnown): an
-//     id etcd does not know is an index lost or not yet rebuilt by
-//     `strata restore`, and its objects are kept (logged once per sweep).
-//
-// Retention (retentionLoop → applyRetention): a tiered log is opened with
-// local.retention.ms/bytes (capped by retention.*) as its retention, and
-// hotlog.ApplyRetentionBelow never deletes by time or size a segment that
-// ends above localDeleteLimit: the end of the manifest's gap-free run
-// (or the tiered log start). So a segment is deleted locally only after its
-// manifest entry exists. On the leader, remote retention then removes the
-// oldest entries wholly below the log start, older than retention.ms or
-// over retention.bytes (tiered bytes + local bytes above them): it raises
-// the tiered log start in etcd first, deletes the entries (CAS on their
-// versions), then queues their objects for deletion — manifest entry
-// first, then object.
+// commits. The uploader, retention across tiers, the orphan sweeper, the
+// merge pass and the upload-lag bound are tier.Service (tier/doc.go,
+// "Tiering service"); the broker builds it over adapters of its partition
+// registry (tierPartition, tierRegistry, tierCleaning), runs it for its
+// lifetime, calls it from retentionLoop, Produce (upload-lag throttling)
+// and DeleteRecords, and answers `strata tier status` and `tier verify`
+// from it. Reads below the local log start go through tier.ColdSource
+// (cold_wiring.go adds the per-client cold-read budget, a client quota).
 //
 // Internal topics: __consumer_offsets is tiered whenever a bucket is
 // configured (remote.storage.enable does not matter), so the history of
@@ -153,31 +119,18 @@
 // cleans it, up to what is tiered (firstUncleanable). __transaction_state
 // is never tiered.
 //
-// Leader restart at the tiered end (tiering_restore_safety.go): a replica
-// about to lead whose local log ends below the end of the manifest's
-// gap-free run (an empty disk after a restore or a disk loss) first
-// restarts its log empty at that end (hotlog.ResetToWithProducerSnapshot
-// with the producer state of the object ending there, read from the bucket
-// before the replica mutex is taken and bounded by snapshotReadTimeout;
-// else ResetTo), then becomes leader: new records get offsets from that
-// end on, and everything below it is served from the bucket. The restart
-// of a follower at its leader's local start shares the helpers
+// Leader restart at the tiered end (tier_restart.go): a replica about to
+// lead whose local log ends below the end of the manifest's gap-free run
+// (an empty disk after a restore or a disk loss) first restarts its log
+// empty at that end (hotlog.ResetToWithProducerSnapshot with the producer
+// state of the object ending there, read from the bucket before the
+// replica mutex is taken and bounded by snapshotReadTimeout; else
+// ResetTo), then becomes leader: new records get offsets from that end on,
+// and everything below it is served from the bucket. The restart of a
+// follower at its leader's local start shares the helpers
 // (fetcher_snapshot.go).
 //
 // Log start across tiers: partition.logStartOffset() = max(tiered log
-// start, min(first tiered offset, hot log start)); DeleteRecords raises the
-// tiered log start in etcd (so a restart cannot resurrect offsets from the
-// bucket), then the hot log's, then removes entries wholly below it.
-//
-// Upload lag: after each look at a partition the uploader stores the bytes
-// of its sealed segments not yet in the manifest (partition.uploadLag).
-// While that exceeds Tier.MaxUploadLagBytes (tier.upload.max.lag.bytes), a
-// Produce to the partition waits up to Tier.ThrottleWait for it to fall,
-// then answers THROTTLING_QUOTA_EXCEEDED (retriable), so a broker cut off
-// from its bucket stops taking data before its disk fills.
-//
-// State: tieringState.mu guards the per-partition upload bookkeeping,
-// pending deletes, topic.json memory and counters; it is never held across
-// I/O and nests inside nothing. With several brokers (issue 5) only
-// leaders upload and retain, and only the controller should sweep.
+// start, min(first tiered offset, hot log start))
+// (tier.Manifest.LogStartAcrossTiers).
 package broker

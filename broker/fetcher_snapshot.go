@@ -10,7 +10,7 @@ package broker
 // misses the batches between it and S, which the follower cannot replay
 // (they are not in its new log). Without one the reset starts empty, as
 // before, with a warning. A replica about to lead below the tiered end
-// restarts the same way (tiering_restore_safety.go).
+// restarts the same way (tier_restart.go).
 
 import (
 	"context"

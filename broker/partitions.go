@@ -287,7 +287,7 @@ func (b *Broker) retentionLoop() {
 		case <-b.lifetime.Done():
 			return
 		case now := <-t.C:
-			b.applyRetention(now)
+			b.tiering.ApplyRetention(b.lifetime, now)
 		}
 	}
 }
@@ -299,7 +299,7 @@ func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfi
 		retentionMs, retentionBytes = -1, -1
 	}
 	// A tiered partition keeps only its hot tail (local.retention.*) on
-	// disk, compacted or not (the bucket keeps the rest); applyRetention
+	// disk, compacted or not (the bucket keeps the rest); tier retention
 	// also never deletes what the manifest lacks. __consumer_offsets keeps
 	// its untiered retention (keepsLocalLog).
 	if b.tieringEnabled(topic, cfg) && !keepsLocalLog(topic) {

@@ -60,7 +60,7 @@ type partition struct {
 	topicID metadata.TopicID
 	index   int32
 	log     *hotlog.Log
-	// manifest is the broker's tier manifest (never nil); tiering.go
+	// manifest is the broker's tier manifest (never nil); tier_wiring.go
 	// derives the partition's global log start from it.
 	manifest *tier.Manifest
 	// uploadLag is the bytes of sealed segments not yet tiered, as of the
@@ -88,8 +88,8 @@ type partition struct {
 //	func (p *partition) leader() int32                     // this node while its replica leads, else the state's other leader or -1
 //	func (p *partition) isLeader() bool                    // the replica leads now (replica.go)
 //	func (p *partition) waitHighWatermark(ctx context.Context, offset int64) error // until HW > offset
-//	func (p *partition) logStartOffset() int64      // Kafka's log start across both tiers (tiering.go)
-//	func (p *partition) localLogStartOffset() int64 // the hot log's start (tiering.go)
+//	func (p *partition) logStartOffset() int64      // Kafka's log start across both tiers (tier_wiring.go)
+//	func (p *partition) localLogStartOffset() int64 // the hot log's start (tier_wiring.go)
 //
 // Lookups on the broker (implemented in partitions.go), returning a Kafka
 // error code (0 when found): UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,

@@ -109,7 +109,7 @@ func TestTierUploadsOnlyTheUncoveredPart(t *testing.T) {
 	}
 	seg := p.log.SealedSegments()[0]
 	uploadPrefix(t, tb.b, p, seg, 8) // the old leader's object: offsets 0-7
-	if err := tb.b.uploadPartition(testCtx(t), p); err != nil {
+	if err := tb.b.tiering.UploadPartition(testCtx(t), tierPartition{p, tb.b}); err != nil {
 		t.Fatal(err)
 	}
 	entries := p.manifest.Segments(p.topicID, p.index)
@@ -144,7 +144,7 @@ func uploadPrefix(t *testing.T, b *Broker, p *partition, seg hotlog.SegmentInfo,
 	if err := b.objects.Put(testCtx(t), key, obj.NewReader(), obj.Size()); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.commitSegment(testCtx(t), p, entryFor(p, obj, key)); err != nil {
+	if err := b.tiering.CommitSegment(testCtx(t), tierPartition{p, b}, tier.EntryFor(tp(p), obj, key)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -122,13 +122,13 @@ func TestTierMergeSmallObjects(t *testing.T) {
 	const target = 96 << 10
 	setSegmentBytes(t, adm, p, "merge", target)
 	// A pass as of the start: no object is MergeGrace old yet.
-	tb.b.mergeTierRound(testCtx(t), start)
+	tb.b.tiering.MergeRound(testCtx(t), start)
 	if c := tb.b.TierCounters(); c.MergePasses != 1 || c.MergeObjectsIn != 0 ||
 		len(p.manifest.Segments(p.topicID, p.index)) != len(before) {
 		t.Fatalf("objects younger than the grace period merged: counters %+v", c)
 	}
 	localStart := p.localLogStartOffset()
-	tb.b.mergeTierRound(testCtx(t), time.Now())
+	tb.b.tiering.MergeRound(testCtx(t), time.Now())
 	after := p.manifest.Segments(p.topicID, p.index)
 	c := tb.b.TierCounters()
 	if len(after) >= len(before)/3 || c.MergePasses != 2 || c.MergeObjectsIn-c.MergeObjectsOut != int64(len(before)-len(after)) {
@@ -182,7 +182,7 @@ func TestTierMergeSmallObjects(t *testing.T) {
 	checkTiered(t, tb, mem, "merge", 0) // gap-free, every record right, no other object left
 
 	// A second pass finds nothing to merge.
-	tb.b.mergeTierRound(testCtx(t), time.Now())
+	tb.b.tiering.MergeRound(testCtx(t), time.Now())
 	again := p.manifest.Segments(p.topicID, p.index)
 	if c2 := tb.b.TierCounters(); c2.MergePasses != 3 || c2.MergeObjectsIn != c.MergeObjectsIn ||
 		!slices.EqualFunc(again, after, func(a, b metadata.TierEntry) bool { return a.Key == b.Key }) {
@@ -237,13 +237,13 @@ func TestTierMergeCompactedTopic(t *testing.T) {
 	before := p.manifest.Segments(p.topicID, p.index)
 
 	// Checkpoint 0 (a new leader): every byte is dirty, the cleaner is due.
-	if runs := tb.b.planMerges(p, time.Now()); len(runs) != 0 {
+	if runs := tb.b.tiering.PlanMerges(tierPartition{p, tb.b}, time.Now()); len(runs) != 0 {
 		t.Fatalf("merges planned while the tiered cleaner is due: %v", runs)
 	}
 	// Two thirds cleaned: not due; runs stay on one side of the checkpoint.
 	checkpoint := before[len(before)*2/3].BaseOffset
 	p.cleaned.tierCheckpoint.Store(checkpoint)
-	runs := tb.b.planMerges(p, time.Now())
+	runs := tb.b.tiering.PlanMerges(tierPartition{p, tb.b}, time.Now())
 	if len(runs) == 0 {
 		t.Fatal("nothing planned once the cleaner is not due")
 	}
@@ -252,7 +252,7 @@ func TestTierMergeCompactedTopic(t *testing.T) {
 			t.Fatalf("run %v crosses the tier checkpoint %d", r, checkpoint)
 		}
 	}
-	tb.b.mergeTierRound(testCtx(t), time.Now())
+	tb.b.tiering.MergeRound(testCtx(t), time.Now())
 	after := p.manifest.Segments(p.topicID, p.index)
 	if len(after) >= len(before) || !slices.ContainsFunc(after, func(e metadata.TierEntry) bool { return e.BaseOffset == checkpoint }) {
 		t.Fatalf("%d objects merged into %d; want fewer and one starting at the checkpoint %d", len(before), len(after), checkpoint)

@@ -377,4 +377,77 @@
 // bounded (sections by MaxIndexSectionBytes, decompression by
 // MaxBatchBytes) and checked (footer, section and chunk CRCs, batch CRCs,
 // snapshot invariants): damage is ErrCorruptObject, never a panic.
+//
+// # Tiering service (service.go, uploader.go, retention.go, sweeper.go, merger.go, bound.go, status.go)
+//
+// Service runs tiering for one broker. It owns the upload bookkeeping,
+// the delayed object deletes, the topic.json memory and the counters
+// (Service.mu guards them; it is never held across I/O and nests inside
+// nothing). Everything else it reads through consumer-owned interfaces:
+// Partition (a local replica's hot log, configs, leadership, high
+// watermark and last stable offset, upload lag), Registry (the local
+// replicas and topics), Store (the metadata store's tier slice:
+// CommitTierEntryRev, TierEntries, DeleteTierEntries, RaiseTierLogStart,
+// TopicIDKnown) and Cleaning (the tiered cleaner's checkpoint and
+// due-ness, and its delayed deletes). It never imports the broker.
+//
+// Run starts two goroutines. The uploader never does object-store I/O
+// itself (uploads run in goroutines of their own, at most
+// UploadConcurrency), so a hanging bucket cannot stop upload lags from
+// being refreshed. The janitor runs the due object deletes, the orphan
+// sweeper and the merge pass.
+//
+//   - Uploader (UploadRound, every UploadInterval or when an upload
+//     finishes), for the partitions this broker leads: first the active
+//     segments tier.upload.max.lag.ms says are due are rolled (bound.go:
+//     once the first batch is half the bound old); then each sealed,
+//     non-empty segment wholly below the HW and LSO that the manifest does
+//     not cover, in offset order, is encoded (EncodeSegmentObject over an
+//     open fd of the .log, so retention cannot pull it away), Put, verified
+//     (HEAD + footer read back equal to what was encoded), then committed
+//     with a create-if-absent CAS. A partition stops at its first failure,
+//     so its manifest never has a gap, and retries later with exponential
+//     backoff (RetryBackoff .. MaxRetryBackoff), re-putting the same key
+//     for the same segment and epoch. A commit that reports
+//     ErrTierEntryExists (an earlier attempt committed but its answer was
+//     lost) adopts the committed entry when it covers the same offsets and
+//     deletes the new object. Only the part of a segment the manifest does
+//     not cover is uploaded (after a leader change the new leader's
+//     segment may straddle the old leader's last object). topic.json is
+//     written before a topic's first upload and after each config change.
+//   - Local retention (ApplyRetention, from the broker's retention loop):
+//     a tiered log never deletes by time or size a segment that ends above
+//     the end of the manifest's gap-free run (or the tiered log start), so
+//     a segment is deleted locally only after its manifest entry exists.
+//   - Remote retention, on the leader: the oldest entries wholly below the
+//     log start, older than retention.ms or over retention.bytes (tiered
+//     bytes + local bytes above them) go: the tiered log start is raised in
+//     etcd first, the entries deleted (CAS on their versions), and their
+//     objects deleted ObjectDeleteDelay later, so cold readers in flight
+//     finish — manifest entry first, then object. DeleteRecords raises the
+//     log start the same way (etcd first, so a restart cannot resurrect
+//     offsets from the bucket, then the hot log) and removes the entries
+//     wholly below it at once.
+//   - Orphan sweeper (every SweepInterval; every broker sweeps): objects
+//     under <cluster>/topics/ older than OrphanGrace that no manifest entry
+//     names, checked again against etcd, are deleted, as are topic.json
+//     files of deleted topics; but only objects of a topic id etcd has live
+//     or records as deleted: an id etcd does not know is an index lost or
+//     not yet rebuilt by `strata restore`, and its objects are kept.
+//   - Merge pass (merger.go, every MergeInterval): see PlanMerges below.
+//   - Upload lag: after each look at a partition the uploader stores the
+//     bytes of its sealed segments not yet in the manifest
+//     (Partition.UploadLag). While that exceeds MaxUploadLagBytes,
+//     ThrottleUploadLag makes a Produce wait up to ThrottleWait for it to
+//     fall, then fails with ErrUploadLag (the broker answers
+//     THROTTLING_QUOTA_EXCEEDED), so a broker cut off from its bucket stops
+//     taking data before its disk fills.
+//
+// ColdSource (coldsource.go) serves a partition's offsets below its local
+// log start from the objects the manifest names, through the broker's
+// ColdReader: a read looks its entry up again after ErrObjectGone (an
+// object swapped out by cleaning or merging), walks at most 4 entries past
+// compaction gaps, and collects read_committed aborts from at most 8
+// objects' sections and then the local log. Failures other than
+// cancellation wrap hotlog.ErrStorage.
 package tier

@@ -1,4 +1,4 @@
-package broker
+package tier
 
 // The bucket's recovery point: tier.upload.max.lag.ms bounds how long a
 // committed record stays out of the bucket. The leader rolls its active
@@ -10,7 +10,7 @@ package broker
 // uploading a part of the active segment keeps one rule for everything
 // that reads objects: each object is a whole local segment, with an exact
 // producer snapshot at its end (hotlog writes one at every roll). The
-// small objects this makes are merged in the bucket later.
+// small objects this makes are merged in the bucket later (merger.go).
 
 import (
 	"time"
@@ -18,21 +18,21 @@ import (
 	"github.com/strata-log/strata/metadata"
 )
 
-// uploadMaxLagMs is the broker's default for tier.upload.max.lag.ms, in
+// UploadMaxLagMs is the broker's default for tier.upload.max.lag.ms, in
 // milliseconds; -1 when the bound is off.
-func (b *Broker) uploadMaxLagMs() int64 {
-	if b.cfg.Tier.UploadMaxLag < 0 {
+func (c Config) UploadMaxLagMs() int64 {
+	if c.UploadMaxLag < 0 {
 		return -1
 	}
-	return b.cfg.Tier.UploadMaxLag.Milliseconds()
+	return c.UploadMaxLag.Milliseconds()
 }
 
-// uploadMaxLag is a topic's bound: its own tier.upload.max.lag.ms, else
+// UploadMaxLagOf is a topic's bound: its own tier.upload.max.lag.ms, else
 // the broker's; ok is false when the bound is off.
-func (b *Broker) uploadMaxLag(cfg metadata.TopicConfig) (bound time.Duration, ok bool) {
+func (c Config) UploadMaxLagOf(cfg metadata.TopicConfig) (bound time.Duration, ok bool) {
 	ms := cfg.TierUploadMaxLagMs
 	if ms == 0 {
-		ms = b.uploadMaxLagMs()
+		ms = c.UploadMaxLagMs()
 	}
 	return time.Duration(ms) * time.Millisecond, ms > 0
 }
@@ -40,21 +40,19 @@ func (b *Broker) uploadMaxLag(cfg metadata.TopicConfig) (bound time.Duration, ok
 // rollForUploadBound rolls p's active segment when its committed records
 // would otherwise stay out of the bucket longer than the bound allows.
 // REQUIRES: p is led here and tiered.
-func (b *Broker) rollForUploadBound(p *partition, now time.Time) {
-	bound, ok := b.uploadMaxLag(p.config())
+func (s *Service) rollForUploadBound(p Partition, now time.Time) {
+	bound, ok := s.cfg.UploadMaxLagOf(p.Config())
 	if !ok {
 		return
 	}
-	stable := min(p.highWatermark(), p.lastStableOffset())
-	rolled, err := p.log.RollIfOlder(now, bound/2, stable)
+	stable := min(p.HighWatermark(), p.LastStableOffset())
+	rolled, err := p.Log().RollIfOlder(now, bound/2, stable)
 	if err != nil {
-		b.log.Warn("rolling for tier.upload.max.lag.ms", "topic", p.topic, "partition", p.index, "err", err)
+		s.log.Warn("rolling for tier.upload.max.lag.ms", "topic", p.Topic(), "partition", p.Key().Partition, "err", err)
 		return
 	}
 	if rolled {
-		b.tiering.mu.Lock()
-		b.tiering.counters.BoundRolls++
-		b.tiering.mu.Unlock()
+		s.count(func(c *Counters) { c.BoundRolls++ })
 	}
 }
 
@@ -63,19 +61,20 @@ func (b *Broker) rollForUploadBound(p *partition, now time.Time) {
 // hotlog.Log.FirstAppendAt: an upper bound, tight to about a second even on
 // a leader whose segment it appended as a follower) and the local bytes
 // from it on. Zero when the bucket holds everything committed and stable.
-func bucketLag(p *partition, now time.Time) (lag time.Duration, bytes int64) {
-	covered, _ := p.manifest.ContiguousEnd(p.topicID, p.index)
-	covered = max(covered, p.logStartOffset())
-	if covered >= min(p.highWatermark(), p.lastStableOffset()) {
+func (s *Service) bucketLag(p Partition, now time.Time) (lag time.Duration, bytes int64) {
+	k, log := p.Key(), p.Log()
+	covered, _ := s.manifest.ContiguousEnd(k.TopicID, k.Partition)
+	covered = max(covered, s.logStart(p))
+	if covered >= min(p.HighWatermark(), p.LastStableOffset()) {
 		return 0, 0
 	}
-	if at, ok := p.log.FirstAppendAt(covered); ok {
+	if at, ok := log.FirstAppendAt(covered); ok {
 		lag = max(now.Sub(time.UnixMilli(at)), 0)
 	}
-	bytes = p.log.Size()
-	for _, s := range p.log.SealedSegments() {
-		if s.NextOffset <= covered {
-			bytes -= s.Size
+	bytes = log.Size()
+	for _, seg := range log.SealedSegments() {
+		if seg.NextOffset <= covered {
+			bytes -= seg.Size
 		}
 	}
 	return lag, bytes

@@ -1,0 +1,223 @@
+package tier
+
+// Retention across tiers: local retention of a tiered partition deletes
+// only segments the manifest already holds; on the leader, retention.ms
+// and retention.bytes then remove the oldest manifest entries, and their
+// objects are deleted ObjectDeleteDelay later.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
+)
+
+// localDeleteLimit is the offset below which local retention may delete
+// segments of a tiered partition: the end of the gap-free run of manifest
+// entries when that run starts at or below the local log start, and never
+// less than the tiered log start (offsets below it are deleted anyway).
+// Nothing is deletable by time or size before its entry is committed.
+func (s *Service) localDeleteLimit(p Partition) int64 {
+	k := p.Key()
+	limit := s.manifest.LogStart(k.TopicID, k.Partition)
+	first, _, ok := s.manifest.Range(k.TopicID, k.Partition)
+	if end, _ := s.manifest.ContiguousEnd(k.TopicID, k.Partition); ok && first <= p.Log().LogStartOffset() {
+		limit = max(limit, end)
+	}
+	return limit
+}
+
+// ApplyRetention runs every local log's retention; tiered partitions keep
+// every segment the manifest does not hold yet, and (on the leader) apply
+// retention.ms/bytes to the bucket. ctx bounds the bucket's part.
+func (s *Service) ApplyRetention(ctx context.Context, now time.Time) {
+	for _, p := range s.reg.LocalPartitions() {
+		s.applyRetention(ctx, p, now)
+	}
+}
+
+func (s *Service) applyRetention(ctx context.Context, p Partition, now time.Time) {
+	tiered := p.Tiered()
+	var n int
+	var err error
+	if tiered {
+		n, err = p.Log().ApplyRetentionBelow(now, s.localDeleteLimit(p))
+	} else {
+		n, err = p.Log().ApplyRetention(now)
+	}
+	switch {
+	case err != nil && !errors.Is(err, hotlog.ErrClosed):
+		s.log.Warn("retention failed", "topic", p.Topic(), "partition", p.Key().Partition, "err", err)
+	case n > 0:
+		s.log.Info("retention deleted segments", "topic", p.Topic(), "partition", p.Key().Partition, "segments", n, "tiered", tiered)
+	}
+	if tiered && n > 0 {
+		s.count(func(c *Counters) { c.LocalSegmentsFreed += int64(n) })
+	}
+	if s.objects != nil && p.Leads() {
+		if err := s.applyRemoteRetention(ctx, p, now); err != nil && ctx.Err() == nil {
+			s.log.Warn("remote retention failed", "topic", p.Topic(), "partition", p.Key().Partition, "err", err)
+		}
+	}
+}
+
+// remoteDoomed counts the oldest manifest entries that retention removes:
+// those wholly below the log start, then by retention.ms (max timestamp
+// older than now - retention.ms), then by retention.bytes over the whole
+// log (tiered bytes plus local bytes above the tiered range).
+func (s *Service) remoteDoomed(p Partition, entries []metadata.TierEntry, cfg metadata.TopicConfig, now time.Time) int {
+	n := 0
+	start := s.logStart(p)
+	for n < len(entries) && entries[n].LastOffset < start {
+		n++
+	}
+	if !cfg.HasDelete() {
+		return n
+	}
+	if cfg.RetentionMs >= 0 {
+		limit := now.UnixMilli() - cfg.RetentionMs
+		for n < len(entries) && entries[n].MaxTimestamp < limit {
+			n++
+		}
+	}
+	if cfg.RetentionBytes >= 0 {
+		total := totalLogBytes(p.Log(), entries)
+		for _, e := range entries[:n] {
+			total -= e.Size
+		}
+		for n < len(entries) && total-entries[n].Size >= cfg.RetentionBytes {
+			total -= entries[n].Size
+			n++
+		}
+	}
+	return n
+}
+
+// totalLogBytes is the size of the whole log: every tiered object plus the
+// local segments above the tiered range.
+func totalLogBytes(log *hotlog.Log, entries []metadata.TierEntry) int64 {
+	var total int64
+	for _, e := range entries {
+		total += e.Size
+	}
+	tieredEnd := entries[len(entries)-1].LastOffset + 1
+	for _, seg := range log.SealedSegments() {
+		if seg.BaseOffset >= tieredEnd {
+			total += seg.Size
+		}
+	}
+	return total + activeSegmentBytes(log)
+}
+
+// activeSegmentBytes is the hot log's size minus its sealed segments.
+func activeSegmentBytes(log *hotlog.Log) int64 {
+	size := log.Size()
+	for _, seg := range log.SealedSegments() {
+		size -= seg.Size
+	}
+	return max(size, 0)
+}
+
+// applyRemoteRetention removes the entries remoteDoomed picks: first the
+// log start moves past them, then the entries go from etcd (CAS on their
+// versions), and their objects are deleted ObjectDeleteDelay later.
+func (s *Service) applyRemoteRetention(ctx context.Context, p Partition, now time.Time) error {
+	k := p.Key()
+	entries := s.manifest.Segments(k.TopicID, k.Partition)
+	if len(entries) == 0 {
+		return nil
+	}
+	n := s.remoteDoomed(p, entries, p.Config(), now)
+	if n == 0 {
+		return nil
+	}
+	doomed := entries[:n]
+	if err := s.RaiseLogStart(ctx, p, doomed[n-1].LastOffset+1); err != nil {
+		return err
+	}
+	if err := s.store.DeleteTierEntries(ctx, k.TopicID, k.Partition, doomed); err != nil {
+		return fmt.Errorf("delete manifest entries: %w", err)
+	}
+	s.manifest.Removed(doomed)
+	due := now.Add(s.cfg.ObjectDeleteDelay)
+	s.mu.Lock()
+	for _, e := range doomed {
+		s.pendingDeletes = append(s.pendingDeletes, dueDelete{key: e.Key, due: due})
+	}
+	s.counters.RemoteEntriesGone += int64(n)
+	s.mu.Unlock()
+	s.log.Info("remote retention removed tiered segments", "topic", p.Topic(), "partition", k.Partition,
+		"segments", n, "log_start", doomed[n-1].LastOffset+1)
+	return nil
+}
+
+// deleteDueObjects deletes the objects whose delay has passed; failures
+// stay queued (and the sweeper catches what a crash forgets).
+func (s *Service) deleteDueObjects(ctx context.Context, now time.Time) {
+	s.mu.Lock()
+	var due, keep []dueDelete
+	for _, d := range s.pendingDeletes {
+		if now.Before(d.due) {
+			keep = append(keep, d)
+		} else {
+			due = append(due, d)
+		}
+	}
+	s.pendingDeletes = keep
+	s.mu.Unlock()
+	for _, d := range due {
+		err := s.objects.Delete(ctx, d.key)
+		s.mu.Lock()
+		if err != nil {
+			s.pendingDeletes = append(s.pendingDeletes, d)
+		} else {
+			s.counters.ObjectsDeleted++
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.log.Warn("deleting tiered object", "key", d.key, "err", err)
+			return
+		}
+	}
+}
+
+// RaiseLogStart moves the partition's log start up to offset across both
+// tiers: for a tiered partition the etcd record first (so a restart cannot
+// bring deleted offsets back from the bucket), then the hot log.
+// REQUIRES: offset <= HW.
+func (s *Service) RaiseLogStart(ctx context.Context, p Partition, offset int64) error {
+	k := p.Key()
+	_, _, hasTiered := s.manifest.Range(k.TopicID, k.Partition)
+	if p.Tiered() || hasTiered {
+		stored, err := s.store.RaiseTierLogStart(ctx, k.TopicID, k.Partition, offset)
+		if err != nil {
+			return fmt.Errorf("raise tiered log start: %w", err)
+		}
+		s.manifest.SetLogStart(k.TopicID, k.Partition, stored)
+	}
+	log := p.Log()
+	if offset <= log.LogStartOffset() {
+		return nil
+	}
+	return log.DeleteRecordsBefore(min(offset, log.LogEndOffset()))
+}
+
+// DeleteRecords moves p's log start up to offset across both tiers
+// (Kafka's DeleteRecords), then removes the manifest entries wholly below
+// it at once rather than at the next retention check; a failure of that
+// second step is logged (retention retries it).
+// REQUIRES: offset <= HW.
+func (s *Service) DeleteRecords(ctx context.Context, p Partition, offset int64) error {
+	if err := s.RaiseLogStart(ctx, p, offset); err != nil {
+		return err
+	}
+	if s.objects != nil {
+		if err := s.applyRemoteRetention(ctx, p, time.Now()); err != nil {
+			s.log.Warn("delete records: removing tiered segments", "topic", p.Topic(), "partition", p.Key().Partition, "err", err)
+		}
+	}
+	return nil
+}
