@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+
+	"github.com/strata-log/strata/broker/coordinator"
 )
 
-// memLog is an in-memory OffsetsLog. With holdHW set, the high watermark
+// memLog is an in-memory offsets partition (coordinator.Log). With holdHW set, the high watermark
 // stays where it is until release is called (a slow fsync).
 type memLog struct {
 	mu      sync.Mutex
@@ -16,7 +18,7 @@ type memLog struct {
 	changed chan struct{}
 }
 
-var _ OffsetsLog = (*memLog)(nil)
+var _ coordinator.Log = (*memLog)(nil)
 
 func newMemLog() *memLog { return &memLog{changed: make(chan struct{})} }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/broker/coordinator"
 )
 
 // memLog is an in-memory Log; every append is durable at once unless
@@ -25,7 +27,7 @@ func (l *memLog) Append(batch []byte) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failing {
-		return 0, ErrNotLeader
+		return 0, coordinator.ErrNotLed
 	}
 	b := append([]byte(nil), batch...)
 	binary.BigEndian.PutUint64(b[0:8], uint64(l.leo))
