@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/broker/coordinator/coordtest"
 )
 
 func testCoordinator(t *testing.T) *Coordinator {
@@ -43,7 +45,7 @@ func TestCoordinatorNotLeaderAndLoad(t *testing.T) {
 	if code := c.Commit(CommitInput{Group: "g", Generation: -1, Offsets: map[TopicPartition]Offset{{"t", 0}: {Offset: 1}}}); code != kerr.NotCoordinator.Code {
 		t.Fatalf("commit on a partition not led: %d", code)
 	}
-	log := newMemLog()
+	log := coordtest.NewMemLog()
 	c.BecomeLeader(c.PartitionFor("g"), log)
 	waitLoaded(t, c, "g")
 	if code := c.Commit(CommitInput{Group: "g", Generation: -1, Offsets: map[TopicPartition]Offset{{"t", 0}: {Offset: 42, LeaderEpoch: 3}}}); code != 0 {
@@ -65,10 +67,10 @@ func TestCoordinatorNotLeaderAndLoad(t *testing.T) {
 
 func TestCommitVisibleOnlyWhenDurable(t *testing.T) {
 	c := testCoordinator(t)
-	log := newMemLog()
+	log := coordtest.NewMemLog()
 	c.BecomeLeader(c.PartitionFor("g"), log)
 	waitLoaded(t, c, "g")
-	log.holdHW = true
+	log.HoldHW()
 	done := make(chan int16, 1)
 	go func() {
 		done <- c.Commit(CommitInput{Group: "g", Generation: -1, Offsets: map[TopicPartition]Offset{{"t", 1}: {Offset: 7}}})
@@ -82,7 +84,7 @@ func TestCommitVisibleOnlyWhenDurable(t *testing.T) {
 	if got, _ := c.FetchOffsets("g", nil); len(got) != 0 {
 		t.Fatalf("offsets visible before durable: %v", got)
 	}
-	log.release()
+	log.Release()
 	if code := <-done; code != 0 {
 		t.Fatalf("commit: %d", code)
 	}
@@ -93,7 +95,7 @@ func TestCommitVisibleOnlyWhenDurable(t *testing.T) {
 
 func TestCoordinatorGroupRoundTrip(t *testing.T) {
 	c := testCoordinator(t)
-	log := newMemLog()
+	log := coordtest.NewMemLog()
 	for p := int32(0); p < 3; p++ {
 		c.BecomeLeader(p, log) // one log for all: fine for this test
 	}
