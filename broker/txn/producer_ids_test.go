@@ -43,7 +43,9 @@ func TestStepAllocatesOnlyWhenATransitionNeedsAnID(t *testing.T) {
 	m := NewMachine(MachineConfig{MaxTimeoutMs: 60000, ExpirationMs: 1000})
 	alloc := &allocations{outcomes: []int64{-1, 7}}
 	var r InitResult
-	init := func() { r = m.InitProducerID(0, InitInput{ID: "tx", TimeoutMs: 1000, ProducerID: -1, ProducerEpoch: -1}) }
+	init := func() {
+		r = m.InitProducerID(0, InitInput{ID: "tx", TimeoutMs: 1000, ProducerID: -1, ProducerEpoch: -1})
+	}
 	StepWithProducerIDs(m, alloc.next, init)
 	if r.Code != codeNotAvailable || alloc.calls != 1 || m.NeedsProducerID() {
 		t.Fatalf("failed allocation: %+v after %d calls", r, alloc.calls)
