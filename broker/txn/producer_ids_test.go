@@ -43,19 +43,19 @@ func TestStepAllocatesOnlyWhenATransitionNeedsAnID(t *testing.T) {
 	m := NewMachine(MachineConfig{MaxTimeoutMs: 60000, ExpirationMs: 1000})
 	alloc := &allocations{outcomes: []int64{-1, 7}}
 	var r InitResult
-	init := func() {
+	initTx := func() {
 		r = m.InitProducerID(0, InitInput{ID: "tx", TimeoutMs: 1000, ProducerID: -1, ProducerEpoch: -1})
 	}
-	StepWithProducerIDs(m, alloc.next, init)
+	StepWithProducerIDs(m, alloc.next, initTx)
 	if r.Code != codeNotAvailable || alloc.calls != 1 || m.NeedsProducerID() {
 		t.Fatalf("failed allocation: %+v after %d calls", r, alloc.calls)
 	}
-	StepWithProducerIDs(m, alloc.next, init)
+	StepWithProducerIDs(m, alloc.next, initTx)
 	if r.Code != 0 || r.ProducerID != 7 || alloc.calls != 2 {
 		t.Fatalf("allocated: %+v after %d calls", r, alloc.calls)
 	}
 	m.WriteDone("tx", true)
-	StepWithProducerIDs(m, alloc.next, init) // an epoch bump on the same id
+	StepWithProducerIDs(m, alloc.next, initTx) // an epoch bump on the same id
 	if r.Code != 0 || r.ProducerID != 7 || r.ProducerEpoch != 1 || alloc.calls != 2 {
 		t.Fatalf("bump: %+v after %d calls", r, alloc.calls)
 	}
