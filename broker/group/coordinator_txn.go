@@ -7,13 +7,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// ErrFenced is wrapped by an offsets partition's Append when the partition refuses
-// a transactional batch for its producer epoch (a newer epoch exists).
+// ErrFenced is wrapped by an offsets partition's Append when the partition
+// refuses a transactional batch for its producer epoch (a newer epoch
+// exists).
 var ErrFenced = errors.New("group: producer fenced")
 
-// TxnSequencer is implemented by an offsets partition's log that checks producer
-// sequences (the broker's partitions): the first sequence for the next
-// transactional batch of the producer at epoch. Without it, 0 is used.
+// TxnSequencer is implemented by an offsets partition's log that checks
+// producer sequences (the broker's partitions): the first sequence for the
+// next transactional batch of the producer at epoch. Without it, 0 is
+// used.
 type TxnSequencer interface {
 	NextSequence(producerID int64, epoch int16) int32
 }
@@ -50,7 +52,8 @@ func (c *Coordinator) TxnCommit(ctx context.Context, in TxnCommitInput) int16 {
 	if s, ok := op.Log.(TxnSequencer); ok {
 		seq = s.NextSequence(in.ProducerID, in.ProducerEpoch)
 	}
-	a, err := c.partitions.AppendLocked(partition, EncodeTxnBatch(records, now, in.ProducerID, in.ProducerEpoch, seq), len(records))
+	batch := EncodeTxnBatch(records, now, in.ProducerID, in.ProducerEpoch, seq)
+	a, err := c.partitions.AppendLocked(partition, batch, len(records))
 	if err == nil {
 		for i, r := range records {
 			_ = c.mu.machine.AddPendingTxn(now, in.ProducerID, a.Base+int64(i), r)

@@ -3,8 +3,8 @@ package txn
 import "github.com/twmb/franz-go/pkg/kerr"
 
 // step runs a machine step for id (again, if it stops for a producer id:
-// stepLocked) and persists its records. persisted is
-// false when a record of the step could not be made durable.
+// stepLocked) and persists its records. persisted is false when a record
+// of the step could not be made durable.
 func (c *Coordinator) step(id string, fn func(m *Machine, now int64)) (code int16, persisted bool) {
 	c.mu.Lock()
 	if code := c.statusLocked(id); code != 0 {
