@@ -1,8 +1,9 @@
 package broker
 
 // Wiring of the consumer-group coordinator (broker/group) into the broker:
-// the OffsetsLog adapter over local partitions of __consumer_offsets, the
-// creation of that topic on first use, and leadership hand-off.
+// the coordinator.Log adapter over local partitions of __consumer_offsets
+// (and __transaction_state), the creation of that topic on first use, and
+// leadership hand-off.
 //
 // Lock order: Broker.parts.mu → group.Coordinator's lock → partitionState.mu
 // and the hotlog's lock. The coordinator never calls back into the broker
@@ -18,8 +19,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-log/strata/broker/coordinator"
 	"github.com/strata-log/strata/broker/group"
-	"github.com/strata-log/strata/broker/txn"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 )
@@ -82,19 +83,18 @@ type offsetsLog struct {
 }
 
 var (
-	_ group.OffsetsLog   = offsetsLog{}
+	_ coordinator.Log    = offsetsLog{} // of __transaction_state too
 	_ group.TxnSequencer = offsetsLog{}
-	_ txn.Log            = offsetsLog{} // __transaction_state partitions too
 )
 
 func (l offsetsLog) Append(batch []byte) (int64, error) {
 	if !l.p.isLeader() {
-		return 0, group.ErrNotLeader
+		return 0, coordinator.ErrNotLed
 	}
 	res, err := l.b.appendLeader(l.p, batch)
 	if err != nil {
 		if _, ok := replicationErrorCode(err); ok {
-			return 0, fmt.Errorf("%w: %v", group.ErrNotLeader, err)
+			return 0, fmt.Errorf("%w: %v", coordinator.ErrNotLed, err)
 		}
 		if errors.Is(err, hotlog.ErrInvalidProducerEpoch) {
 			return 0, fmt.Errorf("%w: %v", group.ErrFenced, err)

@@ -1,38 +1,18 @@
 package group
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-log/strata/broker/coordinator"
 	"github.com/strata-log/strata/broker/group/consumer"
 )
-
-// OffsetsLog is one partition of __consumer_offsets that this broker leads.
-// The broker implements it on its partitions; tests use memLog.
-type OffsetsLog interface {
-	// Append appends one RecordBatch v2 (its base offset is assigned) as
-	// leader and returns the offset of its first record.
-	Append(batch []byte) (baseOffset int64, err error)
-	// WaitDurable blocks until the high watermark is above offset.
-	WaitDurable(ctx context.Context, offset int64) error
-	// Read returns whole batches starting at offset, below the high
-	// watermark, about maxBytes at most (at least one batch).
-	Read(offset int64, maxBytes int) ([]byte, error)
-	LogStartOffset() int64
-	HighWatermark() int64
-}
-
-// ErrNotLeader is returned when a partition is not (or no longer) led here.
-var ErrNotLeader = errors.New("group: offsets partition not led by this broker")
 
 // Coordinator serves the groups of the offsets partitions this broker
 // leads: the I/O shell around Machine (doc.go).
@@ -44,17 +24,17 @@ type Coordinator struct {
 	cfg         Config
 	log         *slog.Logger
 	topicExists func(topic string) bool
-	// partitionCount maps groups to offsets partitions: the partition count
-	// of __consumer_offsets once it exists (as Kafka), else the config's.
-	partitionCount atomic.Int32
+	// partitions are the offsets partitions led here, and the partition
+	// count groups are mapped over: that of __consumer_offsets once it
+	// exists (as Kafka), else the config's. Its led set is guarded by mu.
+	partitions *coordinator.Partitions
+	loops      *coordinator.Loops
 
 	mu struct {
 		sync.Mutex
-		machine    *Machine
-		partitions map[int32]*offsetsPartition // led partitions
-		waiters    map[uint64]chan Response    // request id -> its delayed answer
-		nextReq    uint64
-		closed     bool // Close was called: lead nothing any more
+		machine *Machine
+		waiters map[uint64]chan Response // request id -> its delayed answer
+		nextReq uint64
 		// consumers are the consumer-protocol groups (KIP-848) of the led
 		// partitions; a group id is in consumers or in machine, not both
 		// with members (coordinator_consumer.go).
@@ -66,17 +46,6 @@ type Coordinator struct {
 	// topicMetadata lists the existing topics for consumer-protocol groups;
 	// called without mu (SetTopicMetadata).
 	topicMetadata atomic.Pointer[TopicMetadataFunc]
-
-	lifetime context.Context
-	cancel   context.CancelFunc
-	loops    sync.WaitGroup
-}
-
-// offsetsPartition is a led partition; loaded is false while it is read.
-// Guarded by Coordinator.mu.
-type offsetsPartition struct {
-	log    OffsetsLog
-	loaded bool
 }
 
 // New returns a coordinator leading no partition. topicExists reports
@@ -89,12 +58,11 @@ func New(cfg Config, topicExists func(string) bool) (*Coordinator, error) {
 	mc := cfg.machineConfig()
 	mc.NewMemberID = newMemberID
 	c := &Coordinator{cfg: cfg, log: cfg.Logger, topicExists: topicExists}
+	c.partitions = coordinator.NewPartitions(cfg.OffsetsTopicPartitions)
+	c.loops = coordinator.NewLoops()
 	c.mu.machine = NewMachine(mc)
-	c.mu.partitions = map[int32]*offsetsPartition{}
 	c.mu.waiters = map[uint64]chan Response{}
 	c.mu.consumers = map[string]*consumer.Group{}
-	c.lifetime, c.cancel = context.WithCancel(context.Background())
-	c.partitionCount.Store(cfg.OffsetsTopicPartitions)
 	return c, nil
 }
 
@@ -107,12 +75,10 @@ func newMemberID(prefix string) string {
 }
 
 // Partitions is the partition count groups are mapped over.
-func (c *Coordinator) Partitions() int32 { return c.partitionCount.Load() }
+func (c *Coordinator) Partitions() int32 { return c.partitions.Count() }
 
 // PartitionFor is the offsets partition of group.
-func (c *Coordinator) PartitionFor(group string) int32 {
-	return PartitionFor(group, c.partitionCount.Load())
-}
+func (c *Coordinator) PartitionFor(group string) int32 { return c.partitions.PartitionFor(group) }
 
 // UsePartitionCount adopts the partition count of an existing
 // __consumer_offsets (which wins over offsets.topic.num.partitions, as in
@@ -121,40 +87,27 @@ func (c *Coordinator) PartitionFor(group string) int32 {
 func (c *Coordinator) UsePartitionCount(n int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n < 1 || n == c.partitionCount.Load() {
-		return
-	}
-	if len(c.mu.partitions) > 0 {
+	if !c.partitions.AdoptCountLocked(n) {
 		c.log.Error("__consumer_offsets changed its partition count while led; keeping the old mapping",
-			"partitions", c.partitionCount.Load(), "topic_partitions", n)
-		return
+			"partitions", c.partitions.Count(), "topic_partitions", n)
 	}
-	c.partitionCount.Store(n)
 }
 
 // Start runs the clock and the offsets expiry.
 func (c *Coordinator) Start() {
-	c.loops.Add(2)
-	go c.loop(c.cfg.TickInterval, func(now int64) {
-		c.mu.machine.Tick(now)
-		c.tickConsumersLocked(now)
-	})
-	go c.expireLoop()
+	c.loops.Every(c.cfg.TickInterval, c.tick)
+	c.loops.Every(c.cfg.OffsetsRetentionCheckInterval, func() { c.expire("") })
 }
 
-// expireLoop removes expired offsets and offsets of deleted topics.
-func (c *Coordinator) expireLoop() {
-	defer c.loops.Done()
-	t := time.NewTicker(c.cfg.OffsetsRetentionCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.lifetime.Done():
-			return
-		case <-t.C:
-		}
-		c.expire("")
-	}
+// tick advances the machine's and the consumer groups' logical time.
+func (c *Coordinator) tick() {
+	c.mu.Lock()
+	now := c.nowMs()
+	c.mu.machine.Tick(now)
+	c.tickConsumersLocked(now)
+	d := c.flushLocked()
+	c.mu.Unlock()
+	c.complete(d)
 }
 
 // expire runs ExpireOffsets, with deleted (if not empty) counted as gone,
@@ -183,33 +136,14 @@ func (c *Coordinator) expire(deleted string) {
 // later requests, get NOT_COORDINATOR. Safe to call more than once.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
-	c.mu.closed = true
 	c.mu.machine.DropGroups(func(string) bool { return true }, kerr.NotCoordinator.Code)
 	d := c.flushLocked()
-	c.mu.partitions = map[int32]*offsetsPartition{}
+	c.partitions.CloseLocked()
 	c.mu.consumers = map[string]*consumer.Group{}
 	c.mu.Unlock()
-	c.cancel()
+	c.loops.Cancel()
 	c.complete(d)
 	c.loops.Wait()
-}
-
-func (c *Coordinator) loop(every time.Duration, fn func(now int64)) {
-	defer c.loops.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.lifetime.Done():
-			return
-		case <-t.C:
-		}
-		c.mu.Lock()
-		fn(c.nowMs())
-		d := c.flushLocked()
-		c.mu.Unlock()
-		c.complete(d)
-	}
 }
 
 func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
@@ -217,14 +151,7 @@ func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
 // statusLocked is the error code for a request about group: 0 when this
 // coordinator serves it. REQUIRES: mu held.
 func (c *Coordinator) statusLocked(group string) int16 {
-	p, ok := c.mu.partitions[c.PartitionFor(group)]
-	switch {
-	case !ok:
-		return kerr.NotCoordinator.Code
-	case !p.loaded:
-		return kerr.CoordinatorLoadInProgress.Code
-	}
-	return 0
+	return c.partitions.StatusLocked(group)
 }
 
 // Status is the error code for a request about group (0: served here).

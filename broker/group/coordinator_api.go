@@ -144,10 +144,8 @@ func (c *Coordinator) Describe(group string) (Description, int16) {
 func (c *Coordinator) List(states []State) ([]Listed, int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, p := range c.mu.partitions {
-		if !p.loaded {
-			return nil, kerr.CoordinatorLoadInProgress.Code
-		}
+	if c.partitions.LoadingLocked() {
+		return nil, kerr.CoordinatorLoadInProgress.Code
 	}
 	return c.mu.machine.List(states), 0
 }
@@ -194,14 +192,10 @@ func (c *Coordinator) DeleteOffsets(group string, tps []TopicPartition) (int16, 
 func (c *Coordinator) TopicDeleted(topic string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.closed {
+	if c.partitions.ClosedLocked() {
 		return
 	}
-	c.loops.Add(1) // under mu: Close cannot be waiting yet
-	go func() {
-		defer c.loops.Done()
-		c.expire(topic)
-	}()
+	c.loops.Go(func() { c.expire(topic) }) // under mu: Close cannot be waiting yet
 }
 
 // classicJoinCheck: 0 when a classic JoinGroup may proceed (see

@@ -360,10 +360,8 @@ type ListedConsumer struct {
 func (c *Coordinator) ListConsumer() ([]ListedConsumer, int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, p := range c.mu.partitions {
-		if !p.loaded {
-			return nil, kerr.CoordinatorLoadInProgress.Code
-		}
+	if c.partitions.LoadingLocked() {
+		return nil, kerr.CoordinatorLoadInProgress.Code
 	}
 	out := make([]ListedConsumer, 0, len(c.mu.consumers))
 	for id, g := range c.mu.consumers {

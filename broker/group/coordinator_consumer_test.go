@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-log/strata/broker/coordinator/coordtest"
 	"github.com/strata-log/strata/broker/group/consumer"
 )
 
@@ -38,7 +39,7 @@ func (s *topicSet) get() map[consumer.TopicID]consumer.TopicMetadata {
 	return out
 }
 
-func consumerCoordinator(t *testing.T, log *memLog, topics *topicSet, session int64) *Coordinator {
+func consumerCoordinator(t *testing.T, log *coordtest.MemLog, topics *topicSet, session int64) *Coordinator {
 	t.Helper()
 	c, err := New(Config{
 		OffsetsTopicPartitions: 1, InitialRebalanceDelay: time.Millisecond, TickInterval: 5 * time.Millisecond,
@@ -78,7 +79,7 @@ func owned(a *consumer.Assignment) []consumer.TopicPartitions {
 }
 
 func TestConsumerGroupHeartbeatPersistedAndReloaded(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 4)
 	c := consumerCoordinator(t, log, topics, 30000)
 	a := hb(t, c, join("a", "t"))
@@ -125,12 +126,10 @@ func TestConsumerGroupHeartbeatPersistedAndReloaded(t *testing.T) {
 }
 
 func TestConsumerHeartbeatWaitsForDurability(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 1)
 	c := consumerCoordinator(t, log, topics, 30000)
-	log.mu.Lock()
-	log.holdHW = true
-	log.mu.Unlock()
+	log.HoldHW()
 	done := make(chan ConsumerHeartbeatResult, 1)
 	go func() { done <- c.ConsumerHeartbeat("cg", join("a", "t")) }()
 	time.Sleep(50 * time.Millisecond)
@@ -139,14 +138,14 @@ func TestConsumerHeartbeatWaitsForDurability(t *testing.T) {
 		t.Fatalf("answered before durable: %+v", r)
 	default:
 	}
-	log.release()
+	log.Release()
 	if r := <-done; r.Code != 0 || r.Response.MemberEpoch != 1 {
 		t.Fatalf("after durable: %+v", r)
 	}
 }
 
 func TestConsumerAndClassicGroupsExclusive(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 1)
 	c := consumerCoordinator(t, log, topics, 30000)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -181,7 +180,7 @@ func TestConsumerAndClassicGroupsExclusive(t *testing.T) {
 }
 
 func TestConsumerGroupOffsetCommitChecksEpoch(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 1)
 	c := consumerCoordinator(t, log, topics, 30000)
 	r := hb(t, c, join("a", "t"))
@@ -211,7 +210,7 @@ func TestConsumerGroupOffsetCommitChecksEpoch(t *testing.T) {
 }
 
 func TestConsumerRegexPicksUpNewTopics(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "events-a", 2)
 	topics.add(2, "other", 2)
 	c := consumerCoordinator(t, log, topics, 30000)
@@ -233,7 +232,7 @@ func TestConsumerRegexPicksUpNewTopics(t *testing.T) {
 }
 
 func TestConsumerSessionExpiresByTick(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 1)
 	c := consumerCoordinator(t, log, topics, 100)
 	hb(t, c, join("a", "t"))
@@ -254,7 +253,7 @@ func TestConsumerSessionExpiresByTick(t *testing.T) {
 }
 
 func TestConsumerGroupListAndDelete(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 1)
 	c := consumerCoordinator(t, log, topics, 30000)
 	hb(t, c, join("a", "t"))
@@ -278,7 +277,7 @@ func TestConsumerGroupListAndDelete(t *testing.T) {
 }
 
 func TestConsumerGroupLoadSkipsCorruptRecords(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 2)
 	// A member record of another group whose value is garbage.
 	key := []byte{0, 5, 0, 3, 'b', 'a', 'd', 0, 1, 'm'}
@@ -298,7 +297,7 @@ func TestConsumerGroupLoadSkipsCorruptRecords(t *testing.T) {
 }
 
 func TestConsumerGroupOffsetsKeptWhileMembers(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 1)
 	c, err := New(Config{OffsetsTopicPartitions: 1, TickInterval: 5 * time.Millisecond, OffsetsRetention: time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, func(string) bool { return true })
@@ -343,7 +342,7 @@ func TestConsumerGroupOffsetsKeptWhileMembers(t *testing.T) {
 // epoch are checked in a consumer group; admin fetches (no member, epoch
 // -1) and classic groups are not.
 func TestConsumerGroupOffsetFetchChecksMember(t *testing.T) {
-	log, topics := newMemLog(), &topicSet{}
+	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 1)
 	c := consumerCoordinator(t, log, topics, 30000)
 	r := hb(t, c, join("a", "t"))

@@ -1,21 +1,21 @@
 package group
 
 import (
-	"context"
+	"cmp"
 	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-log/strata/broker/coordinator"
 	"github.com/strata-log/strata/broker/group/consumer"
 )
 
-// appended is one batch appended to a partition, waiting to be durable.
+// appended is one batch appended to an offsets partition, with its
+// records, waiting to be durable.
 type appended struct {
-	log      OffsetsLog
-	base     int64
-	records  []Record
-	appendOK bool
+	coordinator.Appended
+	records []Record
 }
 
 // delivery is the I/O left after a machine step: wait for the appended
@@ -25,45 +25,30 @@ type delivery struct {
 	responses []Response
 }
 
-// persistTimeout bounds the wait for a batch of __consumer_offsets to
-// become durable.
-const persistTimeout = 30 * time.Second
-
 // flushLocked drains the machine and appends its records, one batch per
 // partition. REQUIRES: mu held.
 func (c *Coordinator) flushLocked() delivery {
 	rd := c.mu.machine.Ready()
 	d := delivery{responses: rd.Responses, appends: c.mu.pending}
 	c.mu.pending = nil
-	byPartition := map[int32][]Record{}
-	var order []int32
-	for _, r := range rd.Records {
-		p := c.PartitionFor(r.Group)
-		if _, ok := byPartition[p]; !ok {
-			order = append(order, p)
-		}
-		byPartition[p] = append(byPartition[p], r)
-	}
-	for _, p := range order {
-		d.appends = append(d.appends, c.appendLocked(p, byPartition[p]))
+	batches := coordinator.SplitByPartition(rd.Records, func(r Record) int32 { return c.PartitionFor(r.Group) })
+	for _, b := range batches {
+		d.appends = append(d.appends, c.appendLocked(b.Partition, b.Records))
 	}
 	return d
 }
 
+// appendLocked appends records to their offsets partition; a failure is
+// logged and left for complete to find. REQUIRES: mu held.
 func (c *Coordinator) appendLocked(partition int32, records []Record) appended {
-	a := appended{records: records}
-	op, ok := c.mu.partitions[partition]
-	if !ok {
+	a, err := c.partitions.AppendLocked(partition, EncodeBatch(records, c.nowMs()), len(records))
+	switch {
+	case errors.Is(err, coordinator.ErrNotLed):
 		c.log.Warn("dropping records of an offsets partition no longer led", "partition", partition, "records", len(records))
-		return a
-	}
-	base, err := op.log.Append(EncodeBatch(records, c.nowMs()))
-	if err != nil {
+	case err != nil:
 		c.log.Warn("appending to offsets partition", "partition", partition, "err", err)
-		return a
 	}
-	a.log, a.base, a.appendOK = op.log, base, true
-	return a
+	return appended{Appended: a, records: records}
 }
 
 // complete waits for d's batches, applies their offset records, and
@@ -71,12 +56,8 @@ func (c *Coordinator) appendLocked(partition int32, records []Record) appended {
 func (c *Coordinator) complete(d delivery) error {
 	var firstErr error
 	for _, a := range d.appends {
-		err := errors.New("group: append failed")
-		if a.appendOK {
-			err = c.waitDurable(a)
-		}
-		if err != nil {
-			firstErr = cmpErr(firstErr, err)
+		if err := a.Wait(c.loops.Context()); err != nil {
+			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
 		c.applyAppended(a)
@@ -88,19 +69,6 @@ func (c *Coordinator) complete(d delivery) error {
 	return firstErr
 }
 
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
-}
-
-func (c *Coordinator) waitDurable(a appended) error {
-	ctx, cancel := context.WithTimeout(c.lifetime, persistTimeout)
-	defer cancel()
-	return a.log.WaitDurable(ctx, a.base+int64(len(a.records))-1)
-}
-
 func (c *Coordinator) applyAppended(a appended) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -109,7 +77,7 @@ func (c *Coordinator) applyAppended(a appended) {
 		if r.Kind != KindOffset {
 			continue
 		}
-		if err := c.mu.machine.ApplyRecord(now, a.base+int64(i), r); err != nil {
+		if err := c.mu.machine.ApplyRecord(now, a.Base+int64(i), r); err != nil {
 			c.log.Error("applying own offset record", "group", r.Group, "err", err)
 		}
 	}
@@ -142,59 +110,44 @@ func (c *Coordinator) deliver(responses []Response) {
 
 // BecomeLeader starts serving an offsets partition: it is loaded in the
 // background (COORDINATOR_LOAD_IN_PROGRESS meanwhile). Calling it for a
-// partition already led does nothing.
-func (c *Coordinator) BecomeLeader(partition int32, log OffsetsLog) {
+// partition already led does nothing (groups have no leader epoch here:
+// every call leads at epoch 0).
+func (c *Coordinator) BecomeLeader(partition int32, log coordinator.Log) {
 	c.mu.Lock()
-	if _, ok := c.mu.partitions[partition]; ok || c.mu.closed {
-		c.mu.Unlock()
+	defer c.mu.Unlock()
+	part, _ := c.partitions.LeadLocked(partition, log, 0)
+	if part == nil {
 		return
 	}
-	op := &offsetsPartition{log: log}
-	c.mu.partitions[partition] = op
-	c.mu.Unlock()
-	c.loops.Add(1)
-	go func() {
-		defer c.loops.Done()
-		c.load(partition, op)
-	}()
+	c.loops.Go(func() { c.load(partition, part) })
 }
 
 // load replays a partition into the machine, then marks it loaded.
-func (c *Coordinator) load(partition int32, op *offsetsPartition) {
+func (c *Coordinator) load(partition int32, part *coordinator.Partition) {
 	start := time.Now()
-	offset, hw := op.log.LogStartOffset(), op.log.HighWatermark()
 	records := 0
 	consumers := map[string][]consumer.Record{} // consumer-protocol records by group, in log order
-	for offset < hw {
-		data, err := op.log.Read(offset, 1<<20)
-		if err == nil && len(data) == 0 {
-			break
-		}
-		next := int64(-1)
-		if err == nil {
-			next, err = c.applyLoaded(partition, op, data, &records, consumers)
-		}
-		if err != nil || next <= offset {
-			c.log.Error("loading offsets partition; groups of it may be incomplete", "partition", partition, "offset", offset, "err", err)
-			break
-		}
-		offset = next
+	offset, err := coordinator.Replay(part.Log, func(data []byte) (int64, error) {
+		return c.applyLoaded(partition, part, data, &records, consumers)
+	})
+	if err != nil {
+		c.log.Error("loading offsets partition; groups of it may be incomplete", "partition", partition, "offset", offset, "err", err)
 	}
 	c.mu.Lock()
-	if c.mu.partitions[partition] == op {
+	if c.partitions.StillLedLocked(partition, part) {
 		c.replayConsumersLocked(consumers)
-		op.loaded = true
+		part.Loaded = true
 	}
 	c.mu.Unlock()
 	c.log.Info("offsets partition loaded", "partition", partition, "records", records, "took", time.Since(start))
 }
 
-func (c *Coordinator) applyLoaded(partition int32, op *offsetsPartition, data []byte, count *int,
+func (c *Coordinator) applyLoaded(partition int32, part *coordinator.Partition, data []byte, count *int,
 	consumers map[string][]consumer.Record) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.partitions[partition] != op {
-		return -1, ErrNotLeader
+	if !c.partitions.StillLedLocked(partition, part) {
+		return -1, coordinator.ErrNotLed
 	}
 	now := c.nowMs()
 	inPartition := func(g string) bool { return c.PartitionFor(g) == partition }
@@ -222,7 +175,7 @@ func (c *Coordinator) applyLoaded(partition int32, op *offsetsPartition, data []
 // (they live on in the log for the next leader).
 func (c *Coordinator) Resign(partition int32) {
 	c.mu.Lock()
-	delete(c.mu.partitions, partition)
+	c.partitions.ResignLocked(partition)
 	c.dropConsumersLocked(partition)
 	c.mu.machine.DropGroups(func(g string) bool { return c.PartitionFor(g) == partition }, kerr.NotCoordinator.Code)
 	d := c.flushLocked()
@@ -234,6 +187,6 @@ func (c *Coordinator) Resign(partition int32) {
 func (c *Coordinator) Leads(partition int32) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.mu.partitions[partition]
+	_, ok := c.partitions.LookupLocked(partition)
 	return ok
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/broker/coordinator/coordtest"
 )
 
 func testCoordinator(t *testing.T) *Coordinator {
@@ -38,32 +40,12 @@ func waitLoaded(t *testing.T, c *Coordinator, group string) {
 	}
 }
 
-func TestPartitionForMatchesKafka(t *testing.T) {
-	// Java: "my-group".hashCode() == -1906497762 (abs mod 50 = 12);
-	// "".hashCode() == 0; "polygenelubricants".hashCode() == Integer.MIN_VALUE,
-	// which Utils.abs maps to 0.
-	for _, tc := range []struct {
-		group string
-		want  int32
-	}{{"my-group", 12}, {"", 0}, {"polygenelubricants", 0}, {"console-consumer-1", 24}} {
-		if got := PartitionFor(tc.group, 50); got != tc.want {
-			t.Errorf("PartitionFor(%q) = %d, want %d", tc.group, got, tc.want)
-		}
-	}
-	if javaStringHashCode("my-group") != -1906497762 {
-		t.Errorf("hash of my-group = %d", javaStringHashCode("my-group"))
-	}
-	if javaStringHashCode("polygenelubricants") != -1<<31 {
-		t.Errorf("hash of polygenelubricants = %d", javaStringHashCode("polygenelubricants"))
-	}
-}
-
 func TestCoordinatorNotLeaderAndLoad(t *testing.T) {
 	c := testCoordinator(t)
 	if code := c.Commit(CommitInput{Group: "g", Generation: -1, Offsets: map[TopicPartition]Offset{{"t", 0}: {Offset: 1}}}); code != kerr.NotCoordinator.Code {
 		t.Fatalf("commit on a partition not led: %d", code)
 	}
-	log := newMemLog()
+	log := coordtest.NewMemLog()
 	c.BecomeLeader(c.PartitionFor("g"), log)
 	waitLoaded(t, c, "g")
 	if code := c.Commit(CommitInput{Group: "g", Generation: -1, Offsets: map[TopicPartition]Offset{{"t", 0}: {Offset: 42, LeaderEpoch: 3}}}); code != 0 {
@@ -85,10 +67,10 @@ func TestCoordinatorNotLeaderAndLoad(t *testing.T) {
 
 func TestCommitVisibleOnlyWhenDurable(t *testing.T) {
 	c := testCoordinator(t)
-	log := newMemLog()
+	log := coordtest.NewMemLog()
 	c.BecomeLeader(c.PartitionFor("g"), log)
 	waitLoaded(t, c, "g")
-	log.holdHW = true
+	log.HoldHW()
 	done := make(chan int16, 1)
 	go func() {
 		done <- c.Commit(CommitInput{Group: "g", Generation: -1, Offsets: map[TopicPartition]Offset{{"t", 1}: {Offset: 7}}})
@@ -102,7 +84,7 @@ func TestCommitVisibleOnlyWhenDurable(t *testing.T) {
 	if got, _ := c.FetchOffsets("g", nil); len(got) != 0 {
 		t.Fatalf("offsets visible before durable: %v", got)
 	}
-	log.release()
+	log.Release()
 	if code := <-done; code != 0 {
 		t.Fatalf("commit: %d", code)
 	}
@@ -113,7 +95,7 @@ func TestCommitVisibleOnlyWhenDurable(t *testing.T) {
 
 func TestCoordinatorGroupRoundTrip(t *testing.T) {
 	c := testCoordinator(t)
-	log := newMemLog()
+	log := coordtest.NewMemLog()
 	for p := int32(0); p < 3; p++ {
 		c.BecomeLeader(p, log) // one log for all: fine for this test
 	}

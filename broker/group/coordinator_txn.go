@@ -7,13 +7,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// ErrFenced is wrapped by an OffsetsLog's Append when the partition refuses
-// a transactional batch for its producer epoch (a newer epoch exists).
+// ErrFenced is wrapped by an offsets partition's Append when the partition
+// refuses a transactional batch for its producer epoch (a newer epoch
+// exists).
 var ErrFenced = errors.New("group: producer fenced")
 
-// TxnSequencer is implemented by an OffsetsLog that checks producer
-// sequences (the broker's partitions): the first sequence for the next
-// transactional batch of the producer at epoch. Without it, 0 is used.
+// TxnSequencer is implemented by an offsets partition's log that checks
+// producer sequences (the broker's partitions): the first sequence for the
+// next transactional batch of the producer at epoch. Without it, 0 is
+// used.
 type TxnSequencer interface {
 	NextSequence(producerID int64, epoch int16) int32
 }
@@ -44,18 +46,19 @@ func (c *Coordinator) TxnCommit(ctx context.Context, in TxnCommitInput) int16 {
 		c.mu.Unlock()
 		return code
 	}
-	op := c.mu.partitions[c.PartitionFor(in.Group)]
+	partition := c.PartitionFor(in.Group)
+	op, _ := c.partitions.LookupLocked(partition) // led: statusLocked was 0
 	seq := int32(0)
-	if s, ok := op.log.(TxnSequencer); ok {
+	if s, ok := op.Log.(TxnSequencer); ok {
 		seq = s.NextSequence(in.ProducerID, in.ProducerEpoch)
 	}
-	base, err := op.log.Append(EncodeTxnBatch(records, now, in.ProducerID, in.ProducerEpoch, seq))
+	batch := EncodeTxnBatch(records, now, in.ProducerID, in.ProducerEpoch, seq)
+	a, err := c.partitions.AppendLocked(partition, batch, len(records))
 	if err == nil {
 		for i, r := range records {
-			_ = c.mu.machine.AddPendingTxn(now, in.ProducerID, base+int64(i), r)
+			_ = c.mu.machine.AddPendingTxn(now, in.ProducerID, a.Base+int64(i), r)
 		}
 	}
-	log := op.log
 	c.mu.Unlock()
 	switch {
 	case errors.Is(err, ErrFenced):
@@ -64,9 +67,7 @@ func (c *Coordinator) TxnCommit(ctx context.Context, in TxnCommitInput) int16 {
 		c.log.Warn("appending transactional offset commit", "group", in.Group, "err", err)
 		return kerr.NotCoordinator.Code
 	}
-	ctx, cancel := context.WithTimeout(ctx, persistTimeout)
-	defer cancel()
-	if err := log.WaitDurable(ctx, base+int64(len(records))-1); err != nil {
+	if err := a.Wait(ctx); err != nil {
 		c.log.Warn("transactional offset commit not persisted", "group", in.Group, "err", err)
 		return kerr.CoordinatorNotAvailable.Code
 	}
@@ -81,7 +82,7 @@ func (c *Coordinator) TxnCommit(ctx context.Context, in TxnCommitInput) int16 {
 func (c *Coordinator) CompleteTxn(partition int32, producerID int64, commit bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.mu.partitions[partition]; !ok {
+	if _, ok := c.partitions.LookupLocked(partition); !ok {
 		return
 	}
 	c.mu.machine.CompleteTxn(c.nowMs(), producerID, commit, func(g string) bool { return c.PartitionFor(g) == partition })

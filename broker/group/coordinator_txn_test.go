@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/coordinator/coordtest"
 )
 
 // markerBatch is a transaction marker as the partition side appends it.
@@ -32,7 +34,7 @@ func markerBatch(producerID int64, epoch int16, commit bool) []byte {
 
 func TestTxnCommitPendingUntilMarker(t *testing.T) {
 	c := testCoordinator(t)
-	log := newMemLog()
+	log := coordtest.NewMemLog()
 	part := c.PartitionFor("g")
 	c.BecomeLeader(part, log)
 	waitLoaded(t, c, "g")

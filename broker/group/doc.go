@@ -19,17 +19,21 @@
 //     its records (types 3-8) the same way, and keeps a group id either
 //     classic or consumer (coordinator_consumer.go).
 //   - Coordinator (coordinator.go) is the shell: it owns one Machine, a
-//     clock, and the offsets partitions this broker leads (OffsetsLog, an
-//     interface the broker implements on its partitions). It appends the
-//     Machine's records, waits until they are durable (high watermark), and
-//     only then delivers the responses of the same step.
+//     clock, and the offsets partitions this broker leads
+//     (coordinator.Partitions of coordinator.Log, which the broker
+//     implements on its partitions). It appends the Machine's records,
+//     waits until they are durable (high watermark), and only then
+//     delivers the responses of the same step. What it shares with the
+//     transaction coordinator (the led partitions and their status, the
+//     append/wait step, the replay on leadership, the background loops)
+//     lives in package broker/coordinator.
 //
 // # Which coordinator
 //
 // A group G belongs to partition abs(javaStringHashCode(G)) % N of
-// __consumer_offsets (N = offsets.topic.num.partitions, default 50), as in
-// Kafka (Utils.abs(groupId.hashCode) % partitions, where Utils.abs maps
-// MinInt32 to 0). Its coordinator is that partition's leader.
+// __consumer_offsets (N = offsets.topic.num.partitions, default 50, or the
+// topic's partition count once it exists), as in Kafka
+// (coordinator.PartitionFor). Its coordinator is that partition's leader.
 //
 // # Record formats in __consumer_offsets (Kafka's own, kmsg types)
 //

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/strata-log/strata/broker/group"
 )
 
 // Config configures the coordinator. Zero values get Kafka's defaults
@@ -70,7 +68,3 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
-
-// PartitionFor is the __transaction_state partition of a transactional id
-// (Kafka's abs(hashCode) % partitions, the rule groups use).
-func PartitionFor(id string, partitions int32) int32 { return group.PartitionFor(id, partitions) }

@@ -2,15 +2,17 @@ package txn
 
 import "github.com/twmb/franz-go/pkg/kerr"
 
-// step runs a machine step for id and persists its records. persisted is
-// false when a record of the step could not be made durable.
+// step runs a machine step for id (again, if it stops for a producer id:
+// stepLocked) and persists its records. persisted is false when a record
+// of the step could not be made durable.
 func (c *Coordinator) step(id string, fn func(m *Machine, now int64)) (code int16, persisted bool) {
 	c.mu.Lock()
 	if code := c.statusLocked(id); code != 0 {
 		c.mu.Unlock()
 		return code, false
 	}
-	fn(c.mu.machine, c.nowMs())
+	now := c.nowMs()
+	c.stepLocked(func() { fn(c.mu.machine, now) })
 	d := c.flushLocked()
 	c.mu.Unlock()
 	return 0, c.complete(d) == nil
@@ -79,10 +81,8 @@ func (c *Coordinator) Describe(id string) (Meta, int16) {
 func (c *Coordinator) List(keep func(Meta) bool) ([]Meta, int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, p := range c.mu.partitions {
-		if !p.loaded {
-			return nil, kerr.CoordinatorLoadInProgress.Code
-		}
+	if c.partitions.LoadingLocked() {
+		return nil, kerr.CoordinatorLoadInProgress.Code
 	}
 	return c.mu.machine.List(keep), 0
 }

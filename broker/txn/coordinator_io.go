@@ -1,19 +1,19 @@
 package txn
 
 import (
-	"context"
+	"cmp"
 	"errors"
 	"time"
 
+	"github.com/strata-log/strata/broker/coordinator"
 	"github.com/strata-log/strata/broker/group"
 )
 
-// appended is one batch appended to a partition, waiting to be durable.
+// appended is one batch appended to a partition, with the ids whose
+// records it holds, waiting to be durable.
 type appended struct {
-	log  Log
-	base int64
-	ids  []string
-	ok   bool
+	coordinator.Appended
+	ids []string
 }
 
 // delivery is the I/O left after a machine step.
@@ -22,28 +22,20 @@ type delivery struct {
 	markers []Markers
 }
 
-// persistTimeout bounds the wait for a batch to become durable.
-const persistTimeout = 30 * time.Second
-
 // flushLocked drains the machine: one batch per partition. REQUIRES: mu.
 func (c *Coordinator) flushLocked() delivery {
 	rd := c.mu.machine.Ready()
 	d := delivery{markers: rd.Markers}
-	byPartition := map[int32][]Record{}
-	var order []int32
-	for _, r := range rd.Records {
-		p := c.PartitionFor(r.ID)
-		if _, ok := byPartition[p]; !ok {
-			order = append(order, p)
-		}
-		byPartition[p] = append(byPartition[p], r)
-	}
-	for _, p := range order {
-		d.appends = append(d.appends, c.appendLocked(p, byPartition[p]))
+	batches := coordinator.SplitByPartition(rd.Records, func(r Record) int32 { return c.PartitionFor(r.ID) })
+	for _, b := range batches {
+		d.appends = append(d.appends, c.appendLocked(b.Partition, b.Records))
 	}
 	return d
 }
 
+// appendLocked appends records to their partition. A partition no longer
+// led fails the records' writes silently (its ids were dropped with it).
+// REQUIRES: mu held.
 func (c *Coordinator) appendLocked(partition int32, records []Record) appended {
 	a := appended{}
 	grs := make([]group.Record, len(records))
@@ -51,16 +43,11 @@ func (c *Coordinator) appendLocked(partition int32, records []Record) appended {
 		a.ids = append(a.ids, r.ID)
 		grs[i] = group.Record{Key: r.Key, Value: r.Value}
 	}
-	sp, ok := c.mu.partitions[partition]
-	if !ok {
-		return a
-	}
-	base, err := sp.log.Append(group.EncodeBatch(grs, c.nowMs()))
-	if err != nil {
+	var err error
+	a.Appended, err = c.partitions.AppendLocked(partition, group.EncodeBatch(grs, c.nowMs()), len(records))
+	if err != nil && !errors.Is(err, coordinator.ErrNotLed) {
 		c.log.Warn("appending to transaction state partition", "partition", partition, "err", err)
-		return a
 	}
-	a.log, a.base, a.ok = sp.log, base, true
 	return a
 }
 
@@ -69,15 +56,8 @@ func (c *Coordinator) appendLocked(partition int32, records []Record) appended {
 func (c *Coordinator) complete(d delivery) error {
 	var firstErr error
 	for _, a := range d.appends {
-		err := errors.New("txn: append failed")
-		if a.ok {
-			ctx, cancel := context.WithTimeout(c.lifetime, persistTimeout)
-			err = a.log.WaitDurable(ctx, a.base+int64(len(a.ids))-1)
-			cancel()
-		}
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
+		err := a.Wait(c.loops.Context())
+		firstErr = cmp.Or(firstErr, err)
 		c.mu.Lock()
 		for _, id := range a.ids {
 			c.mu.machine.WriteDone(id, err == nil)
@@ -95,15 +75,11 @@ func (c *Coordinator) complete(d delivery) error {
 func (c *Coordinator) startMarkers(job Markers) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.closed || c.mu.markers[job.ID] {
+	if c.partitions.ClosedLocked() || c.mu.markers[job.ID] {
 		return
 	}
 	c.mu.markers[job.ID] = true
-	c.loops.Add(1)
-	go func() {
-		defer c.loops.Done()
-		c.runMarkers(job)
-	}()
+	c.loops.Go(func() { c.runMarkers(job) })
 }
 
 // runMarkers sends job until every partition took its marker, then
@@ -115,27 +91,28 @@ func (c *Coordinator) runMarkers(job Markers) {
 		delete(c.mu.markers, job.ID)
 		c.mu.Unlock()
 	}()
+	lifetime := c.loops.Context()
 	backoff := c.cfg.MarkerRetryBackoff
 	remaining := job
 	for {
 		c.mu.Lock()
-		sp, ok := c.mu.partitions[c.PartitionFor(job.ID)]
+		part, ok := c.partitions.LookupLocked(c.PartitionFor(job.ID))
 		epoch := int32(0)
 		if ok {
-			epoch = sp.epoch
+			epoch = part.Epoch
 		}
 		c.mu.Unlock()
-		if !ok || c.lifetime.Err() != nil {
+		if !ok || lifetime.Err() != nil {
 			return
 		}
 		if len(remaining.Partitions) > 0 {
-			remaining.Partitions = c.sender.SendMarkers(c.lifetime, remaining, epoch)
+			remaining.Partitions = c.sender.SendMarkers(lifetime, remaining, epoch)
 		}
 		if len(remaining.Partitions) == 0 {
 			break
 		}
 		select {
-		case <-c.lifetime.Done():
+		case <-lifetime.Done():
 			return
 		case <-time.After(backoff):
 		}
@@ -155,54 +132,34 @@ func (c *Coordinator) runMarkers(job Markers) {
 // in the background. Calling it again with the same epoch does nothing; a
 // newer epoch means leadership was lost and regained meanwhile, so the
 // partition is dropped and loaded anew (another leader may have written).
-func (c *Coordinator) BecomeLeader(partition int32, log Log, leaderEpoch int32) {
+func (c *Coordinator) BecomeLeader(partition int32, log coordinator.Log, leaderEpoch int32) {
 	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
+	defer c.mu.Unlock()
+	part, replaced := c.partitions.LeadLocked(partition, log, leaderEpoch)
+	if part == nil {
 		return
 	}
-	if sp, ok := c.mu.partitions[partition]; ok {
-		if sp.epoch == leaderEpoch {
-			c.mu.Unlock()
-			return
-		}
-		c.resignLocked(partition)
+	if replaced {
+		c.mu.machine.DropIDs(func(id string) bool { return c.PartitionFor(id) == partition })
 	}
-	sp := &statePartition{log: log, epoch: leaderEpoch}
-	c.mu.partitions[partition] = sp
-	c.mu.Unlock()
-	c.loops.Add(1)
-	go func() {
-		defer c.loops.Done()
-		c.load(partition, sp)
-	}()
+	c.loops.Go(func() { c.load(partition, part) })
 }
 
 // load replays a partition, marks it loaded and resumes its markers.
-func (c *Coordinator) load(partition int32, sp *statePartition) {
+func (c *Coordinator) load(partition int32, part *coordinator.Partition) {
 	start := time.Now()
-	offset, end := sp.log.LogStartOffset(), sp.log.HighWatermark()
-	for offset < end {
-		data, err := sp.log.Read(offset, 1<<20)
-		if err == nil && len(data) == 0 {
-			break
-		}
-		next := int64(-1)
-		if err == nil {
-			next, err = c.applyLoaded(partition, sp, data)
-		}
-		if err != nil || next <= offset {
-			c.log.Error("loading transaction state partition; its ids may be incomplete", "partition", partition, "offset", offset, "err", err)
-			break
-		}
-		offset = next
+	offset, err := coordinator.Replay(part.Log, func(data []byte) (int64, error) {
+		return c.applyLoaded(partition, part, data)
+	})
+	if err != nil {
+		c.log.Error("loading transaction state partition; its ids may be incomplete", "partition", partition, "offset", offset, "err", err)
 	}
 	c.mu.Lock()
-	if c.mu.partitions[partition] != sp {
+	if !c.partitions.StillLedLocked(partition, part) {
 		c.mu.Unlock()
 		return
 	}
-	sp.loaded = true
+	part.Loaded = true
 	c.mu.machine.ResumeMarkers(func(id string) bool { return c.PartitionFor(id) == partition })
 	d := c.flushLocked()
 	c.mu.Unlock()
@@ -210,11 +167,11 @@ func (c *Coordinator) load(partition int32, sp *statePartition) {
 	c.complete(d)
 }
 
-func (c *Coordinator) applyLoaded(partition int32, sp *statePartition, data []byte) (int64, error) {
+func (c *Coordinator) applyLoaded(partition int32, part *coordinator.Partition, data []byte) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.partitions[partition] != sp {
-		return -1, ErrNotLeader
+	if !c.partitions.StillLedLocked(partition, part) {
+		return -1, coordinator.ErrNotLed
 	}
 	return group.DecodeBatches(data, func(_ int64, key, value []byte) error {
 		meta, ok, err := DecodeRecord(key, value)
@@ -230,11 +187,6 @@ func (c *Coordinator) applyLoaded(partition int32, sp *statePartition, data []by
 func (c *Coordinator) Resign(partition int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.resignLocked(partition)
-}
-
-// resignLocked forgets a partition and its ids. REQUIRES: mu held.
-func (c *Coordinator) resignLocked(partition int32) {
-	delete(c.mu.partitions, partition)
+	c.partitions.ResignLocked(partition)
 	c.mu.machine.DropIDs(func(id string) bool { return c.PartitionFor(id) == partition })
 }

@@ -2,7 +2,6 @@ package txn
 
 import (
 	"context"
-	"encoding/binary"
 	"io"
 	"log/slog"
 	"sync"
@@ -10,52 +9,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/broker/coordinator"
+	"github.com/strata-log/strata/broker/coordinator/coordtest"
 )
-
-// memLog is an in-memory Log; every append is durable at once unless
-// failing is set.
-type memLog struct {
-	mu      sync.Mutex
-	batches [][]byte
-	leo     int64
-	failing bool
-}
-
-func (l *memLog) Append(batch []byte) (int64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.failing {
-		return 0, ErrNotLeader
-	}
-	b := append([]byte(nil), batch...)
-	binary.BigEndian.PutUint64(b[0:8], uint64(l.leo))
-	base := l.leo
-	l.leo += int64(binary.BigEndian.Uint32(b[23:27])) + 1
-	l.batches = append(l.batches, b)
-	return base, nil
-}
-
-func (l *memLog) WaitDurable(context.Context, int64) error { return nil }
-
-func (l *memLog) Read(offset int64, _ int) ([]byte, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []byte
-	for _, b := range l.batches {
-		if last := int64(binary.BigEndian.Uint64(b[0:8])) + int64(binary.BigEndian.Uint32(b[23:27])); last >= offset {
-			out = append(out, b...)
-		}
-	}
-	return out, nil
-}
-
-func (l *memLog) LogStartOffset() int64 { return 0 }
-
-func (l *memLog) HighWatermark() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.leo
-}
 
 // fakeSender fails the first failFor sends of every partition, then
 // accepts; it records the coordinator epochs it was given.
@@ -128,7 +85,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	if r := c.InitProducerID(InitInput{ID: "tx", TimeoutMs: 60000, ProducerID: -1, ProducerEpoch: -1}); r.Code != kerr.NotCoordinator.Code {
 		t.Fatalf("not led: %+v", r)
 	}
-	log := &memLog{}
+	log := coordtest.NewMemLog()
 	part := c.PartitionFor("tx")
 	c.BecomeLeader(part, log, 7)
 	waitFor(t, "load", func() bool { return c.Status("tx") == 0 })
@@ -186,17 +143,17 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 func TestCoordinatorFailedWriteAndTimeout(t *testing.T) {
 	sender := &fakeSender{tries: map[TopicPartition]int{}}
 	c := testCoordinator(t, sender)
-	log := &memLog{}
+	log := coordtest.NewMemLog()
 	c.BecomeLeader(c.PartitionFor("tx"), log, 1)
 	waitFor(t, "load", func() bool { return c.Status("tx") == 0 })
-	log.failing = true
+	log.FailAppends(coordinator.ErrNotLed)
 	if r := c.InitProducerID(InitInput{ID: "tx", TimeoutMs: 50, ProducerID: -1, ProducerEpoch: -1}); r.Code != kerr.NotCoordinator.Code {
 		t.Fatalf("init with a failing log: %+v", r)
 	}
 	if _, code := c.Describe("tx"); code != kerr.TransactionalIDNotFound.Code {
 		t.Fatalf("a failed new id must be forgotten: %d", code)
 	}
-	log.failing = false
+	log.FailAppends(nil)
 	r := c.InitProducerID(InitInput{ID: "tx", TimeoutMs: 50, ProducerID: -1, ProducerEpoch: -1})
 	if r.Code != 0 {
 		t.Fatalf("init: %+v", r)

@@ -6,24 +6,40 @@
 // # Structure
 //
 //   - Machine (machine*.go) is the protocol as a pure state machine: no
-//     clock, no I/O. Inputs are requests (InitProducerID, AddPartitions,
-//     EndTxn), completions (WriteDone: a record is durable or failed;
-//     MarkersDone: every partition took its marker) and logical time
-//     (Tick, milliseconds). Outputs, drained with Ready, are records to
-//     persist and marker jobs to send. Golden scripts (testdata/*.txt,
+//     clock, no I/O, no allocation. Inputs are requests (InitProducerID,
+//     AddPartitions, EndTxn), completions (WriteDone: a record is durable
+//     or failed; MarkersDone: every partition took its marker), new
+//     producer ids (SupplyProducerID, ProducerIDUnavailable) and logical
+//     time (Tick, milliseconds). Outputs, drained with Ready, are records
+//     to persist and marker jobs to send. Golden scripts (testdata/*.txt,
 //     script_test.go) test it.
 //   - Coordinator (coordinator.go) is the shell: it owns one Machine, the
-//     __transaction_state partitions this broker leads (Log), and a
-//     MarkerSender (the broker: WriteTxnMarkers to each partition leader).
-//     It appends the machine's records, waits until they are durable, and
-//     only then answers; it retries marker jobs until every partition
-//     answered.
+//     __transaction_state partitions this broker leads
+//     (coordinator.Partitions of coordinator.Log, shared with the group
+//     coordinator in package broker/coordinator), a producer id allocator,
+//     and a MarkerSender (the broker: WriteTxnMarkers to each partition
+//     leader). It appends the machine's records, waits until they are
+//     durable, and only then answers; it retries marker jobs until every
+//     partition answered.
+//
+// # Producer ids
+//
+// A transition that needs a producer id never used before (a new
+// transactional id, or an epoch bump that exhausts the epoch) takes the
+// one handed in. When none was, the step stops without a change and
+// NeedsProducerID reports it; the shell allocates one (a metadata round
+// trip when its block is used up), hands it in, or reports that the
+// allocation failed (the transition then answers
+// COORDINATOR_NOT_AVAILABLE), and runs the same step again
+// (StepWithProducerIDs). The rerun continues where the step stopped (a
+// Tick resumes at the id it stopped at), so ids are allocated exactly when
+// a transition uses them, one at a time, in the machine's order.
 //
 // # Which coordinator
 //
 // A transactional id T belongs to partition abs(javaStringHashCode(T)) % N
 // of __transaction_state (N = transaction.state.log.num.partitions, 50),
-// Kafka's rule, as for groups. Its coordinator is that partition's leader;
+// Kafka's rule, as for groups (coordinator.PartitionFor). Its coordinator is that partition's leader;
 // the coordinator epoch written in markers is that partition's leader epoch.
 //
 // # Records in __transaction_state (Kafka's own, kmsg types)

@@ -9,9 +9,6 @@ import (
 type MachineConfig struct {
 	MaxTimeoutMs int32 // transaction.max.timeout.ms
 	ExpirationMs int64 // transactional.id.expiration.ms
-	// NewProducerID allocates a producer id never used before (a new id,
-	// or an epoch overflow). An error answers COORDINATOR_NOT_AVAILABLE.
-	NewProducerID func() (int64, error)
 }
 
 // Machine is every transactional id this coordinator serves, as a pure
@@ -20,6 +17,22 @@ type Machine struct {
 	cfg  MachineConfig
 	txns map[string]*txnState
 	out  Ready
+	// supply is the outcome of the allocation of a new producer id the
+	// shell handed in, for the next transition that needs one.
+	supply producerIDSupply
+	// needsID is set when a step stopped, changing nothing, because a
+	// transition needed a producer id and supply was empty.
+	needsID bool
+	// tickResume is the id a stopped Tick resumes at ("": the first).
+	tickResume string
+}
+
+// producerIDSupply is one allocation's outcome: an id, a failure, or
+// nothing handed in.
+type producerIDSupply struct {
+	id     int64
+	ok     bool // id is a new producer id
+	failed bool // the allocation failed: the transition answers COORDINATOR_NOT_AVAILABLE
 }
 
 // Ready is what steps produced: records to persist (each followed by a
@@ -62,15 +75,50 @@ func (t *txnState) snapshot() *Meta {
 	return &c
 }
 
+// NeedsProducerID reports whether the last step stopped, changing nothing,
+// because a transition needed a new producer id (a new transactional id,
+// or an epoch overflow) and none was handed in. The shell then allocates
+// one, hands it in (SupplyProducerID, or ProducerIDUnavailable when the
+// allocation failed) and runs the same step again, which continues where
+// it stopped (StepWithProducerIDs). No other input may come in between.
+func (m *Machine) NeedsProducerID() bool { return m.needsID }
+
+// SupplyProducerID hands in a producer id never used before, for the next
+// transition that needs one.
+func (m *Machine) SupplyProducerID(id int64) {
+	m.supply, m.needsID = producerIDSupply{id: id, ok: true}, false
+}
+
+// ProducerIDUnavailable reports that allocating a producer id failed: the
+// next transition that needs one answers COORDINATOR_NOT_AVAILABLE.
+func (m *Machine) ProducerIDUnavailable() {
+	m.supply, m.needsID = producerIDSupply{failed: true}, false
+}
+
+// newProducerID takes the supplied producer id. With none supplied it
+// sets needsID and fails like an allocation (codeNotAvailable); the
+// caller must then change nothing, so that the step can run again.
+func (m *Machine) newProducerID() (int64, int16) {
+	s := m.supply
+	m.supply = producerIDSupply{}
+	switch {
+	case s.ok:
+		return s.id, 0
+	case !s.failed:
+		m.needsID = true
+	}
+	return -1, codeNotAvailable
+}
+
 // bump raises the epoch, rotating to a new producer id when it would reach
 // maxEpoch (Kafka's isEpochExhausted: epoch >= Short.MaxValue-1). It
-// changes nothing when allocation fails.
+// changes nothing when no producer id is at hand (newProducerID).
 func (m *Machine) bump(t *txnState) int16 {
 	pid, epoch := t.ProducerID, t.ProducerEpoch+1
 	if t.ProducerEpoch >= maxEpoch-1 {
-		id, err := m.cfg.NewProducerID()
-		if err != nil {
-			return codeNotAvailable
+		id, code := m.newProducerID()
+		if code != 0 {
+			return code
 		}
 		pid, epoch = id, 0
 	}
@@ -159,16 +207,25 @@ func (m *Machine) ResumeMarkers(in func(id string) bool) {
 // Tick aborts transactions past their timeout (fencing the producer with
 // an epoch bump) and expires ids idle past transactional.id.expiration.ms.
 // Only ids for which eligible is true are considered (loaded partitions).
+//
+// A Tick that stops for a producer id (NeedsProducerID) resumes, when run
+// again, at the id it stopped at: the ids before it were dealt with.
 func (m *Machine) Tick(now int64, eligible func(id string) bool) {
+	from := m.tickResume
+	m.tickResume = ""
 	for _, id := range m.sortedIDs() {
 		t := m.txns[id]
-		if t.pending || !eligible(id) {
+		if id < from || t.pending || !eligible(id) {
 			continue
 		}
 		switch {
 		case (t.State == StateOngoing || t.State == StatePrepareEpochFence) && t.StartMs+int64(t.TimeoutMs) <= now:
 			prev := t.snapshot()
 			if m.bump(t) != 0 {
+				if m.needsID {
+					m.tickResume = id
+					return
+				}
 				continue // retried next tick
 			}
 			t.State, t.LastUpdateMs = StatePrepareAbort, now

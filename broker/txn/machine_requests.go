@@ -61,9 +61,9 @@ func (m *Machine) InitProducerID(now int64, in InitInput) InitResult {
 }
 
 func (m *Machine) initNew(now int64, in InitInput) InitResult {
-	pid, err := m.cfg.NewProducerID()
-	if err != nil {
-		return InitResult{Code: codeNotAvailable, ProducerID: -1, ProducerEpoch: -1}
+	pid, code := m.newProducerID()
+	if code != 0 {
+		return InitResult{Code: code, ProducerID: -1, ProducerEpoch: -1}
 	}
 	t := &txnState{Meta: Meta{
 		ID: in.ID, ProducerID: pid, LastProducerID: -1, LastProducerEpoch: -1,

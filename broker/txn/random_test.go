@@ -35,12 +35,16 @@ func randomRun(t *testing.T, rng *rand.Rand) {
 		}
 		switch rng.Intn(8) {
 		case 0:
-			s.m.InitProducerID(now, InitInput{ID: id, TimeoutMs: int32(rng.Intn(2000) + 1), ProducerID: -1, ProducerEpoch: -1})
+			timeout := int32(rng.Intn(2000) + 1)
+			s.step(func() {
+				s.m.InitProducerID(now, InitInput{ID: id, TimeoutMs: timeout, ProducerID: -1, ProducerEpoch: -1})
+			})
 		case 1, 2:
 			s.m.AddPartitions(now, AddInput{ID: id, ProducerID: pid, ProducerEpoch: epoch,
 				Partitions: []TopicPartition{tps[rng.Intn(len(tps))]}, VerifyOnly: rng.Intn(4) == 0})
 		case 3:
-			s.m.EndTxn(now, EndInput{ID: id, ProducerID: pid, ProducerEpoch: epoch, Commit: rng.Intn(2) == 0, Bump: rng.Intn(2) == 0})
+			in := EndInput{ID: id, ProducerID: pid, ProducerEpoch: epoch, Commit: rng.Intn(2) == 0, Bump: rng.Intn(2) == 0}
+			s.step(func() { s.m.EndTxn(now, in) })
 		case 4:
 			s.drain()
 			s.durable(rng.Intn(5) != 0)
@@ -51,7 +55,7 @@ func randomRun(t *testing.T, rng *rand.Rand) {
 				s.m.MarkersDone(now, job)
 			}
 		case 6:
-			s.m.Tick(now, func(string) bool { return true })
+			s.step(func() { s.m.Tick(now, func(string) bool { return true }) })
 		case 7:
 			s.drain()
 			s.durable(true)

@@ -93,10 +93,16 @@ func newScriptMachine() *scriptMachine {
 }
 
 func (s *scriptMachine) fresh() *Machine {
-	return NewMachine(MachineConfig{MaxTimeoutMs: 900000, ExpirationMs: 100000, NewProducerID: func() (int64, error) {
+	return NewMachine(MachineConfig{MaxTimeoutMs: 900000, ExpirationMs: 100000})
+}
+
+// step runs a machine step, handing it producer ids from nextPID as the
+// coordinator does.
+func (s *scriptMachine) step(fn func()) {
+	StepWithProducerIDs(s.m, func() (int64, error) {
 		s.nextPID++
 		return s.nextPID, nil
-	}})
+	}, fn)
 }
 
 type args map[string]string
@@ -124,7 +130,15 @@ func (s *scriptMachine) exec(t *testing.T, cmd string) []string {
 	id := a["id"]
 	pid, epoch := a.num(t, "pid", -1), int16(a.num(t, "epoch", -1))
 	var lines []string
-	switch fields[0] {
+	s.step(func() { lines = s.run(t, fields[0], a, now, id, pid, epoch) })
+	return append(lines, s.drain()...)
+}
+
+// run applies one command to the machine; it may run again when the
+// machine stops for a producer id (step).
+func (s *scriptMachine) run(t *testing.T, cmd string, a args, now int64, id string, pid int64, epoch int16) []string {
+	var lines []string
+	switch cmd {
 	case "init":
 		r := s.m.InitProducerID(now, InitInput{ID: id, TimeoutMs: int32(a.num(t, "timeout", 60000)), ProducerID: pid, ProducerEpoch: epoch})
 		lines = append(lines, fmt.Sprintf("init %s pid=%d epoch=%d", codeName(r.Code), r.ProducerID, r.ProducerEpoch))
@@ -158,9 +172,9 @@ func (s *scriptMachine) exec(t *testing.T, cmd string) []string {
 	case "reload":
 		lines = append(lines, s.reload(t))
 	default:
-		t.Fatalf("unknown command %q", fields[0])
+		t.Fatalf("unknown command %q", cmd)
 	}
-	return append(lines, s.drain()...)
+	return lines
 }
 
 // durable reports every pending record's write as done.

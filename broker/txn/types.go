@@ -70,9 +70,6 @@ var (
 // ErrInvalidConfig is returned by Config.Validate.
 var ErrInvalidConfig = errors.New("txn: invalid config")
 
-// ErrNotLeader: the partition is not (or no longer) led here.
-var ErrNotLeader = errors.New("txn: transaction state partition not led by this broker")
-
 // ErrCorruptRecord: a record of __transaction_state does not decode.
 var ErrCorruptRecord = errors.New("txn: corrupt transaction state record")
 
