@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // memLog is an in-memory Log; every append is durable at once unless
@@ -103,17 +105,6 @@ func testCoordinator(t *testing.T, sender MarkerSender) *Coordinator {
 	return c
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func stateOf(c *Coordinator, id string) State {
 	m, code := c.Describe(id)
 	if code != 0 {
@@ -131,7 +122,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	log := &memLog{}
 	part := c.PartitionFor("tx")
 	c.BecomeLeader(part, log, 7)
-	waitFor(t, "load", func() bool { return c.Status("tx") == 0 })
+	testkit.WaitFor(t, 5*time.Second, "load", func() bool { return c.Status("tx") == 0 })
 	r := c.InitProducerID(InitInput{ID: "tx", TimeoutMs: 60000, ProducerID: -1, ProducerEpoch: -1})
 	if r.Code != 0 || r.ProducerID != 101 || r.ProducerEpoch != 0 {
 		t.Fatalf("init: %+v", r)
@@ -143,7 +134,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	if e := c.EndTxn(EndInput{ID: "tx", ProducerID: 101, Commit: true}); e.Code != 0 {
 		t.Fatalf("end: %+v", e)
 	}
-	waitFor(t, "commit to complete", func() bool { return stateOf(c, "tx") == StateCompleteCommit })
+	testkit.WaitFor(t, 5*time.Second, "commit to complete", func() bool { return stateOf(c, "tx") == StateCompleteCommit })
 	sender.mu.Lock()
 	if len(sender.epochs) != 3 || sender.epochs[0] != 7 || sender.tries[tps[0]] != 3 {
 		t.Errorf("sends: epochs %v tries %v", sender.epochs, sender.tries)
@@ -153,7 +144,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	// A transaction left in PrepareAbort (its coordinator failed before
 	// the markers) is finished by the next leader.
 	var code int16
-	waitFor(t, "the completion to be durable", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the completion to be durable", func() bool {
 		code, _ = c.AddPartitions(AddInput{ID: "tx", ProducerID: 101, Partitions: tps[:1]})
 		return code != kerr.ConcurrentTransactions.Code
 	})
@@ -164,7 +155,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	stuck := &fakeSender{failFor: 1 << 30, tries: map[TopicPartition]int{}}
 	c2 := testCoordinator(t, stuck)
 	c2.BecomeLeader(part, log, 8)
-	waitFor(t, "load", func() bool { return c2.Status("tx") == 0 })
+	testkit.WaitFor(t, 5*time.Second, "load", func() bool { return c2.Status("tx") == 0 })
 	if e := c2.EndTxn(EndInput{ID: "tx", ProducerID: 101, Commit: false}); e.Code != 0 {
 		t.Fatalf("abort: %+v", e)
 	}
@@ -174,7 +165,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	c2.Resign(part)
 	c3 := testCoordinator(t, sender)
 	c3.BecomeLeader(part, log, 9)
-	waitFor(t, "resumed abort", func() bool { return stateOf(c3, "tx") == StateCompleteAbort })
+	testkit.WaitFor(t, 5*time.Second, "resumed abort", func() bool { return stateOf(c3, "tx") == StateCompleteAbort })
 	sender.mu.Lock()
 	defer sender.mu.Unlock()
 	last := sender.written[len(sender.written)-1]
@@ -188,7 +179,7 @@ func TestCoordinatorFailedWriteAndTimeout(t *testing.T) {
 	c := testCoordinator(t, sender)
 	log := &memLog{}
 	c.BecomeLeader(c.PartitionFor("tx"), log, 1)
-	waitFor(t, "load", func() bool { return c.Status("tx") == 0 })
+	testkit.WaitFor(t, 5*time.Second, "load", func() bool { return c.Status("tx") == 0 })
 	log.failing = true
 	if r := c.InitProducerID(InitInput{ID: "tx", TimeoutMs: 50, ProducerID: -1, ProducerEpoch: -1}); r.Code != kerr.NotCoordinator.Code {
 		t.Fatalf("init with a failing log: %+v", r)
@@ -205,7 +196,7 @@ func TestCoordinatorFailedWriteAndTimeout(t *testing.T) {
 		t.Fatalf("add: %d", code)
 	}
 	// The 50ms timeout passes; the Tick loop aborts with a bumped epoch.
-	waitFor(t, "timeout abort", func() bool { return stateOf(c, "tx") == StateCompleteAbort })
+	testkit.WaitFor(t, 5*time.Second, "timeout abort", func() bool { return stateOf(c, "tx") == StateCompleteAbort })
 	m, _ := c.Describe("tx")
 	if m.ProducerEpoch != r.ProducerEpoch+1 {
 		t.Fatalf("epoch after timeout: %d", m.ProducerEpoch)

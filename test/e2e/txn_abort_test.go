@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // abandonTimeout is transaction.timeout.ms of the abandoned transaction;
@@ -56,7 +58,7 @@ func TestTxnAbortedAndAbandonedInvisible(t *testing.T) {
 	committed.add(rs...)
 	all.add(rs...)
 
-	waitFor(t, abortWait, "the coordinator to abort the abandoned transaction (LSO = HW)", func() bool {
+	testkit.WaitFor(t, abortWait, "the coordinator to abort the abandoned transaction (LSO = HW)", func() bool {
 		lso, hw := stableOffsets(t, adm, topic), endOffsets(t, adm, topic)
 		for p := int32(0); p < partitions; p++ {
 			if lso[p] != hw[p] {
@@ -77,7 +79,7 @@ func TestTxnAbortedAndAbandonedInvisible(t *testing.T) {
 	all.add(rs...)
 
 	checkIsolatedReads(t, b, topic, partitions, &committed, &all)
-	waitFor(t, 30*time.Second, "the live read_committed consumer to read everything", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the live read_committed consumer to read everything", func() bool {
 		live.mu.Lock()
 		defer live.mu.Unlock()
 		return len(live.at) >= len(committed.values(0))+len(committed.values(1))

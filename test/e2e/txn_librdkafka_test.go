@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // rdkTxnProducer is a librdkafka transactional producer. The system has
@@ -151,7 +153,7 @@ func TestTxnLibrdkafkaProducer(t *testing.T) {
 	// 15 records and 3 markers; the last marker may land just after
 	// commit_transaction returned.
 	adm := b.Admin()
-	waitFor(t, 30*time.Second, "HW 18 (15 records, 3 markers)", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "HW 18 (15 records, 3 markers)", func() bool {
 		return endOffsets(t, adm, topic)[0] == 18
 	})
 	checkKcat(t, kcat, b, topic, "read_committed", []string{"committed-a", "committed-d"})
