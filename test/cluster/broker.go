@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Broker is one slot of the cluster: fixed node id, addresses, data dir and
@@ -96,7 +98,7 @@ func (b *Broker) start() {
 	fmt.Fprintf(f, "=== %s start: %s %s\n", time.Now().Format(time.RFC3339Nano), b.c.bin, strings.Join(args, " "))
 	cmd := exec.Command(b.c.bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = cleanEnv()
+	cmd.Env = testkit.EnvWithout("STRATA_")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -112,20 +114,8 @@ func (b *Broker) start() {
 	b.mu.started, b.mu.cmd, b.mu.exited, b.mu.paused = true, cmd, exited, false
 	b.mu.Unlock()
 	if err := b.waitReady(exited); err != nil {
-		t.Fatalf("broker %d not ready: %v\n%s", b.ID, err, tailString(b.Log(), logTailBytes))
+		t.Fatalf("broker %d not ready: %v\n%s", b.ID, err, testkit.Tail(b.Log(), logTailBytes))
 	}
-}
-
-// cleanEnv is the test's environment without STRATA_* (only flags configure
-// the brokers).
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STRATA_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 func (b *Broker) waitReady(exited <-chan struct{}) error {
@@ -218,11 +208,4 @@ func (b *Broker) MetricSum(ctx context.Context, name string) (float64, error) {
 		}
 	}
 	return sum, nil
-}
-
-func tailString(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

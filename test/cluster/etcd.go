@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // etcdReadyTimeout bounds an etcd start to a healthy /health.
@@ -42,16 +44,13 @@ func startEtcd(t testing.TB, dir string) *EtcdServer {
 	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("etcd binary not found on PATH (install Debian's etcd-server): %v", err)
-		}
-		t.Skipf("etcd binary not found on PATH: %v", err)
+		testkit.Missing(t, "etcd binary not found on PATH (install Debian's etcd-server): %v", err)
 	}
 	e := &EtcdServer{bin: bin, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "etcd.log")}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.clientURL, e.peerURL = "http://"+freeAddr(t), "http://"+freeAddr(t)
+	e.clientURL, e.peerURL = "http://"+testkit.FreeAddr(t), "http://"+testkit.FreeAddr(t)
 	e.Endpoints = []string{e.clientURL}
 	t.Cleanup(func() { _ = e.Kill() })
 	if err := e.Start(); err != nil {
@@ -175,5 +174,5 @@ func waitEtcdHealthy(clientURL string, exited <-chan struct{}, timeout time.Dura
 // tailFile returns the last n bytes of a file ("" if unreadable).
 func tailFile(path string, n int) string {
 	data, _ := os.ReadFile(path)
-	return tailString(string(data), n)
+	return testkit.Tail(string(data), n)
 }

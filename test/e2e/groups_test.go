@@ -322,7 +322,7 @@ func TestGroupStaticMembership(t *testing.T) {
 // TestGroupKcatBalanced: librdkafka's balanced consumer (kcat -G) reads
 // everything and commits.
 func TestGroupKcatBalanced(t *testing.T) {
-	kcat := needBinary(t, "kcat")
+	kcat := testkit.NeedBinary(t, "kcat")
 	b := StartBroker(t, groupBrokerArgs)
 	const topic, group = "kcat-group", "kcat-readers"
 	createTopic(t, b.Admin(), topic, 3, nil)

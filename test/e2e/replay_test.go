@@ -57,7 +57,7 @@ func TestReplayFromBucketWithoutBroker(t *testing.T) {
 		return true
 	})
 	// kcat -C -J from the broker, for the --format kcat comparison below.
-	kcat := needBinary(t, "kcat")
+	kcat := testkit.NeedBinary(t, "kcat")
 	kcatOut := runKcat(t, kcat, "", "-b", b.Addr, "-C", "-J", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q",
 		"-c", fmt.Sprint(last[0]/2))
 	if err := b.Stop(); err != nil {

@@ -97,8 +97,8 @@ func TestTxnAbortedAndAbandonedInvisible(t *testing.T) {
 // offset of the open transaction per partition and when the client died.
 func abandonTxn(t *testing.T, b *Broker, topic string, partitions int32, all *producedLog) (map[int32]int64, time.Time) {
 	t.Helper()
-	var ct connTracker
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.Dialer(ct.dial), kgo.TransactionalID("vis-abandoned"),
+	var ct testkit.ConnTracker
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.Dialer(ct.Dial), kgo.TransactionalID("vis-abandoned"),
 		kgo.TransactionTimeout(abandonTimeout), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func abandonTxn(t *testing.T, b *Broker, topic string, partitions int32, all *pr
 	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 		t.Fatalf("produce in the transaction to abandon: %v", err)
 	}
-	ct.kill()
+	ct.Kill()
 	killedAt := time.Now()
 	go cl.Close() // fails whatever is left; sends nothing (every dial fails)
 	all.add(rs...)

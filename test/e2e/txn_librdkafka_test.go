@@ -111,7 +111,7 @@ int main(int argc, char **argv) {
 // librdkafka.so.1 (skipped, or failed when CI=true, without gcc or it).
 func buildRdkTxnProducer(t *testing.T) string {
 	t.Helper()
-	gcc := needBinary(t, "gcc")
+	gcc := testkit.NeedBinary(t, "gcc")
 	dir := t.TempDir()
 	src, bin := filepath.Join(dir, "rdk-txn.c"), filepath.Join(dir, "rdk-txn")
 	if err := os.WriteFile(src, []byte(rdkTxnProducer), 0o644); err != nil {
@@ -133,7 +133,7 @@ func buildRdkTxnProducer(t *testing.T) string {
 // works against the broker, and both kcat (librdkafka) and franz-go as
 // read_committed consumers see exactly its committed records.
 func TestTxnLibrdkafkaProducer(t *testing.T) {
-	kcat := needBinary(t, "kcat")
+	kcat := testkit.NeedBinary(t, "kcat")
 	prog := buildRdkTxnProducer(t)
 	b := StartBroker(t)
 	const topic = "txn-librdkafka"
