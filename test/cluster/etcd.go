@@ -33,8 +33,7 @@ type EtcdServer struct {
 
 	mu struct {
 		sync.Mutex
-		cmd    *exec.Cmd
-		exited chan struct{} // closed when cmd was reaped; nil before the first start
+		proc *testkit.Process // current or last process; nil before the first start
 	}
 }
 
@@ -68,15 +67,7 @@ func (e *EtcdServer) Running() bool {
 
 // REQUIRES: e.mu held.
 func (e *EtcdServer) runningLocked() bool {
-	if e.mu.exited == nil {
-		return false
-	}
-	select {
-	case <-e.mu.exited:
-		return false
-	default:
-		return true
-	}
+	return e.mu.proc != nil && !e.mu.proc.HasExited()
 }
 
 // Start runs etcd on its data dir and ports and waits until it is healthy.
@@ -101,50 +92,35 @@ func (e *EtcdServer) launch() (<-chan struct{}, error) {
 	if e.runningLocked() {
 		return nil, fmt.Errorf("etcd already running")
 	}
-	log, err := os.OpenFile(e.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "=== %s start\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(e.bin,
+	proc, err := testkit.StartProcess(testkit.ProcessConfig{Bin: e.bin, LogPath: e.logPath, Args: []string{
 		"--name", "test",
 		"--data-dir", e.dataDir,
 		"--listen-client-urls", e.clientURL, "--advertise-client-urls", e.clientURL,
 		"--listen-peer-urls", e.peerURL, "--initial-advertise-peer-urls", e.peerURL,
-		"--initial-cluster", "test="+e.peerURL,
-		"--logger", "zap", "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
-	if err := cmd.Start(); err != nil {
-		log.Close()
+		"--initial-cluster", "test=" + e.peerURL,
+		"--logger", "zap", "--log-level", "warn",
+	}})
+	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", e.bin, err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		log.Close()
-		close(exited)
-	}()
-	e.mu.cmd, e.mu.exited = cmd, exited
-	return exited, nil
+	e.mu.proc = proc
+	return proc.Exited(), nil
 }
 
 // Kill SIGKILLs etcd (an outage, not a shutdown) and waits for the exit.
 // Killing a stopped server does nothing.
 func (e *EtcdServer) Kill() error {
 	e.mu.Lock()
-	cmd, exited, running := e.mu.cmd, e.mu.exited, e.runningLocked()
+	proc, running := e.mu.proc, e.runningLocked()
 	e.mu.Unlock()
 	if !running {
 		return nil
 	}
-	_ = cmd.Process.Kill() // also ends a SIGSTOPped process
-	select {
-	case <-exited:
-		return nil
-	case <-time.After(exitTimeout):
+	_ = proc.Signal(syscall.SIGKILL) // also ends a SIGSTOPped process
+	if proc.Wait(exitTimeout) != nil {
 		return fmt.Errorf("etcd did not exit within %v of SIGKILL", exitTimeout)
 	}
+	return nil
 }
 
 // waitEtcdHealthy polls /health until etcd reports healthy, exits, or the
