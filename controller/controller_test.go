@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -34,17 +35,6 @@ func openStore(t *testing.T, endpoints []string, cluster string) *metadata.Store
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func startCandidate(t *testing.T, s *metadata.Store, id int32) *Controller {
@@ -94,7 +84,7 @@ func waitState(t *testing.T, s *metadata.Store, id metadata.TopicID, what string
 func activeOf(t *testing.T, candidates ...*Controller) int {
 	t.Helper()
 	index := -1
-	waitFor(t, "one active controller observed by all", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "one active controller observed by all", func() bool {
 		index = -1
 		for i, c := range candidates {
 			if c.Active() {
@@ -180,7 +170,7 @@ func testSessionLoss(t *testing.T, admin *metadata.Store, c *Controller, id meta
 	if _, err := admin.Client().Revoke(ctx, clientv3.LeaseID(oldLease)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "re-elected with a new session", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "re-elected with a new session", func() bool {
 		r, err := admin.Client().Get(ctx, admin.ControllerPrefix(), clientv3.WithFirstCreate()...)
 		return err == nil && len(r.Kvs) == 1 && string(r.Kvs[0].Key) != oldKey && c.Active()
 	})
@@ -256,7 +246,7 @@ func TestControllerEtcdUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer etcd.Resume()
-	waitFor(t, "the active controller to stop acting", func() bool { return !active.Active() })
+	testkit.WaitFor(t, 20*time.Second, "the active controller to stop acting", func() bool { return !active.Active() })
 	for _, c := range []*Controller{a, b} {
 		start := time.Now()
 		c.Close()
@@ -285,7 +275,7 @@ func TestRestartedCandidateRevokesItsStaleCandidacy(t *testing.T) {
 		t.Fatalf("stale campaign: %v", err)
 	}
 	c := startCandidate(t, s, 1)
-	waitFor(t, "the restarted node elected despite its stale candidacy", c.Active)
+	testkit.WaitFor(t, 20*time.Second, "the restarted node elected despite its stale candidacy", c.Active)
 	ttl, err := s.Client().TimeToLive(context.Background(), stale.Lease())
 	if err != nil || ttl.TTL > 0 {
 		t.Fatalf("the stale session's lease is still alive: %+v, %v", ttl, err)

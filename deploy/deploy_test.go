@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // foreignFlags are the flags in deploy/ that belong to other programs
@@ -56,17 +58,6 @@ func usedFlags(text string) map[string]string {
 	return used
 }
 
-// buildStrata builds cmd/strata into a temporary directory.
-func buildStrata(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "strata")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/strata").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // serveFlags returns the flag names `strata serve --help` lists.
 func serveFlags(t *testing.T, bin string) map[string]bool {
 	t.Helper()
@@ -84,6 +75,9 @@ func serveFlags(t *testing.T, bin string) map[string]bool {
 	return known
 }
 
+// TestMain removes the strata binary the tests built.
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
+
 func TestUsedFlagsExtraction(t *testing.T) {
 	got := usedFlags("strata serve --node-id 1 \\\n  --etcd=x \"--http\" --initial-cluster a=b\nSTRATA_DATA_DIR=/x x--not-a-flag\n")
 	want := []string{"data-dir", "etcd", "http", "node-id"}
@@ -95,7 +89,7 @@ func TestUsedFlagsExtraction(t *testing.T) {
 // TestDeployFlagsExist checks every --flag and STRATA_* variable in the
 // files under deploy/ (the Go sources aside) against `strata serve --help`.
 func TestDeployFlagsExist(t *testing.T) {
-	known := serveFlags(t, buildStrata(t))
+	known := serveFlags(t, testkit.StrataBinary(t))
 	var unknown []string
 	seen := map[string]bool{}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -127,21 +121,6 @@ func TestDeployFlagsExist(t *testing.T) {
 		slices.Sort(unknown)
 		t.Fatalf("flags not in strata serve --help:\n%s", strings.Join(unknown, "\n"))
 	}
-}
-
-// need returns the path of a tool, skipping the test without it (failing
-// under CI=true, where test.sh installs every dependency).
-func need(t *testing.T, path string) string {
-	t.Helper()
-	p, err := exec.LookPath(path)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required in CI: %v", path, err)
-	}
-	t.Skipf("%s not installed: %v", path, err)
-	return ""
 }
 
 // freeRange returns the first of n consecutive loopback ports that are
@@ -260,13 +239,13 @@ func metadata(t *testing.T, broker string, topic ...string) kcatMetadata {
 // TestLocalCluster starts deploy/local-cluster.sh on free ports, uses the
 // cluster with kcat, stops it and checks every process exited.
 func TestLocalCluster(t *testing.T) {
-	need(t, "etcd")
-	need(t, "kcat")
+	testkit.NeedBinary(t, "etcd")
+	testkit.NeedBinary(t, "kcat")
 	minio := os.Getenv("STRATA_MINIO_BIN")
 	if minio == "" {
 		minio, _ = filepath.Abs("../.tools/bin/minio")
 	}
-	need(t, minio)
+	testkit.NeedBinary(t, minio)
 	taken := map[int]bool{}
 	kafka := freeRange(t, 3, taken)
 	c := &cluster{dir: t.TempDir(), env: []string{

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 )
@@ -331,18 +332,6 @@ func testPartitionCAS(t *testing.T, e *env) {
 	}
 }
 
-// waitFor polls cond until it holds or the bound passes.
-func waitFor(t *testing.T, bound time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, bound)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func brokerIDs(t *testing.T, s *metadata.Store) []int32 {
 	t.Helper()
 	brokers, err := s.Brokers(testCtx(t))
@@ -387,11 +376,11 @@ func testBrokerLease(t *testing.T, e *env) {
 		t.Fatalf("after one TTL with keepalive: brokers %v, lost %v %v", got, isClosed(reg1.Lost), isClosed(reg2.Lost))
 	}
 	cancelReg()
-	waitFor(t, 5*time.Second, "lost closed after cancel", func() bool { return isClosed(reg1.Lost) })
-	waitFor(t, 5*time.Second, "broker 1 gone after cancel", func() bool { return slices.Equal(brokerIDs(t, observer), []int32{2}) })
+	testkit.WaitFor(t, 5*time.Second, "lost closed after cancel", func() bool { return isClosed(reg1.Lost) })
+	testkit.WaitFor(t, 5*time.Second, "broker 1 gone after cancel", func() bool { return slices.Equal(brokerIDs(t, observer), []int32{2}) })
 	crashing.Client().Close()
-	waitFor(t, 10*time.Second, "lost closed after the client died", func() bool { return isClosed(reg2.Lost) })
-	waitFor(t, 15*time.Second, "broker 2 gone after its lease expired", func() bool { return len(brokerIDs(t, observer)) == 0 })
+	testkit.WaitFor(t, 10*time.Second, "lost closed after the client died", func() bool { return isClosed(reg2.Lost) })
+	testkit.WaitFor(t, 15*time.Second, "broker 2 gone after its lease expired", func() bool { return len(brokerIDs(t, observer)) == 0 })
 	// Re-registering an id replaces the old registration.
 	if _, err := observer.RegisterBroker(ctx, metadata.BrokerInfo{NodeID: 3, Host: "a", Port: 1}, 5); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -160,7 +161,9 @@ func TestColdReadAhead(t *testing.T) {
 	if _, err := c.Read(ctx, ColdRead{Object: f.obj, Offset: 0, MaxBytes: 1000, UpTo: 1 << 62}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return c.Stats().ReadAheadBlocks == 2 && c.Stats().CachedBytes == 3<<20 })
+	testkit.WaitFor(t, 5*time.Second, "2 read-ahead blocks, 3 MiB cached", func() bool {
+		return c.Stats().ReadAheadBlocks == 2 && c.Stats().CachedBytes == 3<<20
+	})
 	// Reading on sequentially, block 1 and 2 are hits.
 	start := f.seg.batches[0].base
 	for pos := int64(0); pos < 2<<20; {
@@ -188,17 +191,6 @@ func lastOffsetOf(t *testing.T, b []byte) int64 {
 		b = b[h.Size():]
 	}
 	return last
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestColdFlippedByteNeverServed: a damaged byte in a batch field the batch
@@ -387,7 +379,7 @@ func TestColdCallerGivingUpStillWarmsCache(t *testing.T) {
 	if _, err := c.Read(ctx, ColdRead{Object: f.obj, Offset: 0, MaxBytes: 1000, UpTo: 1 << 62}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("read with an expiring context: %v", err)
 	}
-	waitFor(t, func() bool { return c.Stats().CachedBytes == 1<<20 })
+	testkit.WaitFor(t, 5*time.Second, "1 MiB cached", func() bool { return c.Stats().CachedBytes == 1<<20 })
 	before := f.gets()
 	if _, err := c.Read(context.Background(), ColdRead{Object: f.obj, Offset: 0, MaxBytes: 1000, UpTo: 1 << 62}); err != nil {
 		t.Fatal(err)

@@ -3,17 +3,18 @@ package group
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
-// Golden scripts drive the Machine: testdata/*.txt hold blocks
+// Golden scripts drive the Machine through testkit.RunScripts:
+// testdata/*.txt hold blocks
 //
 //	command arg=value ...
 //	----
@@ -25,74 +26,10 @@ import (
 var update = flag.Bool("update", false, "rewrite golden outputs")
 
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-type scriptBlock struct {
-	comments []string
-	cmd      string
-	want     []string
-}
-
-func parseScript(t *testing.T, path string) []scriptBlock {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []scriptBlock
-	var cur *scriptBlock
-	inOut := false
-	for _, line := range strings.Split(string(data), "\n") {
-		switch {
-		case cur == nil && (strings.HasPrefix(line, "#") || strings.TrimSpace(line) == ""):
-			blocks = append(blocks, scriptBlock{comments: []string{line}})
-		case cur == nil:
-			blocks = append(blocks, scriptBlock{cmd: line})
-			cur, inOut = &blocks[len(blocks)-1], false
-		case line == "----":
-			inOut = true
-		case strings.TrimSpace(line) == "":
-			cur = nil
-			blocks = append(blocks, scriptBlock{comments: []string{""}})
-		case inOut:
-			cur.want = append(cur.want, line)
-		default:
-			t.Fatalf("%s: command %q without ---- before %q", path, cur.cmd, line)
-		}
-	}
-	return blocks
-}
-
-func runScript(t *testing.T, path string) {
-	blocks := parseScript(t, path)
-	s := newScriptMachine()
-	var out strings.Builder
-	for _, b := range blocks {
-		if b.cmd == "" {
-			out.WriteString(strings.Join(b.comments, "\n") + "\n")
-			continue
-		}
-		got := s.exec(t, b.cmd)
-		out.WriteString(b.cmd + "\n----\n")
-		for _, l := range got {
-			out.WriteString(l + "\n")
-		}
-		if !*update && strings.Join(got, "\n") != strings.Join(b.want, "\n") {
-			t.Errorf("%s: %s\ngot:\n%s\nwant:\n%s", path, b.cmd, strings.Join(got, "\n"), strings.Join(b.want, "\n"))
-		}
-	}
-	if *update {
-		text := strings.TrimRight(out.String(), "\n") + "\n"
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.RunScripts(t, "testdata/*.txt", *update, func(*testing.T) testkit.ScriptExec {
+		s := newScriptMachine()
+		return func(t *testing.T, c testkit.Command) string { return strings.Join(s.exec(t, c.Text), "\n") }
+	})
 }
 
 type scriptMachine struct {

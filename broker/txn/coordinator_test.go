@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-log/strata/broker/coordinator"
 	"github.com/strata-log/strata/broker/coordinator/coordtest"
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // fakeSender fails the first failFor sends of every partition, then
@@ -60,17 +61,6 @@ func testCoordinator(t *testing.T, sender MarkerSender) *Coordinator {
 	return c
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func stateOf(c *Coordinator, id string) State {
 	m, code := c.Describe(id)
 	if code != 0 {
@@ -88,7 +78,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	log := coordtest.NewMemLog()
 	part := c.PartitionFor("tx")
 	c.BecomeLeader(part, log, 7)
-	waitFor(t, "load", func() bool { return c.Status("tx") == 0 })
+	testkit.WaitFor(t, 5*time.Second, "load", func() bool { return c.Status("tx") == 0 })
 	r := c.InitProducerID(InitInput{ID: "tx", TimeoutMs: 60000, ProducerID: -1, ProducerEpoch: -1})
 	if r.Code != 0 || r.ProducerID != 101 || r.ProducerEpoch != 0 {
 		t.Fatalf("init: %+v", r)
@@ -100,7 +90,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	if e := c.EndTxn(EndInput{ID: "tx", ProducerID: 101, Commit: true}); e.Code != 0 {
 		t.Fatalf("end: %+v", e)
 	}
-	waitFor(t, "commit to complete", func() bool { return stateOf(c, "tx") == StateCompleteCommit })
+	testkit.WaitFor(t, 5*time.Second, "commit to complete", func() bool { return stateOf(c, "tx") == StateCompleteCommit })
 	sender.mu.Lock()
 	if len(sender.epochs) != 3 || sender.epochs[0] != 7 || sender.tries[tps[0]] != 3 {
 		t.Errorf("sends: epochs %v tries %v", sender.epochs, sender.tries)
@@ -110,7 +100,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	// A transaction left in PrepareAbort (its coordinator failed before
 	// the markers) is finished by the next leader.
 	var code int16
-	waitFor(t, "the completion to be durable", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the completion to be durable", func() bool {
 		code, _ = c.AddPartitions(AddInput{ID: "tx", ProducerID: 101, Partitions: tps[:1]})
 		return code != kerr.ConcurrentTransactions.Code
 	})
@@ -121,7 +111,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	stuck := &fakeSender{failFor: 1 << 30, tries: map[TopicPartition]int{}}
 	c2 := testCoordinator(t, stuck)
 	c2.BecomeLeader(part, log, 8)
-	waitFor(t, "load", func() bool { return c2.Status("tx") == 0 })
+	testkit.WaitFor(t, 5*time.Second, "load", func() bool { return c2.Status("tx") == 0 })
 	if e := c2.EndTxn(EndInput{ID: "tx", ProducerID: 101, Commit: false}); e.Code != 0 {
 		t.Fatalf("abort: %+v", e)
 	}
@@ -131,7 +121,7 @@ func TestCoordinatorMarkersRetriedAndResumed(t *testing.T) {
 	c2.Resign(part)
 	c3 := testCoordinator(t, sender)
 	c3.BecomeLeader(part, log, 9)
-	waitFor(t, "resumed abort", func() bool { return stateOf(c3, "tx") == StateCompleteAbort })
+	testkit.WaitFor(t, 5*time.Second, "resumed abort", func() bool { return stateOf(c3, "tx") == StateCompleteAbort })
 	sender.mu.Lock()
 	defer sender.mu.Unlock()
 	last := sender.written[len(sender.written)-1]
@@ -145,7 +135,7 @@ func TestCoordinatorFailedWriteAndTimeout(t *testing.T) {
 	c := testCoordinator(t, sender)
 	log := coordtest.NewMemLog()
 	c.BecomeLeader(c.PartitionFor("tx"), log, 1)
-	waitFor(t, "load", func() bool { return c.Status("tx") == 0 })
+	testkit.WaitFor(t, 5*time.Second, "load", func() bool { return c.Status("tx") == 0 })
 	log.FailAppends(coordinator.ErrNotLed)
 	if r := c.InitProducerID(InitInput{ID: "tx", TimeoutMs: 50, ProducerID: -1, ProducerEpoch: -1}); r.Code != kerr.NotCoordinator.Code {
 		t.Fatalf("init with a failing log: %+v", r)
@@ -162,7 +152,7 @@ func TestCoordinatorFailedWriteAndTimeout(t *testing.T) {
 		t.Fatalf("add: %d", code)
 	}
 	// The 50ms timeout passes; the Tick loop aborts with a bumped epoch.
-	waitFor(t, "timeout abort", func() bool { return stateOf(c, "tx") == StateCompleteAbort })
+	testkit.WaitFor(t, 5*time.Second, "timeout abort", func() bool { return stateOf(c, "tx") == StateCompleteAbort })
 	m, _ := c.Describe("tx")
 	if m.ProducerEpoch != r.ProducerEpoch+1 {
 		t.Fatalf("epoch after timeout: %d", m.ProducerEpoch)

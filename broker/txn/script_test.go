@@ -3,8 +3,6 @@ package txn
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,9 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/internal/testkit"
 )
 
-// Golden scripts drive the Machine: testdata/*.txt hold blocks
+// Golden scripts drive the Machine through testkit.RunScripts:
+// testdata/*.txt hold blocks
 //
 //	command arg=value ...
 //	----
@@ -28,54 +28,10 @@ import (
 var update = flag.Bool("update", false, "rewrite golden outputs")
 
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-func runScript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newScriptMachine()
-	var out strings.Builder
-	blocks := strings.Split(strings.TrimRight(string(data), "\n"), "\n\n")
-	for _, b := range blocks {
-		lines := strings.Split(b, "\n")
-		var cmd string
-		var want []string
-		i := 0
-		for ; i < len(lines) && strings.HasPrefix(lines[i], "#"); i++ {
-			out.WriteString(lines[i] + "\n")
-		}
-		if i == len(lines) {
-			out.WriteString("\n")
-			continue
-		}
-		cmd = lines[i]
-		if i+1 < len(lines) && lines[i+1] == "----" {
-			want = lines[i+2:]
-		}
-		got := s.exec(t, cmd)
-		out.WriteString(cmd + "\n----\n")
-		for _, l := range got {
-			out.WriteString(l + "\n")
-		}
-		out.WriteString("\n")
-		if !*update && strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("%s: %s\ngot:\n%s\nwant:\n%s", path, cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.RunScripts(t, "testdata/*.txt", *update, func(*testing.T) testkit.ScriptExec {
+		s := newScriptMachine()
+		return func(t *testing.T, c testkit.Command) string { return strings.Join(s.exec(t, c.Text), "\n") }
+	})
 }
 
 type scriptMachine struct {

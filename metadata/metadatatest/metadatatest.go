@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -64,10 +64,7 @@ func StartExternalProcess(t testing.TB) *External {
 	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("etcd binary not found on PATH (install Debian's etcd-server): %v", err)
-		}
-		t.Skipf("etcd binary not found on PATH: %v", err)
+		testkit.Missing(t, "etcd binary not found on PATH (install Debian's etcd-server): %v", err)
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a chosen port may be taken before etcd binds it
@@ -82,14 +79,7 @@ func StartExternalProcess(t testing.TB) *External {
 }
 
 func startExternalOnce(t testing.TB, bin string) (*External, error) {
-	clientURL, err := freeURL()
-	if err != nil {
-		return nil, err
-	}
-	peerURL, err := freeURL()
-	if err != nil {
-		return nil, err
-	}
+	clientURL, peerURL := "http://"+testkit.FreeAddr(t), "http://"+testkit.FreeAddr(t)
 	cmd := exec.Command(bin,
 		"--name", "test",
 		"--data-dir", filepath.Join(t.TempDir(), "etcd"),
@@ -139,15 +129,6 @@ func waitHealthy(clientURL string, exited <-chan struct{}, timeout time.Duration
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func freeURL() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return "http://" + l.Addr().String(), nil
 }
 
 // syncBuffer collects a process's output; the process writes while a

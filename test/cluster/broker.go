@@ -6,11 +6,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Broker is one slot of the cluster: fixed node id, addresses, data dir and
@@ -26,10 +27,9 @@ type Broker struct {
 
 	mu struct {
 		sync.Mutex
-		started bool          // started at least once
-		cmd     *exec.Cmd     // current or last process
-		exited  chan struct{} // closed when cmd was reaped
-		paused  bool          // SIGSTOPped
+		started bool             // started at least once
+		proc    *testkit.Process // current or last process
+		paused  bool             // SIGSTOPped
 		cut     bool
 	}
 }
@@ -50,15 +50,7 @@ func (b *Broker) Running() bool {
 
 // REQUIRES: b.mu held.
 func (b *Broker) runningLocked() bool {
-	if b.mu.exited == nil {
-		return false
-	}
-	select {
-	case <-b.mu.exited:
-		return false
-	default:
-		return true
-	}
+	return b.mu.proc != nil && !b.mu.proc.HasExited()
 }
 
 // Paused says the process is SIGSTOPped.
@@ -88,44 +80,18 @@ func (b *Broker) start() {
 	if b.Running() {
 		t.Fatalf("broker %d already running", b.ID)
 	}
-	f, err := os.OpenFile(b.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	proc, err := testkit.StartProcess(testkit.ProcessConfig{
+		Bin: b.c.bin, Args: b.c.args(b), Env: testkit.EnvWithout("STRATA_"), LogPath: b.LogPath,
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	args := b.c.args(b)
-	fmt.Fprintf(f, "=== %s start: %s %s\n", time.Now().Format(time.RFC3339Nano), b.c.bin, strings.Join(args, " "))
-	cmd := exec.Command(b.c.bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = cleanEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
-	if err := cmd.Start(); err != nil {
-		f.Close()
 		t.Fatalf("start broker %d: %v", b.ID, err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(exited)
-	}()
 	b.mu.Lock()
-	b.mu.started, b.mu.cmd, b.mu.exited, b.mu.paused = true, cmd, exited, false
+	b.mu.started, b.mu.proc, b.mu.paused = true, proc, false
 	b.mu.Unlock()
-	if err := b.waitReady(exited); err != nil {
-		t.Fatalf("broker %d not ready: %v\n%s", b.ID, err, tailString(b.Log(), logTailBytes))
+	if err := b.waitReady(proc.Exited()); err != nil {
+		t.Fatalf("broker %d not ready: %v\n%s", b.ID, err, testkit.Tail(b.Log(), logTailBytes))
 	}
-}
-
-// cleanEnv is the test's environment without STRATA_* (only flags configure
-// the brokers).
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STRATA_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 func (b *Broker) waitReady(exited <-chan struct{}) error {
@@ -156,23 +122,21 @@ func (b *Broker) signal(sig syscall.Signal) error {
 	if !b.runningLocked() {
 		return fmt.Errorf("broker %d is not running", b.ID)
 	}
-	return b.mu.cmd.Process.Signal(sig)
+	return b.mu.proc.Signal(sig)
 }
 
 // waitExit waits for the current process to be reaped.
 func (b *Broker) waitExit(timeout time.Duration) error {
 	b.mu.Lock()
-	exited := b.mu.exited
+	proc := b.mu.proc
 	b.mu.Unlock()
-	if exited == nil {
+	if proc == nil {
 		return nil
 	}
-	select {
-	case <-exited:
-		return nil
-	case <-time.After(timeout):
+	if proc.Wait(timeout) != nil {
 		return fmt.Errorf("broker %d did not exit within %v", b.ID, timeout)
 	}
+	return nil
 }
 
 // kill SIGKILLs the process if it runs and waits for it (cleanup: no t).
@@ -186,10 +150,10 @@ func (b *Broker) kill() {
 func (b *Broker) ExitCode() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.mu.cmd == nil || b.mu.cmd.ProcessState == nil || b.runningLocked() {
+	if b.mu.proc == nil {
 		return -1
 	}
-	return b.mu.cmd.ProcessState.ExitCode()
+	return b.mu.proc.ExitCode()
 }
 
 // MetricSum adds every sample of a Prometheus metric on /metrics.
@@ -218,11 +182,4 @@ func (b *Broker) MetricSum(ctx context.Context, name string) (float64, error) {
 		}
 	}
 	return sum, nil
-}
-
-func tailString(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Bounds of the bucket observers.
@@ -41,7 +43,7 @@ func (c *Cluster) replayBucket(topic string) (map[int32]map[int64]string, string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, "replay", "--object-store", c.ObjectStore, "--cluster", "cluster",
 		"--topic", topic, "--from", "0", "--format", "json", "--allow-partial")
-	cmd.Env = cleanEnv()
+	cmd.Env = testkit.EnvWithout("STRATA_")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -49,7 +51,7 @@ func (c *Cluster) replayBucket(topic string) (map[int32]map[int64]string, string
 		return map[int32]map[int64]string{}, stderr.String(), nil // nothing uploaded yet
 	}
 	if err != nil {
-		return nil, stderr.String(), fmt.Errorf("strata replay --topic %s: %w\n%s", topic, err, tailString(stderr.String(), 2000))
+		return nil, stderr.String(), fmt.Errorf("strata replay --topic %s: %w\n%s", topic, err, testkit.Tail(stderr.String(), 2000))
 	}
 	records, err := decodeReplay(&stdout)
 	return records, stderr.String(), err
@@ -64,7 +66,7 @@ func decodeReplay(r io.Reader) (map[int32]map[int64]string, error) {
 	for sc.Scan() {
 		var rec replayedRecord
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, fmt.Errorf("replay line %q: %w", tailString(sc.Text(), 200), err)
+			return nil, fmt.Errorf("replay line %q: %w", testkit.Tail(sc.Text(), 200), err)
 		}
 		value := ""
 		if rec.Value != nil {
@@ -91,7 +93,7 @@ func (c *Cluster) runStrata(timeout time.Duration, args ...string) (string, erro
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = testkit.EnvWithout("STRATA_")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("strata %s: %w\n%s", args[0], err, out)

@@ -2,17 +2,15 @@ package cluster
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
@@ -92,7 +90,7 @@ func Start(t testing.TB, cfg Config) *Cluster {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{t: t, cfg: cfg, bin: Binary(t), dir: t.TempDir(), links: map[[2]int32]*Proxy{}}
+	c := &Cluster{t: t, cfg: cfg, bin: testkit.StrataBinary(t), dir: t.TempDir(), links: map[[2]int32]*Proxy{}}
 	c.Etcd = startEtcd(t, filepath.Join(c.dir, "etcd"))
 	if cfg.MinIO {
 		c.MinIO = tiertest.StartMinIO(t)
@@ -115,7 +113,7 @@ func (c *Cluster) makeSlots() {
 	for i := 1; i <= n; i++ {
 		id := int32(i)
 		dir := filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))
-		b := &Broker{c: c, ID: id, Addr: freeAddr(c.t), HTTPAddr: freeAddr(c.t),
+		b := &Broker{c: c, ID: id, Addr: testkit.FreeAddr(c.t), HTTPAddr: testkit.FreeAddr(c.t),
 			DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "broker.log")}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			c.t.Fatal(err)
@@ -138,55 +136,6 @@ func (c *Cluster) newProxy(name, target string) *Proxy {
 		c.t.Fatalf("proxy %s: %v", name, err)
 	}
 	return p
-}
-
-// freeAddr returns a loopback address whose port the OS just had free.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	for range 1000 {
-		port := fixedPortLow + rand.IntN(fixedPortHigh-fixedPortLow)
-		if !claimPort(port) {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr
-	}
-	t.Fatal("cluster: no free loopback port")
-	return ""
-}
-
-// Broker ports are kept across restarts, so they are bound again long after
-// they were chosen. They come from below Linux's ephemeral range
-// (32768-60999), where the kernel never picks the local port of an outgoing
-// connection — a port chosen with ":0" was sometimes taken by a client
-// connection before the broker restarted ("address already in use").
-const (
-	fixedPortLow  = 20000
-	fixedPortHigh = 32000
-)
-
-var handedOut struct {
-	mu    sync.Mutex
-	ports map[int]bool
-}
-
-// claimPort reports whether port was not handed out before in this process.
-func claimPort(port int) bool {
-	handedOut.mu.Lock()
-	defer handedOut.mu.Unlock()
-	if handedOut.ports == nil {
-		handedOut.ports = map[int]bool{}
-	}
-	if handedOut.ports[port] {
-		return false
-	}
-	handedOut.ports[port] = true
-	return true
 }
 
 // args is broker b's command line; the same at every (re)start.

@@ -29,8 +29,8 @@
 // <tmp>/strata-cluster-logs/<test>).
 //
 // The binary under test is $STRATA_BIN, else cmd/strata built once per test
-// process (Main). A missing etcd, MinIO or kcat skips a test, or fails it
-// when CI=true.
+// process (testkit.StrataBinary; TestMain uses testkit.Main to remove it). A
+// missing etcd, MinIO or kcat skips a test, or fails it when CI=true.
 //
 // Workload drives an idempotent acks=all producer and consumers while faults
 // happen and records everything in a history.History; its Finish does the

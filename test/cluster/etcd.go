@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // etcdReadyTimeout bounds an etcd start to a healthy /health.
@@ -31,8 +33,7 @@ type EtcdServer struct {
 
 	mu struct {
 		sync.Mutex
-		cmd    *exec.Cmd
-		exited chan struct{} // closed when cmd was reaped; nil before the first start
+		proc *testkit.Process // current or last process; nil before the first start
 	}
 }
 
@@ -42,16 +43,13 @@ func startEtcd(t testing.TB, dir string) *EtcdServer {
 	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("etcd binary not found on PATH (install Debian's etcd-server): %v", err)
-		}
-		t.Skipf("etcd binary not found on PATH: %v", err)
+		testkit.Missing(t, "etcd binary not found on PATH (install Debian's etcd-server): %v", err)
 	}
 	e := &EtcdServer{bin: bin, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "etcd.log")}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.clientURL, e.peerURL = "http://"+freeAddr(t), "http://"+freeAddr(t)
+	e.clientURL, e.peerURL = "http://"+testkit.FreeAddr(t), "http://"+testkit.FreeAddr(t)
 	e.Endpoints = []string{e.clientURL}
 	t.Cleanup(func() { _ = e.Kill() })
 	if err := e.Start(); err != nil {
@@ -69,15 +67,7 @@ func (e *EtcdServer) Running() bool {
 
 // REQUIRES: e.mu held.
 func (e *EtcdServer) runningLocked() bool {
-	if e.mu.exited == nil {
-		return false
-	}
-	select {
-	case <-e.mu.exited:
-		return false
-	default:
-		return true
-	}
+	return e.mu.proc != nil && !e.mu.proc.HasExited()
 }
 
 // Start runs etcd on its data dir and ports and waits until it is healthy.
@@ -102,50 +92,35 @@ func (e *EtcdServer) launch() (<-chan struct{}, error) {
 	if e.runningLocked() {
 		return nil, fmt.Errorf("etcd already running")
 	}
-	log, err := os.OpenFile(e.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "=== %s start\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(e.bin,
+	proc, err := testkit.StartProcess(testkit.ProcessConfig{Bin: e.bin, LogPath: e.logPath, Args: []string{
 		"--name", "test",
 		"--data-dir", e.dataDir,
 		"--listen-client-urls", e.clientURL, "--advertise-client-urls", e.clientURL,
 		"--listen-peer-urls", e.peerURL, "--initial-advertise-peer-urls", e.peerURL,
-		"--initial-cluster", "test="+e.peerURL,
-		"--logger", "zap", "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
-	if err := cmd.Start(); err != nil {
-		log.Close()
+		"--initial-cluster", "test=" + e.peerURL,
+		"--logger", "zap", "--log-level", "warn",
+	}})
+	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", e.bin, err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		log.Close()
-		close(exited)
-	}()
-	e.mu.cmd, e.mu.exited = cmd, exited
-	return exited, nil
+	e.mu.proc = proc
+	return proc.Exited(), nil
 }
 
 // Kill SIGKILLs etcd (an outage, not a shutdown) and waits for the exit.
 // Killing a stopped server does nothing.
 func (e *EtcdServer) Kill() error {
 	e.mu.Lock()
-	cmd, exited, running := e.mu.cmd, e.mu.exited, e.runningLocked()
+	proc, running := e.mu.proc, e.runningLocked()
 	e.mu.Unlock()
 	if !running {
 		return nil
 	}
-	_ = cmd.Process.Kill() // also ends a SIGSTOPped process
-	select {
-	case <-exited:
-		return nil
-	case <-time.After(exitTimeout):
+	_ = proc.Signal(syscall.SIGKILL) // also ends a SIGSTOPped process
+	if proc.Wait(exitTimeout) != nil {
 		return fmt.Errorf("etcd did not exit within %v of SIGKILL", exitTimeout)
 	}
+	return nil
 }
 
 // waitEtcdHealthy polls /health until etcd reports healthy, exits, or the
@@ -175,5 +150,5 @@ func waitEtcdHealthy(clientURL string, exited <-chan struct{}, timeout time.Dura
 // tailFile returns the last n bytes of a file ("" if unreadable).
 func tailFile(path string, n int) string {
 	data, _ := os.ReadFile(path)
-	return tailString(string(data), n)
+	return testkit.Tail(string(data), n)
 }

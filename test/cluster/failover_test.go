@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // TestKillLeaderRepeatedly (issue 5 acceptance): 3 brokers, RF 3,
@@ -110,7 +112,7 @@ func TestControlledShutdownHandsOver(t *testing.T) {
 		t.Fatalf("broker %d exited with %d after SIGTERM", before.Leader, code)
 	}
 	if log := c.Broker(before.Leader).Log(); !strings.Contains(log, "leadership handed over") {
-		t.Fatalf("broker %d exited without handing leadership over; log tail:\n%s", before.Leader, tailString(log, 3000))
+		t.Fatalf("broker %d exited without handing leadership over; log tail:\n%s", before.Leader, testkit.Tail(log, 3000))
 	}
 	after := waitNewLeader(t, c, topic, 0, before.Leader, before.LeaderEpoch)
 	t.Logf("SIGTERM to leader %d (epoch %d): new leader %d (epoch %d), ISR %v",

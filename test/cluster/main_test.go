@@ -6,9 +6,11 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
 
 // TestProxyCutHeal: a proxy forwards, Cut resets open connections and holds
 // new ones silent, Heal forwards again.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // view is one partition as a client shows it; sets are sorted.
@@ -163,7 +165,7 @@ func checkView(tool string, v clusterView, partitions int32, live, isr []int32, 
 // offline), and back (ISR healed).
 func TestMetadataFollowsChanges(t *testing.T) {
 	defer timed(t, "TestMetadataFollowsChanges")()
-	kcat := NeedBinary(t, "kcat")
+	kcat := testkit.NeedBinary(t, "kcat")
 	c := Start(t, Config{})
 	const topic = "meta"
 	replicatedTopic(t, c, topic, 3, nil)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/test/history"
 )
 
@@ -85,10 +86,10 @@ func (tp *txnProducer) finish() {
 func (tp *txnProducer) run() {
 	defer close(tp.done)
 	for !tp.stopped() {
-		var ct connTracker
+		var ct testkit.ConnTracker
 		cl, err := kgo.NewClient(
 			kgo.SeedBrokers(tp.c.Addrs()...),
-			kgo.Dialer(ct.dial),
+			kgo.Dialer(ct.Dial),
 			kgo.RequestTimeoutOverhead(5*time.Second),
 			kgo.RetryTimeout(60*time.Second),
 			kgo.MetadataMinAge(100*time.Millisecond),
@@ -104,14 +105,14 @@ func (tp *txnProducer) run() {
 		session := tp.sessions.Add(1)
 		err = tp.session(cl, &ct, session)
 		if !errors.Is(err, errCrash) {
-			ct.kill() // nothing of this session may reach a broker after the next one starts
+			ct.Kill() // nothing of this session may reach a broker after the next one starts
 		}
 		go cl.Close() // only releases the client's resources; its connections are gone
 	}
 }
 
 // session runs transactions until stop or until one ends the session.
-func (tp *txnProducer) session(cl *kgo.Client, ct *connTracker, session int64) error {
+func (tp *txnProducer) session(cl *kgo.Client, ct *testkit.ConnTracker, session int64) error {
 	for seq := 0; !tp.stopped(); seq++ {
 		txn := fmt.Sprintf("%s.s%d.t%d", tp.id, session, seq)
 		if err := tp.transact(cl, ct, fmt.Sprintf("%s.s%d", tp.id, session), txn); err != nil {
@@ -143,7 +144,7 @@ func (tp *txnProducer) drawEnding() txnEnding {
 }
 
 // transact runs one transaction; an error ends the session.
-func (tp *txnProducer) transact(cl *kgo.Client, ct *connTracker, producer, txn string) error {
+func (tp *txnProducer) transact(cl *kgo.Client, ct *testkit.ConnTracker, producer, txn string) error {
 	ending, n := tp.drawEnding(), 1+tp.rng.IntN(txnMaxRecords)
 	partitions := make([]int32, n)
 	for i := range partitions {
@@ -161,7 +162,7 @@ func (tp *txnProducer) transact(cl *kgo.Client, ct *connTracker, producer, txn s
 		tp.h.EndTxn(txn, history.TxnAborted) // never committed: the next session's InitProducerId aborts it
 		tp.crashes.Add(1)
 		tp.aborted.Add(1)
-		ct.kill()
+		ct.Kill()
 		return errCrash
 	case endAbort:
 		return tp.abort(cl, txn, "")

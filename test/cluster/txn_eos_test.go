@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Names and sizes of the consume-transform-produce acceptance test.
@@ -213,10 +215,10 @@ var errCrash = errors.New("transformer crashed mid-transaction")
 func (tr *transformer) run() {
 	defer close(tr.done)
 	for !tr.stopped() {
-		var ct connTracker
+		var ct testkit.ConnTracker
 		sess, err := kgo.NewGroupTransactSession(
 			kgo.SeedBrokers(tr.c.Addrs()...),
-			kgo.Dialer(ct.dial),
+			kgo.Dialer(ct.Dial),
 			kgo.RequestTimeoutOverhead(5*time.Second),
 			kgo.RetryTimeout(60*time.Second),
 			kgo.MetadataMinAge(100*time.Millisecond),
@@ -241,7 +243,7 @@ func (tr *transformer) run() {
 		err = tr.loop(sess)
 		switch {
 		case errors.Is(err, errCrash):
-			ct.kill()       // connections reset, no EndTxn, no LeaveGroup
+			ct.Kill()       // connections reset, no EndTxn, no LeaveGroup
 			go sess.Close() // only releases the client's resources
 			continue
 		case err != nil:

@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -241,45 +239,6 @@ func TestExactlyOnceChecker(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: checker said %v", name, err)
 		}
-	}
-}
-
-// connTracker is a kgo Dialer remembering its connections, so that a test
-// can reset them all at once as a crashing client process would.
-type connTracker struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	dead  bool
-}
-
-func (ct *connTracker) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	ct.mu.Lock()
-	dead := ct.dead
-	ct.mu.Unlock()
-	if dead {
-		return nil, errors.New("client killed")
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, network, host)
-	if err != nil {
-		return nil, err
-	}
-	ct.mu.Lock()
-	ct.conns = append(ct.conns, conn)
-	ct.mu.Unlock()
-	return conn, nil
-}
-
-// kill resets every connection (SO_LINGER 0) and refuses new ones.
-func (ct *connTracker) kill() {
-	ct.mu.Lock()
-	defer ct.mu.Unlock()
-	ct.dead = true
-	for _, c := range ct.conns {
-		if tcp, ok := c.(*net.TCPConn); ok {
-			_ = tcp.SetLinger(0)
-		}
-		c.Close()
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // TestAdmin drives the admin APIs through kadm: create (plain, duplicate,
@@ -36,7 +38,7 @@ func TestAdmin(t *testing.T) {
 	if err != nil || cp.Error() != nil {
 		t.Fatalf("create partitions: %v %v", err, cp.Error())
 	}
-	waitFor(t, 30*time.Second, "5 partitions in metadata", func() bool { return partitionCount(t, adm, topic) == 5 })
+	testkit.WaitFor(t, 30*time.Second, "5 partitions in metadata", func() bool { return partitionCount(t, adm, topic) == 5 })
 	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceSync(t, cl, &kgo.Record{Topic: topic, Partition: 4, Value: []byte("new partition")})
 
@@ -47,9 +49,9 @@ func TestAdmin(t *testing.T) {
 	if err != nil || dr.Error() != nil {
 		t.Fatalf("delete topic: %v %v", err, dr.Error())
 	}
-	waitFor(t, 30*time.Second, "deleted topic to vanish", func() bool { return !topicExists(t, adm, topic) })
+	testkit.WaitFor(t, 30*time.Second, "deleted topic to vanish", func() bool { return !topicExists(t, adm, topic) })
 	createTopic(t, adm, topic, 1, nil) // the name is free again
-	waitFor(t, 30*time.Second, "re-created topic with 1 partition in metadata", func() bool { return partitionCount(t, adm, topic) == 1 })
+	testkit.WaitFor(t, 30*time.Second, "re-created topic with 1 partition in metadata", func() bool { return partitionCount(t, adm, topic) == 1 })
 	if end := endOffsets(t, adm, topic)[0]; end != 0 {
 		t.Fatalf("re-created topic starts at end offset %d, want 0 (old data survived)", end)
 	}

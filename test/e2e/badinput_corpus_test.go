@@ -23,6 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Issue 9 acceptance: a corpus of malformed requests (huge array counts,
@@ -52,7 +54,7 @@ func TestMalformedRequestCorpus(t *testing.T) {
 	createTopic(t, adm, "corpus-compact", 1, map[string]string{"cleanup.policy": "compact"})
 	corpus := malformedCorpus(t)
 
-	rss := watchRSS(t, b.cmd.Process.Pid)
+	rss := watchRSS(t, b.proc.Pid())
 	client := startSteadyClient(t, b, "corpus-good")
 	ctx, cancel := context.WithTimeout(context.Background(), barrageDuration)
 	defer cancel()
@@ -77,10 +79,10 @@ func TestMalformedRequestCorpus(t *testing.T) {
 		sent.Load(), bombs, peak>>20, produced, maxGap.Round(time.Millisecond))
 
 	if b.hasExited() {
-		t.Fatalf("broker died during the barrage: %v", b.exitErr)
+		t.Fatalf("broker died during the barrage: %v", b.exitErr())
 	}
 	if strings.Contains(b.Log(), "panic") {
-		t.Errorf("the broker's log shows a panic:\n%s", tail([]byte(b.Log()), 4000))
+		t.Errorf("the broker's log shows a panic:\n%s", testkit.Tail(b.Log(), 4000))
 	}
 	if peak >= maxBarrageRSS {
 		t.Errorf("broker RSS peaked at %d MiB, want under %d MiB", peak>>20, maxBarrageRSS>>20)

@@ -159,7 +159,7 @@ func checkOversizedFrame(t *testing.T, b *Broker) {
 		t.Fatalf("after a 200 MiB frame header: read %d bytes, err %v; want the connection closed", n, err)
 	}
 	if b.hasExited() {
-		t.Fatalf("broker died: %v", b.exitErr)
+		t.Fatalf("broker died: %v", b.exitErr())
 	}
 	ctx := testCtx(t, 30*time.Second)
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, b.Client()); err != nil {
@@ -251,7 +251,7 @@ func TestMalformedRequests(t *testing.T) {
 		}
 		sendRawFrame(t, b, key, version, body)
 		if b.hasExited() {
-			t.Fatalf("broker died on request %d (key %d v%d body %x): %v", i, key, version, body, b.exitErr)
+			t.Fatalf("broker died on request %d (key %d v%d body %x): %v", i, key, version, body, b.exitErr())
 		}
 	}
 	ctx := testCtx(t, 30*time.Second)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
@@ -27,7 +28,7 @@ func TestColdReadsFromMinIOAcrossRestart(t *testing.T) {
 		"internal.segment.bytes": "1048576", "local.retention.bytes": "2097152", "retention.ms": "-1"})
 	tp := newTierProducer(b, topic, partitions)
 	tp.produce(t, testCtx(t, 2*time.Minute), 12<<20)
-	waitFor(t, 60*time.Second, "most records only in the bucket", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "most records only in the bucket", func() bool {
 		s := fetchTierStatus(t, b, topic)
 		return s[0].LocalStart > tp.next[0]/2 && s[1].LocalStart > tp.next[1]/2
 	})
@@ -81,7 +82,7 @@ func consumeColdFromZero(t *testing.T, b *Broker, topic string, tp *tierProducer
 func checkColdListOffsets(t *testing.T, b *Broker, topic string, tp *tierProducer, stamps []int64) {
 	t.Helper()
 	var status tierStatus
-	waitFor(t, 30*time.Second, "the manifest loaded", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the manifest loaded", func() bool {
 		status = fetchTierStatus(t, b, topic)[0]
 		return status.Tiered && status.LocalStart > 0
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Issue 7's acceptance on local segments: remote.storage.enable=false keeps
@@ -242,7 +244,7 @@ func TestCompactionSurvivesKill9(t *testing.T) {
 	}
 	// Nothing left to clean: the files of the passes the kills interrupted
 	// were removed or completed by recovery, none linger.
-	waitFor(t, 10*time.Second, "no cleaner files left in "+dir, func() bool { return len(cleanerLeftovers(t, dir)) == 0 })
+	testkit.WaitFor(t, 10*time.Second, "no cleaner files left in "+dir, func() bool { return len(cleanerLeftovers(t, dir)) == 0 })
 	t.Logf("cleaned to the latest value per live key %v after the last kill's check; %d bytes of segments in %d files; whole test %v",
 		took.Round(time.Millisecond), logBytesOnDisk(t, dir), len(segmentFiles(t, dir)), time.Since(testStart).Round(time.Millisecond))
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Acceptance tests of issue 11, the consumer group protocol of KIP-848,
@@ -144,7 +146,7 @@ func TestConsumer848Regex(t *testing.T) {
 
 	createTopic(t, adm, "rx-new", 4, nil)
 	producedN(t, b, "rx-new", 80)
-	waitFor(t, converge848, "rx-new to be assigned", func() bool {
+	testkit.WaitFor(t, converge848, "rx-new to be assigned", func() bool {
 		n := 0
 		for _, m := range ms {
 			for _, p := range own.of(m.name) {
@@ -254,7 +256,7 @@ func clientIdents(ms []*member848) []string {
 // checkOffsetsKept: OffsetFetch answers, with committed, after a restart.
 func checkOffsetsKept(t *testing.T, adm *kadm.Client, group string, committed kadm.OffsetResponses) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "OffsetFetch after the restart", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "OffsetFetch after the restart", func() bool {
 		fetched, err := adm.FetchOffsets(testCtx(t, 10*time.Second), group)
 		if err != nil || fetched.Error() != nil {
 			return false
@@ -270,7 +272,7 @@ func checkOffsetsKept(t *testing.T, adm *kadm.Client, group string, committed ka
 func waitCommitted(t *testing.T, adm *kadm.Client, group string, total int64) kadm.OffsetResponses {
 	t.Helper()
 	var fetched kadm.OffsetResponses
-	waitFor(t, 30*time.Second, fmt.Sprintf("%s's commits to cover %d records", group, total), func() bool {
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("%s's commits to cover %d records", group, total), func() bool {
 		var err error
 		fetched, err = adm.FetchOffsets(testCtx(t, 10*time.Second), group)
 		var sum int64
@@ -421,7 +423,7 @@ func TestConsumer848WithClassic(t *testing.T) {
 	checkAllRead(t, b, topic, next, 30*time.Second)
 	waitCommitted(t, adm, classicGroup, 200)
 	waitCommitted(t, adm, newGroup, 200)
-	waitFor(t, converge848, "the classic group to be Stable with both members", func() bool {
+	testkit.WaitFor(t, converge848, "the classic group to be Stable with both members", func() bool {
 		d, err := adm.DescribeGroups(testCtx(t, 10*time.Second), classicGroup)
 		return err == nil && d[classicGroup].State == "Stable" && len(d[classicGroup].Members) == 2
 	})

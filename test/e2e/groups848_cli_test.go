@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // The strata group command on consumer-protocol (KIP-848) groups (issue
@@ -114,7 +116,7 @@ func TestGroups848CLI(t *testing.T) {
 		c.stop()
 	}
 	ctx := testCtx(t, 30*time.Second)
-	waitFor(t, 15*time.Second, "the group to become Empty", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the group to become Empty", func() bool {
 		l, err := adm.ListGroups(ctx)
 		return err == nil && l[cli848Group].State == "Empty"
 	})
@@ -167,7 +169,7 @@ func waitStableAndCommitted(t *testing.T, adm *kadm.Client) kadm.DescribedConsum
 	t.Helper()
 	ctx := testCtx(t, 30*time.Second)
 	var d kadm.DescribedConsumerGroup
-	waitFor(t, 20*time.Second, "a stable group of two members with two partitions each", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "a stable group of two members with two partitions each", func() bool {
 		all, err := adm.DescribeConsumerGroups(ctx, cli848Group)
 		if d = all[cli848Group]; err != nil || d.Err != nil || d.State != "Stable" || len(d.Members) != 2 {
 			return false
@@ -179,7 +181,7 @@ func waitStableAndCommitted(t *testing.T, adm *kadm.Client) kadm.DescribedConsum
 		}
 		return true
 	})
-	waitFor(t, 20*time.Second, "every partition committed at its end", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "every partition committed at its end", func() bool {
 		offsets, err := adm.FetchOffsets(ctx, cli848Group)
 		if err != nil {
 			return false
@@ -272,7 +274,7 @@ func checkOffsets848(t *testing.T, adm *kadm.Client, want int64) {
 func checkResumesAtStart(t *testing.T, b *Broker) {
 	t.Helper()
 	c := startConsumer848(t, b, "cli848-c")
-	waitFor(t, 20*time.Second, "the new member to read every record again", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the new member to read every record again", func() bool {
 		read := c.read()
 		for p := int32(0); p < cli848Partitions; p++ {
 			if len(read[p]) < cli848PerPart {

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Consumer-group acceptance tests (issue 3): franz-go group consumers with
@@ -249,7 +251,7 @@ func groupKillScenario(t *testing.T, balancer kgo.GroupBalancer) {
 	for i := 0; i < 3; i++ {
 		cs = append(cs, newGroupConsumer(t, b, fmt.Sprintf("c%d", i), group, topic, kgo.Balancers(balancer)))
 	}
-	waitFor(t, 60*time.Second, "3 consumers sharing 12 partitions", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "3 consumers sharing 12 partitions", func() bool {
 		union, disjoint := assignedUnion(cs)
 		return disjoint && len(union) == 12 && len(cs[0].assignment()) > 0 && len(cs[1].assignment()) > 0 && len(cs[2].assignment()) > 0
 	})
@@ -258,7 +260,7 @@ func groupKillScenario(t *testing.T, balancer kgo.GroupBalancer) {
 	lost := victim.assignment()
 	victim.kill()
 	killedAt := time.Now()
-	waitFor(t, 4*groupSession, "the survivors to own all 12 partitions", func() bool {
+	testkit.WaitFor(t, 4*groupSession, "the survivors to own all 12 partitions", func() bool {
 		union, disjoint := assignedUnion(cs[:2])
 		return disjoint && len(union) == 12
 	})
@@ -292,7 +294,7 @@ func TestGroupStaticMembership(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		cs = append(cs, newGroupConsumer(t, b, fmt.Sprintf("s%d", i), group, topic, kgo.InstanceID(fmt.Sprintf("instance-%d", i)), session))
 	}
-	waitFor(t, 60*time.Second, "3 static consumers sharing 12 partitions", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "3 static consumers sharing 12 partitions", func() bool {
 		union, disjoint := assignedUnion(cs)
 		return disjoint && len(union) == 12 && len(cs[0].assignment()) > 0 && len(cs[1].assignment()) > 0 && len(cs[2].assignment()) > 0
 	})
@@ -301,7 +303,7 @@ func TestGroupStaticMembership(t *testing.T) {
 	changes := []int{cs[0].changeCount(), cs[1].changeCount()}
 	cs[2].stop()
 	restarted := newGroupConsumer(t, b, "s2-again", group, topic, kgo.InstanceID("instance-2"), session)
-	waitFor(t, 30*time.Second, "the restarted static member to get partitions", func() bool { return len(restarted.assignment()) > 0 })
+	testkit.WaitFor(t, 30*time.Second, "the restarted static member to get partitions", func() bool { return len(restarted.assignment()) > 0 })
 	time.Sleep(2 * time.Second)
 	if got := restarted.assignment(); !slices.Equal(got, before) {
 		t.Fatalf("restarted static member got %v, had %v", got, before)
@@ -320,7 +322,7 @@ func TestGroupStaticMembership(t *testing.T) {
 // TestGroupKcatBalanced: librdkafka's balanced consumer (kcat -G) reads
 // everything and commits.
 func TestGroupKcatBalanced(t *testing.T) {
-	kcat := needBinary(t, "kcat")
+	kcat := testkit.NeedBinary(t, "kcat")
 	b := StartBroker(t, groupBrokerArgs)
 	const topic, group = "kcat-group", "kcat-readers"
 	createTopic(t, b.Admin(), topic, 3, nil)
@@ -343,7 +345,7 @@ func TestGroupKcatBalanced(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("kcat -G read %d records, want %d", len(got), len(want))
 	}
-	waitFor(t, 20*time.Second, "kcat's commits to cover every record", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "kcat's commits to cover every record", func() bool {
 		offsets, err := b.Admin().FetchOffsets(testCtx(t, 10*time.Second), group)
 		var sum int64
 		offsets.Each(func(o kadm.OffsetResponse) { sum += o.At })
@@ -373,13 +375,13 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	// A static member's group: its member and assignment outlive both the
 	// client (static members do not leave on close) and the broker.
 	member := newGroupConsumer(t, b, "live", "live-group", topic, kgo.InstanceID("live-1"), kgo.SessionTimeout(60*time.Second))
-	waitFor(t, 30*time.Second, "the static member's assignment", func() bool { return len(member.assignment()) == 4 })
+	testkit.WaitFor(t, 30*time.Second, "the static member's assignment", func() bool { return len(member.assignment()) == 4 })
 	time.Sleep(time.Second)
 	member.stop()
 	b.Restart()
 	adm = b.Admin()
 	var fetched kadm.OffsetResponses
-	waitFor(t, 30*time.Second, "OffsetFetch after the restart", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "OffsetFetch after the restart", func() bool {
 		fetched, err = adm.FetchOffsets(ctx, "survivor")
 		return err == nil
 	})
@@ -402,7 +404,7 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 		t.Fatalf("static member's assignment after restart: %+v", d.Members[0].Assigned)
 	}
 	again := newGroupConsumer(t, b, "live-again", "live-group", topic, kgo.InstanceID("live-1"), kgo.SessionTimeout(60*time.Second))
-	waitFor(t, 30*time.Second, "the restarted static member's assignment", func() bool { return len(again.assignment()) == 4 })
+	testkit.WaitFor(t, 30*time.Second, "the restarted static member's assignment", func() bool { return len(again.assignment()) == 4 })
 }
 
 // TestGroupAdmin: kadm list/describe/lag, delete group, offset delete, and
@@ -440,7 +442,7 @@ func TestGroupAdmin(t *testing.T) {
 		t.Fatalf("offset delete of a subscribed topic: %v %v", err, resp)
 	}
 	consumer.Close() // leaves the group: Empty
-	waitFor(t, 20*time.Second, "the group to become Empty", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the group to become Empty", func() bool {
 		l, err := adm.ListGroups(ctx, "Empty")
 		return err == nil && l[group].Group == group
 	})

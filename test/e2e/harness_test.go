@@ -3,17 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Bounds for every wait in the harness.
@@ -49,7 +46,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	if strataBin, err = buildBinary(tmp); err != nil {
+	defer testkit.RemoveBuilt()
+	if strataBin, err = testkit.BuildStrata(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building strata:", err)
 		return 1
 	}
@@ -66,24 +64,6 @@ func runMain(m *testing.M) int {
 		}
 	}
 	return m.Run()
-}
-
-// buildBinary compiles cmd/strata once, unless $STRATA_BIN names a binary.
-func buildBinary(tmp string) (string, error) {
-	if bin := os.Getenv("STRATA_BIN"); bin != "" {
-		return filepath.Abs(bin)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	out := filepath.Join(tmp, "strata")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/strata")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%w\n%s", err, b)
-	}
-	return out, nil
 }
 
 // startExternalEtcd runs the etcd binary on free loopback ports until stop,
@@ -104,32 +84,21 @@ func runEtcd(dir string) (endpoint string, stop func(), err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("etcd binary not found: %w", err)
 	}
-	clientURL := "http://" + freeAddr()
-	peerURL := "http://" + freeAddr()
-	logf, err := os.Create(dir + ".log")
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(path,
+	clientURL := "http://" + testkit.MustFreeAddr()
+	peerURL := "http://" + testkit.MustFreeAddr()
+	proc, err := testkit.StartProcess(testkit.ProcessConfig{Bin: path, LogPath: dir + ".log", Args: []string{
 		"--name", "e2e", "--data-dir", dir,
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "e2e="+peerURL, "--initial-cluster-state", "new")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = dieWithParent()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+		"--initial-cluster", "e2e=" + peerURL, "--initial-cluster-state", "new"}})
+	if err != nil {
 		return "", nil, err
 	}
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logf.Close()
-	}
-	if err := waitHTTP200(clientURL+"/health", etcdTimeout, nil); err != nil {
+	stop = func() { proc.Kill(stopTimeout) }
+	if err := testkit.WaitHTTP200(clientURL+"/health", etcdTimeout, nil); err != nil {
 		stop()
 		b, _ := os.ReadFile(dir + ".log")
-		return "", nil, fmt.Errorf("etcd not healthy: %w\n%s", err, tail(b, 4000))
+		return "", nil, fmt.Errorf("etcd not healthy: %w\n%s", err, testkit.Tail(string(b), 4000))
 	}
 	return strings.TrimPrefix(clientURL, "http://"), stop, nil
 }
@@ -142,7 +111,7 @@ func clusterEtcd(t *testing.T) string {
 	if etcdMode == "external" {
 		return etcdEndpoint
 	}
-	needBinary(t, "etcd")
+	testkit.NeedBinary(t, "etcd")
 	var endpoint string
 	var stop func()
 	var err error
@@ -154,68 +123,6 @@ func clusterEtcd(t *testing.T) string {
 	}
 	t.Fatalf("etcd: %v", err)
 	return ""
-}
-
-// needBinary skips or fails (CI=true) a test whose external tool is missing.
-func needBinary(t testing.TB, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required in CI: %v", name, err)
-	}
-	t.Skipf("%s not installed: %v", name, err)
-	return ""
-}
-
-// freeAddr returns a loopback address whose port the OS just had free.
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func waitHTTP200(url string, timeout time.Duration, alive func() error) error {
-	deadline := time.Now().Add(timeout)
-	client := &http.Client{Timeout: 2 * time.Second}
-	var last error
-	for time.Now().Before(deadline) {
-		if alive != nil {
-			if err := alive(); err != nil {
-				return err
-			}
-		}
-		resp, err := client.Get(url)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("timeout after %v: %v", timeout, last)
-}
-
-// dieWithParent makes the kernel SIGKILL a child when the test binary dies
-// (a go test timeout, say), so no broker or etcd outlives the run.
-func dieWithParent() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
 }
 
 // Broker is one strata serve process. Its ports, data dir and cluster name
@@ -237,10 +144,7 @@ type Broker struct {
 	Etcd    string
 	logPath string
 
-	cmd     *exec.Cmd
-	logFile *os.File
-	exited  chan struct{} // closed when the process has been waited for
-	exitErr error         // valid after exited is closed
+	proc *testkit.Process // the current or last run; nil before the first
 }
 
 // brokerOpt adjusts a Broker before its first start.
@@ -265,7 +169,7 @@ func withListeners(ls ...Listener) brokerOpt {
 		b.Listeners = nil
 		for _, l := range ls {
 			if l.Addr == "" {
-				l.Addr = freeAddr()
+				l.Addr = testkit.MustFreeAddr()
 			}
 			b.Listeners = append(b.Listeners, l)
 		}
@@ -304,10 +208,7 @@ var clusterSeq struct {
 func StartBroker(t testing.TB, opts ...brokerOpt) *Broker {
 	t.Helper()
 	if etcdMode == "external" && etcdErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("external etcd unavailable: %v", etcdErr)
-		}
-		t.Skipf("external etcd unavailable: %v", etcdErr)
+		testkit.Missing(t, "external etcd unavailable: %v", etcdErr)
 	}
 	dir := t.TempDir()
 	clusterSeq.Lock()
@@ -317,8 +218,8 @@ func StartBroker(t testing.TB, opts ...brokerOpt) *Broker {
 	b := &Broker{
 		t:        t,
 		NodeID:   1,
-		Addr:     freeAddr(),
-		HTTPAddr: freeAddr(),
+		Addr:     testkit.FreeAddr(t),
+		HTTPAddr: testkit.FreeAddr(t),
 		DataDir:  filepath.Join(dir, "data"),
 		Cluster:  fmt.Sprintf("e2e-%s-%d-%d", sanitize(t.Name()), os.Getpid(), seq),
 		logPath:  filepath.Join(dir, "broker.log"),
@@ -385,12 +286,7 @@ func (b *Broker) args() []string {
 // env is the process environment: the test's, without STRATA_* variables
 // (so only the harness configures the broker), plus the settings when UseEnv.
 func (b *Broker) env() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STRATA_") {
-			env = append(env, kv)
-		}
-	}
+	env := testkit.EnvWithout("STRATA_")
 	if b.UseEnv {
 		for _, kv := range b.settings() {
 			env = append(env, "STRATA_"+strings.ToUpper(strings.ReplaceAll(kv[0], "-", "_"))+"="+kv[1])
@@ -402,36 +298,22 @@ func (b *Broker) env() []string {
 // Start launches the process (again) and waits for /readyz.
 func (b *Broker) Start() {
 	b.t.Helper()
-	if b.cmd != nil && !b.hasExited() {
+	if !b.hasExited() {
 		b.t.Fatalf("broker already running")
 	}
-	f, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		b.t.Fatal(err)
-	}
 	b.t.Logf("starting %s %s (env settings: %v)", strataBin, strings.Join(b.args(), " "), b.UseEnv)
-	fmt.Fprintf(f, "=== %s %s %s\n", time.Now().Format(time.RFC3339Nano), strataBin, strings.Join(b.args(), " "))
-	cmd := exec.Command(strataBin, b.args()...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = b.env()
-	cmd.SysProcAttr = dieWithParent()
-	if err := cmd.Start(); err != nil {
-		f.Close()
+	proc, err := testkit.StartProcess(testkit.ProcessConfig{Bin: strataBin, Args: b.args(), Env: b.env(), LogPath: b.logPath})
+	if err != nil {
 		b.t.Fatalf("start strata: %v", err)
 	}
-	b.cmd, b.logFile, b.exited = cmd, f, make(chan struct{})
-	go func(exited chan struct{}) {
-		err := cmd.Wait()
-		b.exitErr = err
-		close(exited)
-	}(b.exited)
+	b.proc = proc
 	alive := func() error {
-		if b.hasExited() {
-			return fmt.Errorf("broker exited during start: %v", b.exitErr)
+		if proc.HasExited() {
+			return fmt.Errorf("broker exited during start: %v", proc.Err())
 		}
 		return nil
 	}
-	if err := waitHTTP200("http://"+b.HTTPAddr+"/readyz", readyTimeout, alive); err != nil {
+	if err := testkit.WaitHTTP200("http://"+b.HTTPAddr+"/readyz", readyTimeout, alive); err != nil {
 		b.t.Fatalf("broker not ready: %v\n%s", err, b.Log())
 	}
 	if err := b.waitLogLine("strata: serving kafka on", 10*time.Second); err != nil {
@@ -478,13 +360,15 @@ func (b *Broker) waitLogLine(substr string, timeout time.Duration) error {
 	return fmt.Errorf("broker never printed %q", substr)
 }
 
-func (b *Broker) hasExited() bool {
-	select {
-	case <-b.exited:
-		return true
-	default:
-		return false
+// hasExited says the last run has exited (or there was none).
+func (b *Broker) hasExited() bool { return b.proc == nil || b.proc.HasExited() }
+
+// exitErr is the last run's exit error (nil while it runs or for exit 0).
+func (b *Broker) exitErr() error {
+	if b.proc == nil {
+		return nil
 	}
+	return b.proc.Err()
 }
 
 // Log returns everything the broker printed so far (all runs).
@@ -493,36 +377,18 @@ func (b *Broker) Log() string {
 	return string(data)
 }
 
-// Stop sends SIGTERM and returns the exit error (nil for exit code 0).
+// Stop sends SIGTERM and returns the exit error (nil for exit code 0); a
+// broker still running after stopTimeout is killed.
 func (b *Broker) Stop() error {
 	b.t.Helper()
-	if b.hasExited() {
-		return b.exitErr
-	}
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-b.exited:
-	case <-time.After(stopTimeout):
-		b.Kill()
-		return fmt.Errorf("broker did not exit within %v of SIGTERM", stopTimeout)
-	}
-	b.logFile.Close()
-	return b.exitErr
+	return b.proc.Stop(stopTimeout)
 }
 
 // Kill sends SIGKILL and waits for the process to go.
 func (b *Broker) Kill() {
-	if b.cmd == nil || b.hasExited() {
-		return
+	if b.proc != nil {
+		b.proc.Kill(10 * time.Second)
 	}
-	_ = b.cmd.Process.Kill()
-	select {
-	case <-b.exited:
-	case <-time.After(10 * time.Second):
-	}
-	b.logFile.Close()
 }
 
 // Restart stops the broker with SIGTERM (requiring exit code 0) and starts it again.
@@ -537,7 +403,7 @@ func (b *Broker) Restart() {
 func (b *Broker) cleanup() {
 	b.Kill()
 	if b.t.Failed() {
-		b.t.Logf("broker log (%s):\n%s", b.logPath, tail([]byte(b.Log()), 20000))
+		b.t.Logf("broker log (%s):\n%s", b.logPath, testkit.Tail(b.Log(), 20000))
 	}
 }
 

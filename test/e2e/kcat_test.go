@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // runKcat runs kcat with stdin and returns stdout; a non-zero exit fails t.
@@ -30,7 +32,7 @@ func runKcat(t *testing.T, kcat string, stdin string, args ...string) string {
 // TestKcat drives the broker with librdkafka through kcat: metadata, produce,
 // consume from the beginning to the end, and timestamp look-up.
 func TestKcat(t *testing.T) {
-	kcat := needBinary(t, "kcat")
+	kcat := testkit.NeedBinary(t, "kcat")
 	b := StartBroker(t)
 	const topic = "kcat-lines"
 	createTopic(t, b.Admin(), topic, 1, nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
@@ -176,7 +177,7 @@ func TestMetricsTieredSeries(t *testing.T) {
 		"internal.segment.bytes": "1048576", "local.retention.bytes": "1048576", "retention.ms": "-1"})
 	tp := newTierProducer(b, topic, 1)
 	tp.produce(t, testCtx(t, 2*time.Minute), 4<<20)
-	waitFor(t, 60*time.Second, "local segments freed after upload", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "local segments freed after upload", func() bool {
 		return fetchTierStatus(t, b, topic)[0].LocalStart > 0
 	})
 	consumeColdFromZero(t, b, topic, tp)

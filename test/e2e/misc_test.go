@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // TestProduceAcks: acks=0 and acks=1 producers (non-idempotent, as Kafka
@@ -31,7 +33,7 @@ func TestProduceAcks(t *testing.T) {
 			t.Fatalf("%s: flush: %v", tc.topic, err)
 		}
 		// acks=0 gives no answer to wait for: poll the end offset.
-		waitFor(t, 30*time.Second, tc.topic+" end offset 1000", func() bool { return endOffsets(t, adm, tc.topic)[0] == 1000 })
+		testkit.WaitFor(t, 30*time.Second, tc.topic+" end offset 1000", func() bool { return endOffsets(t, adm, tc.topic)[0] == 1000 })
 		got := consumeRange(t, b, tc.topic, 0, 0, 1000)
 		for i, r := range got {
 			if want := fmt.Sprintf("%s-%d", tc.topic, i); string(r.Value) != want || r.Offset != int64(i) {
@@ -78,7 +80,7 @@ func TestAutoCreateTopics(t *testing.T) {
 				return
 			}
 			// Kafka may answer LEADER_NOT_AVAILABLE while the new topic settles.
-			waitFor(t, 30*time.Second, "auto-created topic in metadata", func() bool { return topicExists(t, b.Admin(), topic) })
+			testkit.WaitFor(t, 30*time.Second, "auto-created topic in metadata", func() bool { return topicExists(t, b.Admin(), topic) })
 			r := produceSync(t, b.Client(), &kgo.Record{Topic: topic, Value: []byte("x")})[0]
 			if r.Offset != 0 {
 				t.Fatalf("first record of the auto-created topic at offset %d", r.Offset)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
@@ -26,7 +27,7 @@ func TestColdReadClientBudget(t *testing.T) {
 	tp := newTierProducer(b, topic, 1)
 	tp.produce(t, testCtx(t, 2*time.Minute), 8<<20)
 	var localStart int64
-	waitFor(t, 60*time.Second, "most records only in the bucket", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "most records only in the bucket", func() bool {
 		localStart = fetchTierStatus(t, b, topic)[0].LocalStart
 		return localStart > tp.next[0]*2/3
 	})

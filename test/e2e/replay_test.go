@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // replayProduced is one record as produced, with the answer of the broker.
@@ -45,7 +47,7 @@ func TestReplayFromBucketWithoutBroker(t *testing.T) {
 			last[r.partition] = max(last[r.partition], r.offset)
 		}
 	}
-	waitFor(t, 90*time.Second, "the range tiered and the local log start moved", func() bool {
+	testkit.WaitFor(t, 90*time.Second, "the range tiered and the local log start moved", func() bool {
 		s := fetchTierStatus(t, b, topic)
 		for p := range int32(partitions) {
 			if s[p].TieredEnd <= last[p]+1 || s[p].LocalStart == 0 {
@@ -55,7 +57,7 @@ func TestReplayFromBucketWithoutBroker(t *testing.T) {
 		return true
 	})
 	// kcat -C -J from the broker, for the --format kcat comparison below.
-	kcat := needBinary(t, "kcat")
+	kcat := testkit.NeedBinary(t, "kcat")
 	kcatOut := runKcat(t, kcat, "", "-b", b.Addr, "-C", "-J", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q",
 		"-c", fmt.Sprint(last[0]/2))
 	if err := b.Stop(); err != nil {

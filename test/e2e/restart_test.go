@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // TestRestartKeepsDataAndConfigs: SIGTERM exits 0, and the restarted broker
@@ -146,7 +148,7 @@ func kill9DuringProduce(t *testing.T, b *Broker) {
 			})
 		}
 	}()
-	waitFor(t, 60*time.Second, "20000 acknowledged records", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "20000 acknowledged records", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked) >= 20000
@@ -157,7 +159,7 @@ func kill9DuringProduce(t *testing.T, b *Broker) {
 	cl.Close() // fails whatever is still buffered; those were never acknowledged
 	// Promises of failed records arrive after Close returns: wait for all,
 	// so no acknowledgement can come after the copy below.
-	waitFor(t, 30*time.Second, "every produce promise to resolve", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "every produce promise to resolve", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked)+failed == produced
@@ -173,21 +175,6 @@ func kill9DuringProduce(t *testing.T, b *Broker) {
 
 	b.Start()
 	checkRecordsPresent(t, b, topic, final)
-}
-
-// waitFor polls cond every 50ms until it holds or timeout, then fails t.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if waited := time.Since(start); waited > time.Second {
-		t.Logf("waited %v for %s", waited.Round(time.Millisecond), what)
-	}
 }
 
 // TestEnvConfig: every serve flag can come from STRATA_<NAME>; the node id

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
@@ -93,7 +94,7 @@ func TestRestoreAsOfIntoEmptyCluster(t *testing.T) {
 	for range 6 {
 		w.round()
 	}
-	waitFor(t, 90*time.Second, "everything up to T tiered", func() bool {
+	testkit.WaitFor(t, 90*time.Second, "everything up to T tiered", func() bool {
 		for topic, ends := range endsAtT {
 			status := fetchTierStatus(t, b, topic)
 			for p, end := range ends {
@@ -170,7 +171,7 @@ func TestRestoreRebuildsLostIndex(t *testing.T) {
 	}
 	idBefore := topicID(t, b.Admin(), "archive")
 	var tieredEnd map[int32]int64
-	waitFor(t, 60*time.Second, "segments tiered", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "segments tiered", func() bool {
 		if !allSealedUploaded(t, b, "archive", 2) {
 			return false
 		}

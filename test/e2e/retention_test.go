@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // TestRetention: with small segments and a size or time bound, old segments
@@ -50,7 +52,7 @@ func TestRetention(t *testing.T) {
 		// race a deletion in progress.
 		var start, prev int64 = 0, -1
 		var since time.Time
-		waitFor(t, 90*time.Second, c.topic+" log start offset to move, settle, and the size bound to hold", func() bool {
+		testkit.WaitFor(t, 90*time.Second, c.topic+" log start offset to move, settle, and the size bound to hold", func() bool {
 			time.Sleep(200 * time.Millisecond)
 			start = startOffsets(t, adm, c.topic)[0]
 			if start != prev {

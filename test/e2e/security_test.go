@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/test/testcerts"
 )
 
@@ -178,7 +179,7 @@ func TestSecuritySASLSSL(t *testing.T) {
 	})
 
 	t.Run("kcat SCRAM-SHA-512", func(t *testing.T) {
-		kcat := needBinary(t, "kcat")
+		kcat := testkit.NeedBinary(t, "kcat")
 		conf := []string{"-b", b.Addr, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
 			"-X", "sasl.username=alice", "-X", "sasl.password=alice-secret", "-X", "ssl.ca.location=" + env.files.CA}
 		const topic = "secure-kcat"

@@ -24,6 +24,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/tier"
 	"github.com/strata-log/strata/tier/tiertest"
 )
@@ -327,7 +328,7 @@ func checkLocalBound(t testing.TB, b *Broker, topic string, partitions int32, lo
 	t.Helper()
 	for p := int32(0); p < partitions; p++ {
 		dir := b.PartitionDir(topic, p)
-		waitFor(t, 30*time.Second, fmt.Sprintf("%s local size within bounds", dir), func() bool {
+		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("%s local size within bounds", dir), func() bool {
 			return logBytesOnDisk(t, dir) <= localRetention+segmentBytes
 		})
 	}
@@ -357,7 +358,7 @@ func TestTierUploadToMinIO(t *testing.T) {
 	start := time.Now()
 	tp.produce(t, testCtx(t, 5*time.Minute), total/partitions)
 	t.Logf("produced %d MiB in %v", total>>20, time.Since(start).Round(time.Millisecond))
-	waitFor(t, 120*time.Second, "every sealed segment in the manifest", func() bool {
+	testkit.WaitFor(t, 120*time.Second, "every sealed segment in the manifest", func() bool {
 		time.Sleep(200 * time.Millisecond)
 		return allSealedUploaded(t, b, topic, partitions)
 	})
@@ -396,7 +397,7 @@ func TestTierMinIOOutage(t *testing.T) {
 	tp := newTierProducer(b, topic, partitions)
 	ctx := testCtx(t, 5*time.Minute)
 	tp.produce(t, ctx, 12<<20)
-	waitFor(t, 60*time.Second, "first segments uploaded", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "first segments uploaded", func() bool {
 		s := fetchTierStatus(t, b, topic)
 		return s[0].Tiered && s[3].Tiered
 	})
@@ -420,13 +421,13 @@ func TestTierMinIOOutage(t *testing.T) {
 	t.Logf("produced %d MiB per partition during a %v outage", produced, time.Since(outageStart).Round(time.Millisecond))
 	m.Start()
 	back := time.Now()
-	waitFor(t, 90*time.Second, "every sealed segment uploaded after MinIO's return", func() bool {
+	testkit.WaitFor(t, 90*time.Second, "every sealed segment uploaded after MinIO's return", func() bool {
 		time.Sleep(200 * time.Millisecond)
 		return allSealedUploaded(t, b, topic, partitions)
 	})
 	t.Logf("caught up %v after MinIO returned", time.Since(back).Round(time.Millisecond))
 	status := fetchTierStatus(t, b, topic)
-	waitFor(t, 30*time.Second, "orphans swept: one object per manifest entry", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "orphans swept: one object per manifest entry", func() bool {
 		time.Sleep(200 * time.Millisecond)
 		objs := bucketSegments(t, m, b, topic)
 		for p := int32(0); p < partitions; p++ {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
@@ -65,7 +66,7 @@ func TestCompactionTieredMinIO(t *testing.T) {
 	filler := fillerSeq
 	p.rollPast(t, b, topic, lastTombstone, &filler)
 	t.Logf("produced %d records + %d filler in %v", millionRecords+millionDeleted, filler-fillerSeq, time.Since(start).Round(time.Millisecond))
-	waitFor(t, 60*time.Second, "every sealed segment uploaded and the hot log trimmed to the tail", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "every sealed segment uploaded and the hot log trimmed to the tail", func() bool {
 		time.Sleep(100 * time.Millisecond)
 		return allSealedUploaded(t, b, topic, 1) && fetchCompactionStatus(t, b, topic).LocalStart > lastTombstone*9/10
 	})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // tierVerify runs `strata tier verify` against b and returns its output
@@ -45,7 +47,7 @@ func TestTierVerify(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "segments tiered", func() bool { return allSealedUploaded(t, b, topic, 1) })
+	testkit.WaitFor(t, 30*time.Second, "segments tiered", func() bool { return allSealedUploaded(t, b, topic, 1) })
 	objects := filepath.Join(b.DataDir, "objects")
 	out, code := tierVerify(t, b, objects)
 	if code != 0 || !strings.Contains(out, "0 problems") {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // abandonTimeout is transaction.timeout.ms of the abandoned transaction;
@@ -56,7 +58,7 @@ func TestTxnAbortedAndAbandonedInvisible(t *testing.T) {
 	committed.add(rs...)
 	all.add(rs...)
 
-	waitFor(t, abortWait, "the coordinator to abort the abandoned transaction (LSO = HW)", func() bool {
+	testkit.WaitFor(t, abortWait, "the coordinator to abort the abandoned transaction (LSO = HW)", func() bool {
 		lso, hw := stableOffsets(t, adm, topic), endOffsets(t, adm, topic)
 		for p := int32(0); p < partitions; p++ {
 			if lso[p] != hw[p] {
@@ -77,7 +79,7 @@ func TestTxnAbortedAndAbandonedInvisible(t *testing.T) {
 	all.add(rs...)
 
 	checkIsolatedReads(t, b, topic, partitions, &committed, &all)
-	waitFor(t, 30*time.Second, "the live read_committed consumer to read everything", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the live read_committed consumer to read everything", func() bool {
 		live.mu.Lock()
 		defer live.mu.Unlock()
 		return len(live.at) >= len(committed.values(0))+len(committed.values(1))
@@ -95,8 +97,8 @@ func TestTxnAbortedAndAbandonedInvisible(t *testing.T) {
 // offset of the open transaction per partition and when the client died.
 func abandonTxn(t *testing.T, b *Broker, topic string, partitions int32, all *producedLog) (map[int32]int64, time.Time) {
 	t.Helper()
-	var ct connTracker
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.Dialer(ct.dial), kgo.TransactionalID("vis-abandoned"),
+	var ct testkit.ConnTracker
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.Dialer(ct.Dial), kgo.TransactionalID("vis-abandoned"),
 		kgo.TransactionTimeout(abandonTimeout), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +112,7 @@ func abandonTxn(t *testing.T, b *Broker, topic string, partitions int32, all *pr
 	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 		t.Fatalf("produce in the transaction to abandon: %v", err)
 	}
-	ct.kill()
+	ct.Kill()
 	killedAt := time.Now()
 	go cl.Close() // fails whatever is left; sends nothing (every dial fails)
 	all.add(rs...)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // TestTxnAdminViews (issue 6): DescribeTransactions, ListTransactions and
@@ -53,14 +55,14 @@ func TestTxnAdminViews(t *testing.T) {
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the transaction to be CompleteCommit", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the transaction to be CompleteCommit", func() bool {
 		d = describeTxn(t, adm, txnID)
 		return d.State == "CompleteCommit"
 	})
 	if len(d.Topics) != 0 || d.ProducerID != pid {
 		t.Errorf("committed transaction described as %+v; want no partitions, producer %d", d, pid)
 	}
-	waitFor(t, 30*time.Second, "no open transaction on either partition", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "no open transaction on either partition", func() bool {
 		got := txnStartOffsets(t, adm, topic, pid)
 		return got[0] == -1 && got[1] == -1
 	})

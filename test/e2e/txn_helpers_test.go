@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -202,45 +201,6 @@ func firstFew(vs []string) string {
 		return fmt.Sprintf("%s ... (%d in all)", strings.Join(vs[:8], ", "), len(vs))
 	}
 	return "[" + strings.Join(vs, ", ") + "]"
-}
-
-// connTracker is a kgo Dialer remembering its connections, so that a test
-// can reset them all at once as a crashing client process would.
-type connTracker struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	dead  bool
-}
-
-func (ct *connTracker) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	ct.mu.Lock()
-	dead := ct.dead
-	ct.mu.Unlock()
-	if dead {
-		return nil, fmt.Errorf("client killed")
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, network, host)
-	if err != nil {
-		return nil, err
-	}
-	ct.mu.Lock()
-	ct.conns = append(ct.conns, conn)
-	ct.mu.Unlock()
-	return conn, nil
-}
-
-// kill resets every connection (SO_LINGER 0) and refuses new ones.
-func (ct *connTracker) kill() {
-	ct.mu.Lock()
-	defer ct.mu.Unlock()
-	ct.dead = true
-	for _, c := range ct.conns {
-		if tcp, ok := c.(*net.TCPConn); ok {
-			_ = tcp.SetLinger(0)
-		}
-		c.Close()
-	}
 }
 
 // liveReader consumes a topic from the start with read_committed while a

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // TestTxnKcatReadCommitted (issue 6 acceptance, librdkafka side): kcat as a
@@ -16,7 +18,7 @@ import (
 // sees everything; once the open transaction commits, read_committed sees
 // it and what followed it.
 func TestTxnKcatReadCommitted(t *testing.T) {
-	kcat := needBinary(t, "kcat")
+	kcat := testkit.NeedBinary(t, "kcat")
 	b := StartBroker(t)
 	const topic = "txn-kcat"
 	createTopic(t, b.Admin(), topic, 1, nil)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // rdkTxnProducer is a librdkafka transactional producer. The system has
@@ -109,7 +111,7 @@ int main(int argc, char **argv) {
 // librdkafka.so.1 (skipped, or failed when CI=true, without gcc or it).
 func buildRdkTxnProducer(t *testing.T) string {
 	t.Helper()
-	gcc := needBinary(t, "gcc")
+	gcc := testkit.NeedBinary(t, "gcc")
 	dir := t.TempDir()
 	src, bin := filepath.Join(dir, "rdk-txn.c"), filepath.Join(dir, "rdk-txn")
 	if err := os.WriteFile(src, []byte(rdkTxnProducer), 0o644); err != nil {
@@ -118,10 +120,7 @@ func buildRdkTxnProducer(t *testing.T) string {
 	out, err := exec.Command(gcc, "-std=c99", "-O1", "-o", bin, src, "-l:librdkafka.so.1").CombinedOutput()
 	if err != nil {
 		msg := "cannot build the librdkafka transactional producer (librdkafka1 missing?): " + err.Error() + "\n" + string(out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testkit.Missing(t, "%s", msg)
 	}
 	return bin
 }
@@ -131,7 +130,7 @@ func buildRdkTxnProducer(t *testing.T) string {
 // works against the broker, and both kcat (librdkafka) and franz-go as
 // read_committed consumers see exactly its committed records.
 func TestTxnLibrdkafkaProducer(t *testing.T) {
-	kcat := needBinary(t, "kcat")
+	kcat := testkit.NeedBinary(t, "kcat")
 	prog := buildRdkTxnProducer(t)
 	b := StartBroker(t)
 	const topic = "txn-librdkafka"
@@ -151,7 +150,7 @@ func TestTxnLibrdkafkaProducer(t *testing.T) {
 	// 15 records and 3 markers; the last marker may land just after
 	// commit_transaction returned.
 	adm := b.Admin()
-	waitFor(t, 30*time.Second, "HW 18 (15 records, 3 markers)", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "HW 18 (15 records, 3 markers)", func() bool {
 		return endOffsets(t, adm, topic)[0] == 18
 	})
 	checkKcat(t, kcat, b, topic, "read_committed", []string{"committed-a", "committed-d"})

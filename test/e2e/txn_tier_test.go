@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
@@ -39,7 +40,7 @@ func TestTxnTieredReadCommitted(t *testing.T) {
 	var committed, all producedLog
 	produceInterleavedTxns(t, b, topic, &committed, &all)
 
-	waitFor(t, 90*time.Second, "every sealed segment uploaded", func() bool {
+	testkit.WaitFor(t, 90*time.Second, "every sealed segment uploaded", func() bool {
 		return allSealedUploaded(t, b, topic, txnTierPartitions)
 	})
 	for p, s := range fetchTierStatus(t, b, topic) {
@@ -51,7 +52,7 @@ func TestTxnTieredReadCommitted(t *testing.T) {
 
 	alterTopicConfig(t, b.Admin(), topic, "local.retention.bytes", fmt.Sprint(txnTierLocalBytes))
 	ends := endOffsets(t, b.Admin(), topic)
-	waitFor(t, 90*time.Second, "most of each partition only in the bucket", func() bool {
+	testkit.WaitFor(t, 90*time.Second, "most of each partition only in the bucket", func() bool {
 		for p, s := range fetchTierStatus(t, b, topic) {
 			if s.LocalStart <= ends[p]/2 {
 				return false

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // Credentials of every test server.
@@ -95,11 +96,7 @@ func StartMinIO(t testing.TB) *MinIO {
 	t.Helper()
 	bin := Binary()
 	if bin == "" {
-		msg := "MinIO binary missing: run scripts/install-minio.sh (or set STRATA_MINIO_BIN)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testkit.Missing(t, "MinIO binary missing: run scripts/install-minio.sh (or set STRATA_MINIO_BIN)")
 	}
 	dir := t.TempDir()
 	m := &MinIO{t: t, bin: bin, dataDir: filepath.Join(dir, "data"), logFile: filepath.Join(dir, "minio.log"), Bucket: "strata-test"}
@@ -111,9 +108,7 @@ func StartMinIO(t testing.TB) *MinIO {
 	}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken before MinIO binds it
-		if m.Addr, err = freePort(); err != nil {
-			t.Fatal(err)
-		}
+		m.Addr = testkit.FreeAddr(t)
 		m.Endpoint = "http://" + m.Addr
 		if err = m.start(); err == nil {
 			break
@@ -128,15 +123,6 @@ func StartMinIO(t testing.TB) *MinIO {
 		t.Fatalf("creating bucket: %v", err)
 	}
 	return m
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // Start restarts a stopped server on the same port and data.
