@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Sentinel errors.
 var (
 	// ErrCorrupt means a batch failed validation (framing, CRC, record
-	// encoding, offsets out of order). It wraps hotlog.ErrCorruptBatch where
-	// hotlog found the problem.
+	// encoding, offsets out of order). It wraps recordbatch.ErrCorrupt where
+	// recordbatch found the problem.
 	ErrCorrupt = errors.New("compaction: corrupt batch")
 	// ErrBatchTooLarge means a batch's length exceeds the reader's bound.
 	ErrBatchTooLarge = errors.New("compaction: batch too large")
@@ -38,7 +38,7 @@ type BatchSource interface {
 // batchLength (bytes after the length field). Part of the Kafka format.
 const (
 	batchPrefix    = 12
-	minBatchLength = hotlog.BatchHeaderSize - batchPrefix
+	minBatchLength = recordbatch.HeaderSize - batchPrefix
 )
 
 // BatchReader frames whole batches out of a byte stream (a segment file, an
@@ -104,7 +104,7 @@ func (s *SliceSource) Next() ([]byte, error) {
 	if len(s.rest) == 0 {
 		return nil, io.EOF
 	}
-	h, err := hotlog.ParseBatchHeader(s.rest)
+	h, err := recordbatch.ParseHeader(s.rest)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}

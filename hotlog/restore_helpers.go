@@ -12,6 +12,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // OpenTxn is a transaction still open in a ProducerTable.
@@ -55,7 +57,7 @@ func NewProducerTable(snapshot []byte) (*ProducerTable, int64, error) {
 // the log's .txnindex would get. The batch must pass ValidateStoredBatch
 // first (the caller's job); a bad marker wraps ErrCorruptBatch.
 func (s *ProducerTable) Apply(batch []byte) (AbortedTxn, bool, error) {
-	h, err := ParseBatchHeader(batch)
+	h, err := recordbatch.ParseHeader(batch)
 	if err != nil {
 		return AbortedTxn{}, false, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // DefaultIndexIntervalBytes: one offset-index entry per this many bytes of
@@ -149,7 +150,7 @@ type indexBuilder struct {
 
 	pos, lastIndexed   int64
 	count              uint32
-	first, last        hotlog.BatchHeader
+	first, last        recordbatch.Header
 	maxTS, maxTSOffset int64
 	offsets            []OffsetIndexEntry
 	times              []TimeIndexEntry
@@ -209,14 +210,14 @@ func (b *indexBuilder) scan(r io.Reader, size int64) error {
 }
 
 // readBatch reads and validates one whole batch of at most remaining bytes.
-func (b *indexBuilder) readBatch(br *bufio.Reader, remaining int64) (hotlog.BatchHeader, error) {
+func (b *indexBuilder) readBatch(br *bufio.Reader, remaining int64) (recordbatch.Header, error) {
 	var prefix [batchLengthPrefix]byte
 	if _, err := io.ReadFull(br, prefix[:]); err != nil {
-		return hotlog.BatchHeader{}, fmt.Errorf("torn batch: %w", noEOF(err))
+		return recordbatch.Header{}, fmt.Errorf("torn batch: %w", noEOF(err))
 	}
 	length := int64(int32(binary.BigEndian.Uint32(prefix[8:])))
-	if length < hotlog.BatchHeaderSize-batchLengthPrefix || length > remaining-batchLengthPrefix {
-		return hotlog.BatchHeader{}, fmt.Errorf("batch length %d with %d bytes left", length, remaining)
+	if length < recordbatch.HeaderSize-batchLengthPrefix || length > remaining-batchLengthPrefix {
+		return recordbatch.Header{}, fmt.Errorf("batch length %d with %d bytes left", length, remaining)
 	}
 	size := int(length) + batchLengthPrefix
 	if cap(b.buf) < size {
@@ -225,7 +226,7 @@ func (b *indexBuilder) readBatch(br *bufio.Reader, remaining int64) (hotlog.Batc
 	batch := b.buf[:size]
 	copy(batch, prefix[:])
 	if _, err := io.ReadFull(br, batch[batchLengthPrefix:]); err != nil {
-		return hotlog.BatchHeader{}, fmt.Errorf("torn batch: %w", noEOF(err))
+		return recordbatch.Header{}, fmt.Errorf("torn batch: %w", noEOF(err))
 	}
 	return CheckStoredBatch(batch)
 }
@@ -233,7 +234,7 @@ func (b *indexBuilder) readBatch(br *bufio.Reader, remaining int64) (hotlog.Batc
 // CheckStoredBatch validates a whole stored batch at the start of b:
 // framing, magic 2, CRC-32C and record count <= lastOffsetDelta+1 (compacted
 // batches may hold fewer records). Errors wrap hotlog.ErrCorruptBatch.
-func CheckStoredBatch(b []byte) (hotlog.BatchHeader, error) {
+func CheckStoredBatch(b []byte) (recordbatch.Header, error) {
 	h, err := checkStoredBatchFrame(b)
 	if err != nil {
 		return h, err
@@ -249,8 +250,8 @@ func CheckStoredBatch(b []byte) (hotlog.BatchHeader, error) {
 // bytes already covered by a verified chunk CRC (the cold reader's cache):
 // the encoder checked every batch's CRC before computing the chunk CRCs, so
 // checking it again per read would only repeat work on the read path.
-func checkStoredBatchFrame(b []byte) (hotlog.BatchHeader, error) {
-	h, err := hotlog.ParseBatchHeader(b)
+func checkStoredBatchFrame(b []byte) (recordbatch.Header, error) {
+	h, err := recordbatch.ParseHeader(b)
 	if err != nil {
 		return h, err
 	}
@@ -265,7 +266,7 @@ func checkStoredBatchFrame(b []byte) (hotlog.BatchHeader, error) {
 }
 
 // add records one validated batch at b.pos in the indexes.
-func (b *indexBuilder) add(h hotlog.BatchHeader) error {
+func (b *indexBuilder) add(h recordbatch.Header) error {
 	if b.count > 0 && h.BaseOffset <= b.last.LastOffset() {
 		return fmt.Errorf("base offset %d not above previous last offset %d", h.BaseOffset, b.last.LastOffset())
 	}
@@ -289,7 +290,7 @@ func (b *indexBuilder) add(h hotlog.BatchHeader) error {
 	return nil
 }
 
-func (b *indexBuilder) addEpoch(h hotlog.BatchHeader) error {
+func (b *indexBuilder) addEpoch(h recordbatch.Header) error {
 	epoch := h.PartitionLeaderEpoch
 	n := len(b.epochs)
 	switch {
@@ -303,7 +304,7 @@ func (b *indexBuilder) addEpoch(h hotlog.BatchHeader) error {
 	return nil
 }
 
-func (b *indexBuilder) addIndexEntry(h hotlog.BatchHeader) {
+func (b *indexBuilder) addIndexEntry(h recordbatch.Header) {
 	rel := uint32(h.BaseOffset - b.first.BaseOffset)
 	b.offsets = append(b.offsets, OffsetIndexEntry{RelativeOffset: rel, Position: uint32(b.pos)})
 	b.lastIndexed = b.pos

@@ -68,8 +68,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -429,7 +429,7 @@ type ReplayOptions struct {
 // ReplayBatch is one batch and the offsets of it that the caller keeps.
 type ReplayBatch struct {
 	Data     []byte
-	Header   hotlog.BatchHeader
+	Header   recordbatch.Header
 	From, To int64 // the piece's bounds
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -556,8 +557,8 @@ func (r *restoreRun) maxBatchBytes() int {
 
 // batchTruncator re-encodes batches. Owned by one goroutine.
 type batchTruncator struct {
-	dec  hotlog.Decompressor
-	comp hotlog.Compressor
+	dec  recordbatch.Decompressor
+	comp recordbatch.Compressor
 }
 
 func (t *batchTruncator) close() { t.dec.Close(); t.comp.Close() }
@@ -567,7 +568,7 @@ func (t *batchTruncator) close() { t.dec.Close(); t.comp.Close() }
 // sequences are a prefix, so the producer's last sequence stays right),
 // record count, and for CreateTime batches maxTimestamp (of the kept
 // records). REQUIRES: h.BaseOffset < cut <= h.LastOffset().
-func (t *batchTruncator) truncate(batch []byte, h hotlog.BatchHeader, cut int64, maxBytes int) ([]byte, error) {
+func (t *batchTruncator) truncate(batch []byte, h recordbatch.Header, cut int64, maxBytes int) ([]byte, error) {
 	records, err := t.dec.DecodeRecords(batch, maxBytes)
 	if err != nil {
 		return nil, corruptf("batch at offset %d: %v", h.BaseOffset, err)
@@ -593,7 +594,7 @@ func (t *batchTruncator) truncate(batch []byte, h hotlog.BatchHeader, cut int64,
 	if err != nil {
 		return nil, corruptf("batch at offset %d: %v", h.BaseOffset, err)
 	}
-	return hotlog.EncodeBatch(nil, out, n, compressed), nil
+	return recordbatch.Encode(nil, out, n, compressed), nil
 }
 
 // appendAbortMarker writes an ABORT control batch for txn at offset (the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -51,12 +52,12 @@ func encodeReplayBatch(t *testing.T, b replayBatch) []byte {
 		recs[i].Length = int32(len(recs[i].AppendTo(nil)) - 1) // the zero Length varint took one byte
 		raw = recs[i].AppendTo(raw)
 	}
-	h := hotlog.BatchHeader{BaseOffset: b.base, LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: replayTS(b.base),
+	h := recordbatch.Header{BaseOffset: b.base, LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: replayTS(b.base),
 		MaxTimestamp: replayTS(b.base + int64(len(recs)-1)), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 	if b.pid >= 0 {
 		h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.Attributes = b.pid, 0, 0, 0x10 // transactional
 	}
-	return hotlog.EncodeBatch(nil, h, int32(len(recs)), raw)
+	return recordbatch.Encode(nil, h, int32(len(recs)), raw)
 }
 
 var replayTopicID = metadata.TopicID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
