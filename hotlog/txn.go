@@ -5,7 +5,6 @@ package hotlog
 // offset, and the aborted transactions read_committed consumers skip.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -256,12 +255,8 @@ func MarkerBatch(producerID int64, producerEpoch int16, commit bool, coordinator
 	}
 	val := kmsg.EndTxnMarker{CoordinatorEpoch: coordinatorEpoch}
 	rec := kmsg.Record{Key: key.AppendTo(nil), Value: val.AppendTo(nil)}
-	rec.Length = int32(len(rec.AppendTo(nil)) - 1) // the zero Length varint took one byte
-	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: recordbatch.AttrControl | recordbatch.AttrTransactional,
+	h := recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: recordbatch.AttrControl | recordbatch.AttrTransactional,
 		FirstTimestamp: timestampMs, MaxTimestamp: timestampMs, ProducerID: producerID,
-		ProducerEpoch: producerEpoch, FirstSequence: -1, NumRecords: 1, Records: rec.AppendTo(nil)}
-	b.Length = int32(recordbatch.MinLength + len(b.Records))
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[recordbatch.PosCRC:], recordbatch.Checksum(out[recordbatch.PosAttributes:]))
-	return out
+		ProducerEpoch: producerEpoch, BaseSequence: -1}
+	return recordbatch.Encode(nil, h, 1, recordbatch.AppendRecord(nil, rec))
 }

@@ -100,4 +100,3 @@ func simpleBatch(t testing.TB, n int, ts int64, size int) []byte {
 	}
 	return makeBatch(t, CodecNone, recs)
 }
-

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 
@@ -170,10 +169,10 @@ type checksummer struct {
 
 func (c *checksummer) Write(p []byte) (int, error) {
 	n := len(p)
-	c.whole = crc32.Update(c.whole, castagnoli, p)
+	c.whole = recordbatch.UpdateChecksum(c.whole, p)
 	for len(p) > 0 {
 		k := min(int64(len(p)), c.chunkSize-c.filled)
-		c.current = crc32.Update(c.current, castagnoli, p[:k])
+		c.current = recordbatch.UpdateChecksum(c.current, p[:k])
 		c.filled += k
 		p = p[k:]
 		if c.filled == c.chunkSize {

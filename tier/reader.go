@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 
 	"github.com/strata-log/strata/hotlog"
@@ -216,7 +215,7 @@ func Verify(ctx context.Context, store ObjectStore, key string, want *Footer, fu
 		return err
 	}
 	defer rc.Close()
-	h := crc32.New(castagnoli)
+	h := recordbatch.NewChecksum()
 	n, err := io.Copy(h, rc)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err
