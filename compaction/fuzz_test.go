@@ -41,7 +41,7 @@ func FuzzBatchReader(f *testing.F) {
 				}
 				return
 			}
-			if int64(len(b)) != batchPrefix+int64(int32(binary.BigEndian.Uint32(b[8:]))) || len(b) > 1<<12 {
+			if int64(len(b)) != recordbatch.LengthPrefix+int64(int32(binary.BigEndian.Uint32(b[8:]))) || len(b) > 1<<12 {
 				t.Fatalf("framed %d bytes, length field says otherwise", len(b))
 			}
 			if total += len(b); total > len(data) {

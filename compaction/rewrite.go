@@ -63,7 +63,7 @@ func (r *Rewriter) Plan(batch []byte) error {
 	var header [recordbatch.HeaderSize]byte
 	copy(header[:], batch)
 	// ParseBatchHeader wants the whole batch; give it a header claiming none.
-	binary.BigEndian.PutUint32(header[8:], uint32(minBatchLength))
+	binary.BigEndian.PutUint32(header[8:], uint32(recordbatch.MinLength))
 	h, err := recordbatch.ParseHeader(header[:])
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/recordbatch"
+	"github.com/strata-log/strata/tier"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -25,7 +26,7 @@ import (
 // REQUIRES: m holds nothing from a different range (Reset it between passes).
 // Errors: ErrCorrupt (CRC, framing, record encoding, order), ErrMapTooSmall
 // when not even the first keyed batch fits, and the source's own errors.
-func BuildMap(m *OffsetMap, batches BatchSource, from, to int64, aborted []hotlog.AbortedTxn, maxDecompressed int) (int64, error) {
+func BuildMap(m *OffsetMap, batches tier.BatchSource, from, to int64, aborted []hotlog.AbortedTxn, maxDecompressed int) (int64, error) {
 	s := scan{m: m, from: from, to: to, aborts: newAbortIndex(aborted), maxDecompressed: maxDecompressed, last: -1}
 	defer s.decoder.Close()
 	for {

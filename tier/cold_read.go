@@ -184,18 +184,18 @@ type heldBlock struct {
 // one block: callers copy it, never modify it) and advances.
 func (cur *coldCursor) next() ([]byte, recordbatch.Header, error) {
 	remaining := cur.x.Footer.Sections[SectionBatches].Length - cur.pos
-	prefix, err := cur.bytes(cur.pos, min(batchLengthPrefix, remaining))
+	prefix, err := cur.bytes(cur.pos, min(recordbatch.LengthPrefix, remaining))
 	if err != nil {
 		return nil, recordbatch.Header{}, err
 	}
-	if len(prefix) < batchLengthPrefix {
+	if len(prefix) < recordbatch.LengthPrefix {
 		return nil, recordbatch.Header{}, corruptf("%s: torn batch header at %d", cur.obj.Key, cur.pos)
 	}
 	length := int64(int32(binary.BigEndian.Uint32(prefix[8:])))
-	if length < recordbatch.HeaderSize-batchLengthPrefix || length > remaining-batchLengthPrefix {
+	if length < recordbatch.MinLength || length > remaining-recordbatch.LengthPrefix {
 		return nil, recordbatch.Header{}, corruptf("%s: batch length %d at %d with %d bytes left", cur.obj.Key, length, cur.pos, remaining)
 	}
-	batch, err := cur.bytes(cur.pos, batchLengthPrefix+length)
+	batch, err := cur.bytes(cur.pos, recordbatch.LengthPrefix+length)
 	if err != nil {
 		return nil, recordbatch.Header{}, err
 	}

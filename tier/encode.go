@@ -17,9 +17,6 @@ import (
 // there and keeps a 1 GiB segment's indexes near 300 KiB.
 const DefaultIndexIntervalBytes = 64 << 10
 
-// batchLengthPrefix is the part of a batch before and including batchLength.
-const batchLengthPrefix = 12
-
 // SegmentMeta is what an object says about a segment beyond its batches.
 type SegmentMeta struct {
 	Topic       string
@@ -32,7 +29,7 @@ type SegmentMeta struct {
 	// be empty. Anything else makes EncodeSegmentObject fail.
 	ProducerSnapshot []byte
 	// AbortedTxns are the aborted transactions overlapping the segment (issue 6); may be empty.
-	AbortedTxns []AbortedTxn
+	AbortedTxns []hotlog.AbortedTxn
 	// IndexIntervalBytes spaces index entries. Default DefaultIndexIntervalBytes.
 	IndexIntervalBytes int
 }
@@ -210,37 +207,39 @@ func (b *indexBuilder) scan(r io.Reader, size int64) error {
 
 // readBatch reads and validates one whole batch of at most remaining bytes.
 func (b *indexBuilder) readBatch(br *bufio.Reader, remaining int64) (recordbatch.Header, error) {
-	var prefix [batchLengthPrefix]byte
+	var prefix [recordbatch.LengthPrefix]byte
 	if _, err := io.ReadFull(br, prefix[:]); err != nil {
 		return recordbatch.Header{}, fmt.Errorf("torn batch: %w", noEOF(err))
 	}
 	length := int64(int32(binary.BigEndian.Uint32(prefix[8:])))
-	if length < recordbatch.HeaderSize-batchLengthPrefix || length > remaining-batchLengthPrefix {
+	if length < recordbatch.HeaderSize-recordbatch.LengthPrefix || length > remaining-recordbatch.LengthPrefix {
 		return recordbatch.Header{}, fmt.Errorf("batch length %d with %d bytes left", length, remaining)
 	}
-	size := int(length) + batchLengthPrefix
+	size := int(length) + recordbatch.LengthPrefix
 	if cap(b.buf) < size {
 		b.buf = make([]byte, size)
 	}
 	batch := b.buf[:size]
 	copy(batch, prefix[:])
-	if _, err := io.ReadFull(br, batch[batchLengthPrefix:]); err != nil {
+	if _, err := io.ReadFull(br, batch[recordbatch.LengthPrefix:]); err != nil {
 		return recordbatch.Header{}, fmt.Errorf("torn batch: %w", noEOF(err))
 	}
 	return CheckStoredBatch(batch)
 }
 
 // CheckStoredBatch validates a whole stored batch at the start of b:
-// framing, magic 2, CRC-32C and record count <= lastOffsetDelta+1 (compacted
-// batches may hold fewer records). Errors wrap hotlog.ErrCorruptBatch.
+// framing, magic 2, CRC-32C, record count <= lastOffsetDelta+1 (compacted
+// batches may hold fewer records) and base offset >= 0. It is
+// recordbatch.CheckStored plus the base offset, except that any magic but 2
+// is corruption here (an object never holds anything else). Errors wrap
+// recordbatch.ErrCorrupt.
 func CheckStoredBatch(b []byte) (recordbatch.Header, error) {
 	h, err := checkStoredBatchFrame(b)
 	if err != nil {
 		return h, err
 	}
-	const crcStart = 21 // attributes: first byte covered by the CRC
-	if got := crc32c(b[crcStart:h.Size()]); got != h.CRC {
-		return h, fmt.Errorf("%w: crc %08x, computed %08x", hotlog.ErrCorruptBatch, h.CRC, got)
+	if got := recordbatch.Checksum(b[recordbatch.PosAttributes:h.Size()]); got != h.CRC {
+		return h, fmt.Errorf("%w: crc %08x, computed %08x", recordbatch.ErrCorrupt, h.CRC, got)
 	}
 	return h, nil
 }
@@ -255,11 +254,11 @@ func checkStoredBatchFrame(b []byte) (recordbatch.Header, error) {
 		return h, err
 	}
 	if h.Magic != 2 {
-		return h, fmt.Errorf("%w: magic %d", hotlog.ErrCorruptBatch, h.Magic)
+		return h, fmt.Errorf("%w: magic %d", recordbatch.ErrCorrupt, h.Magic)
 	}
 	if h.LastOffsetDelta < 0 || h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 || h.BaseOffset < 0 {
 		return h, fmt.Errorf("%w: base offset %d, record count %d, lastOffsetDelta %d",
-			hotlog.ErrCorruptBatch, h.BaseOffset, h.RecordCount, h.LastOffsetDelta)
+			recordbatch.ErrCorrupt, h.BaseOffset, h.RecordCount, h.LastOffsetDelta)
 	}
 	return h, nil
 }
@@ -336,7 +335,7 @@ func (b *indexBuilder) finish(meta SegmentMeta, logSize int64) *ObjectIndex {
 		Times:            b.times,
 		Epochs:           b.epochs,
 		ProducerSnapshot: append([]byte(nil), meta.ProducerSnapshot...),
-		Aborted:          append([]AbortedTxn(nil), meta.AbortedTxns...),
+		Aborted:          append([]hotlog.AbortedTxn(nil), meta.AbortedTxns...),
 		ChunkCRCs:        chunks,
 	}
 }
@@ -406,7 +405,7 @@ func encodeEpochs(entries []EpochRange) []byte {
 	return out
 }
 
-func encodeAborted(entries []AbortedTxn) []byte {
+func encodeAborted(entries []hotlog.AbortedTxn) []byte {
 	out := make([]byte, 0, len(entries)*abortedEntrySize)
 	for _, e := range entries {
 		out = binary.BigEndian.AppendUint64(out, uint64(e.ProducerID))

@@ -111,15 +111,15 @@ func (r *ObjectReader) ReadBatches(ctx context.Context, offset int64, maxBytes i
 // Damage is ErrCorruptObject; read failures pass through (transient ones
 // may be retried by the caller).
 func readObjectBatch(br *bufio.Reader, remaining int64) ([]byte, recordbatch.Header, error) {
-	prefix, err := br.Peek(batchLengthPrefix)
+	prefix, err := br.Peek(recordbatch.LengthPrefix)
 	if err != nil {
 		return nil, recordbatch.Header{}, noEOF(err)
 	}
 	length := int64(int32(uint32(prefix[8])<<24 | uint32(prefix[9])<<16 | uint32(prefix[10])<<8 | uint32(prefix[11])))
-	if length < recordbatch.HeaderSize-batchLengthPrefix || length > remaining-batchLengthPrefix {
+	if length < recordbatch.MinLength || length > remaining-recordbatch.LengthPrefix {
 		return nil, recordbatch.Header{}, corruptf("batch length %d with %d bytes left", length, remaining)
 	}
-	batch := make([]byte, length+batchLengthPrefix)
+	batch := make([]byte, length+recordbatch.LengthPrefix)
 	if _, err := io.ReadFull(br, batch); err != nil {
 		return nil, recordbatch.Header{}, noEOF(err)
 	}

@@ -450,7 +450,7 @@ func (r *restoreRun) buildTail(res *RestorePartition, sel restoreSelection, src 
 // stateAtCut returns the producer state at the cut and, when an object is
 // cut, writes its batches below the cut to w and returns its aborts there.
 func (r *restoreRun) stateAtCut(res *RestorePartition, sel restoreSelection, src *ObjectReader,
-	w *tailWriter) (*hotlog.ProducerTable, []AbortedTxn, error) {
+	w *tailWriter) (*hotlog.ProducerTable, []hotlog.AbortedTxn, error) {
 	if sel.source == nil {
 		state, guessed, err := r.stateAtBoundary(sel.kept, res.CutOffset)
 		res.StateGuessed = guessed
@@ -499,8 +499,8 @@ func (r *restoreRun) stateAtBoundary(kept []ReplayObject, cut int64) (*hotlog.Pr
 }
 
 // abortedBelow keeps the aborts whose marker lies before cut.
-func abortedBelow(entries []AbortedTxn, cut int64) []AbortedTxn {
-	var out []AbortedTxn
+func abortedBelow(entries []hotlog.AbortedTxn, cut int64) []hotlog.AbortedTxn {
+	var out []hotlog.AbortedTxn
 	for _, a := range entries {
 		if a.LastOffset < cut {
 			out = append(out, a)
@@ -601,22 +601,22 @@ func (t *batchTruncator) truncate(batch []byte, h recordbatch.Header, cut int64,
 // producer's id and epoch, coordinator epoch 0, leader epoch epoch,
 // timestamp ts) and applies it to state, which gives its abort entry.
 func appendAbortMarker(w *tailWriter, state *hotlog.ProducerTable, txn hotlog.OpenTxn, offset int64, epoch int32,
-	ts int64) (AbortedTxn, error) {
+	ts int64) (hotlog.AbortedTxn, error) {
 	var b kmsg.RecordBatch
 	if err := b.ReadFrom(hotlog.MarkerBatch(txn.ProducerID, txn.ProducerEpoch, false, 0, ts)); err != nil {
-		return AbortedTxn{}, fmt.Errorf("tier: restore marker: %w", err)
+		return hotlog.AbortedTxn{}, fmt.Errorf("tier: restore marker: %w", err)
 	}
 	// Neither field is covered by the batch CRC.
 	b.FirstOffset, b.PartitionLeaderEpoch = offset, epoch
 	marker := b.AppendTo(nil)
 	a, ok, err := state.Apply(marker)
 	if err != nil || !ok {
-		return AbortedTxn{}, fmt.Errorf("tier: restore marker of producer %d not applied as an abort: %v", txn.ProducerID, err)
+		return hotlog.AbortedTxn{}, fmt.Errorf("tier: restore marker of producer %d not applied as an abort: %v", txn.ProducerID, err)
 	}
 	if err := w.write(marker); err != nil {
-		return AbortedTxn{}, err
+		return hotlog.AbortedTxn{}, err
 	}
-	return AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset,
+	return hotlog.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset,
 		LastStableOffset: a.LastStableOffset}, nil
 }
 
@@ -655,7 +655,7 @@ func (w *tailWriter) close() {
 // when it fits), uploads it under the restored id, verifies it whole and
 // returns its entry. A failed verification deletes it.
 func (r *restoreRun) putTail(w *tailWriter, state *hotlog.ProducerTable, keyBase, end int64, epoch int32,
-	aborted []AbortedTxn) (*metadata.TierEntry, error) {
+	aborted []hotlog.AbortedTxn) (*metadata.TierEntry, error) {
 	snap, err := state.Snapshot(end)
 	if err != nil {
 		return nil, fmt.Errorf("tier: restore: %w", err)

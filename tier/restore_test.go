@@ -371,7 +371,7 @@ func TestRestoreAsOfAbortsOpenTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 5, LastOffset: 17, LastStableOffset: 15},
+	want := []hotlog.AbortedTxn{{ProducerID: 7, FirstOffset: 5, LastOffset: 17, LastStableOffset: 15},
 		{ProducerID: 9, FirstOffset: 15, LastOffset: 18, LastStableOffset: 19}}
 	if !slices.Equal(rd.Index.Aborted, want) {
 		t.Fatalf("tail aborted %+v, want %+v", rd.Index.Aborted, want)
