@@ -12,7 +12,7 @@ import (
 const maxOffset = math.MaxInt64 / 2
 
 // splitBatches parses the headers of the batches laid end to end in b.
-// REQUIRES (of the caller): each batch passed ValidateBatch; here only the
+// REQUIRES (of the caller): each batch passed recordbatch.Validate; here only the
 // framing and magic are re-checked, so a bad caller cannot corrupt the log's
 // offset arithmetic.
 func splitBatches(b []byte) ([]recordbatch.Header, error) {
