@@ -1,8 +1,6 @@
 package hotlog
 
-import (
-	"time"
-)
+import "time"
 
 // RollIfOlder seals the active segment when its first batch was appended
 // at least age ago and some of it lies below stableEnd (the caller's
