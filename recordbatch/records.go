@@ -30,6 +30,30 @@ func DecodeRecords(batch []byte, maxDecompressed int) ([]kmsg.Record, error) {
 	return d.DecodeRecords(batch, maxDecompressed)
 }
 
+// EachRecord calls fn with each record of an uncompressed records section,
+// in order, stopping at fn's first error, which it returns. Each record's
+// length is bounded by the bytes left; a malformed record gives ErrCorrupt.
+// Records alias section. Unlike DecodeRecords it does not hold the section
+// to a record count: readers of their own logs take what is there.
+func EachRecord(section []byte, fn func(r *kmsg.Record) error) error {
+	for len(section) > 0 {
+		length, n := binary.Varint(section)
+		if n <= 0 || length < 0 || length > int64(len(section)-n) {
+			return fmt.Errorf("%w: record length", ErrCorrupt)
+		}
+		var rec kmsg.Record
+		end := n + int(length)
+		if err := rec.ReadFrom(section[:end]); err != nil {
+			return fmt.Errorf("%w: record: %v", ErrCorrupt, err)
+		}
+		section = section[end:]
+		if err := fn(&rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // unsnappy handles both a raw snappy block (franz-go, librdkafka) and xerial
 // framing (the Java client).
 func unsnappy(src []byte, limit int) ([]byte, error) {
