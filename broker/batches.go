@@ -15,6 +15,7 @@ import (
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Produce-path sentinel errors; produceErrorCode maps them to Kafka codes.
@@ -96,7 +97,7 @@ func splitProduceRecords(records []byte, rules produceRules, now int64) (produce
 		return out, errNoBatches
 	}
 	for rest := records; len(rest) > 0; out.count++ {
-		header, size, err := hotlog.ValidateBatch(rest)
+		header, size, err := recordbatch.Validate(rest)
 		if err != nil {
 			return out, err
 		}
@@ -115,7 +116,7 @@ func splitProduceRecords(records []byte, rules produceRules, now int64) (produce
 			return out, err
 		}
 		if rules.logAppendTime {
-			hotlog.SetLogAppendTime(rest[:size], now)
+			recordbatch.SetLogAppendTime(rest[:size], now)
 			out.logAppendTime = now
 		}
 		rest = rest[size:]
@@ -127,7 +128,7 @@ func splitProduceRecords(records []byte, rules produceRules, now int64) (produce
 // topics: Kafka's INVALID_RECORD, "Compacted topic cannot accept message
 // without key"). Undecodable records are a corrupt batch.
 func checkKeys(batch []byte) error {
-	records, err := hotlog.DecodeRecords(batch, maxKeyCheckDecompressed)
+	records, err := recordbatch.DecodeRecords(batch, maxKeyCheckDecompressed)
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func checkKeys(batch []byte) error {
 // noteTxn records the producer of a transactional batch and rejects a
 // second transactional producer in the same partition data: verification
 // covers one (producer id, epoch), so a mix could bypass it.
-func (out *producedBatches) noteTxn(h hotlog.BatchHeader) error {
+func (out *producedBatches) noteTxn(h recordbatch.Header) error {
 	if !h.Transactional() {
 		return nil
 	}
@@ -154,7 +155,7 @@ func (out *producedBatches) noteTxn(h hotlog.BatchHeader) error {
 }
 
 // checkBatchRules applies the topic and protocol rules to one valid batch.
-func checkBatchRules(h hotlog.BatchHeader, size int, rules produceRules) error {
+func checkBatchRules(h recordbatch.Header, size int, rules produceRules) error {
 	switch {
 	case size > rules.maxMessageBytes:
 		return fmt.Errorf("%w: %d > %d bytes", errBatchTooLarge, size, rules.maxMessageBytes)
@@ -165,7 +166,7 @@ func checkBatchRules(h hotlog.BatchHeader, size int, rules produceRules) error {
 		// validation: INVALID_RECORD). The KIP-890 verification that the
 		// partition was added to the transaction is in txn_verify.go.
 		return errTransactional
-	case h.Codec() == hotlog.CodecZstd && rules.produceVersion < 7:
+	case h.Codec() == recordbatch.CodecZstd && rules.produceVersion < 7:
 		return errZstdTooOld
 	}
 	return nil
@@ -185,7 +186,7 @@ func produceErrorCode(err error) int16 {
 	case errors.Is(err, errNoBatches), errors.Is(err, errControlBatch), errors.Is(err, errTransactional),
 		errors.Is(err, errMixedTxn), errors.Is(err, errKeylessCompacted):
 		return kerr.InvalidRecord.Code
-	case errors.Is(err, hotlog.ErrDecompressedTooLarge):
+	case errors.Is(err, recordbatch.ErrDecompressedTooLarge):
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, errZstdTooOld):
 		return kerr.UnsupportedCompressionType.Code

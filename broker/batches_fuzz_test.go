@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // FuzzProduceRecords feeds arbitrary produce partition data to the batch
@@ -41,7 +41,7 @@ func checkAcceptedBatches(t *testing.T, got producedBatches, records []byte, rul
 	t.Helper()
 	count := 0
 	for rest := records; len(rest) > 0; count++ {
-		h, size, err := hotlog.ValidateBatch(rest)
+		h, size, err := recordbatch.Validate(rest)
 		if err != nil {
 			t.Fatalf("accepted batch %d invalid: %v", count, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // batchSpec describes a hand-built RecordBatch v2.
@@ -79,7 +80,7 @@ func withByteAt(b []byte, i int, v byte) []byte {
 
 func TestBuildBatchIsValid(t *testing.T) {
 	b := buildBatch(batchSpec{records: 3, valueSize: 10})
-	h, size, err := hotlog.ValidateBatch(b)
+	h, size, err := recordbatch.Validate(b)
 	if err != nil || size != len(b) || h.RecordCount != 3 {
 		t.Fatalf("hand-built batch invalid: %v (size %d of %d, count %d)", err, size, len(b), h.RecordCount)
 	}
@@ -128,8 +129,8 @@ func TestSplitProduceRecords(t *testing.T) {
 		{"control batch", buildBatch(batchSpec{records: 1, attributes: 0x20}), rules, kerr.InvalidRecord.Code, 0},
 		{"transactional", buildBatch(batchSpec{records: 1, attributes: 0x10, producerID: 5}), rules, 0, 1},
 		{"transactional without producer id", buildBatch(batchSpec{records: 1, attributes: 0x10}), rules, kerr.InvalidRecord.Code, 0},
-		{"zstd on v7+", buildBatch(batchSpec{records: 1, attributes: hotlog.CodecZstd}), rules, 0, 1},
-		{"zstd below v7", buildBatch(batchSpec{records: 1, attributes: hotlog.CodecZstd}), v6, kerr.UnsupportedCompressionType.Code, 0},
+		{"zstd on v7+", buildBatch(batchSpec{records: 1, attributes: recordbatch.CodecZstd}), rules, 0, 1},
+		{"zstd below v7", buildBatch(batchSpec{records: 1, attributes: recordbatch.CodecZstd}), v6, kerr.UnsupportedCompressionType.Code, 0},
 		{"unknown codec", buildBatch(batchSpec{records: 1, attributes: 5}), rules, kerr.CorruptMessage.Code, 0},
 		{"compacted, keyed records", buildBatch(batchSpec{records: 3, keyed: true}), compacted, 0, 1},
 		{"compacted, records without keys", buildBatch(batchSpec{records: 3}), compacted, kerr.InvalidRecord.Code, 0},
@@ -165,7 +166,7 @@ func TestSplitProduceRecordsLogAppendTime(t *testing.T) {
 		t.Fatalf("logAppendTime %d count %d", got.logAppendTime, got.count)
 	}
 	for rest := records; len(rest) > 0; {
-		h, size, err := hotlog.ValidateBatch(rest) // the recomputed CRC must hold
+		h, size, err := recordbatch.Validate(rest) // the recomputed CRC must hold
 		if err != nil {
 			t.Fatalf("stamped batch no longer valid: %v", err)
 		}

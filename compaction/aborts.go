@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // abortIndex answers "is this transactional data batch aborted?" from a list
@@ -43,7 +44,7 @@ func newAbortIndex(aborted []hotlog.AbortedTxn) abortIndex {
 
 // aborted reports whether h is transactional data of an aborted transaction:
 // some abort of its producer has FirstOffset <= h.BaseOffset <= LastOffset.
-func (x abortIndex) aborted(h hotlog.BatchHeader) bool {
+func (x abortIndex) aborted(h recordbatch.Header) bool {
 	if !h.Transactional() || h.Control() {
 		return false
 	}

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // benchLog is 1000 batches of 50 records of 100-byte values over 5000 keys.
@@ -29,7 +29,7 @@ func benchLog(b *testing.B, codec int) []byte {
 // BenchmarkRewrite reports cleaner throughput in MB/s of input: BuildMap
 // over the whole log, then the Plan and Batch passes.
 func BenchmarkRewrite(b *testing.B) {
-	for _, codec := range []int{hotlog.CodecNone, hotlog.CodecLZ4, hotlog.CodecZstd, hotlog.CodecGzip, hotlog.CodecSnappy} {
+	for _, codec := range []int{recordbatch.CodecNone, recordbatch.CodecLZ4, recordbatch.CodecZstd, recordbatch.CodecGzip, recordbatch.CodecSnappy} {
 		b.Run(fmt.Sprintf("codec=%d", codec), func(b *testing.B) {
 			log := benchLog(b, codec)
 			m := NewOffsetMap(1 << 20) // 39k keys, enough for the 5000

@@ -59,7 +59,7 @@
 // with kmsg and recompressed with the batch's own codec; Length and CRC-32C are
 // recomputed. A batch whose records all survive is passed through byte for
 // byte. A stored batch may therefore have RecordCount < LastOffsetDelta+1
-// (hotlog.ValidateStoredBatch accepts that).
+// (recordbatch.ValidateStored accepts that).
 //
 // A data batch left with no records is dropped, except the last data batch of
 // each producer id (ProducerID >= 0) in the rewritten range, which is kept

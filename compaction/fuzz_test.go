@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // fuzzSeedLogs are small valid logs: every codec, transactions, tombstones.
@@ -40,7 +41,7 @@ func FuzzBatchReader(f *testing.F) {
 				}
 				return
 			}
-			if int64(len(b)) != batchPrefix+int64(int32(binary.BigEndian.Uint32(b[8:]))) || len(b) > 1<<12 {
+			if int64(len(b)) != recordbatch.LengthPrefix+int64(int32(binary.BigEndian.Uint32(b[8:]))) || len(b) > 1<<12 {
 				t.Fatalf("framed %d bytes, length field says otherwise", len(b))
 			}
 			if total += len(b); total > len(data) {
@@ -100,8 +101,8 @@ func checkRewritten(t *testing.T, in, out []byte) {
 	if bytes.Equal(in, out) {
 		return
 	}
-	hin, _ := hotlog.ParseBatchHeader(in)
-	hout, err := hotlog.ValidateStoredBatch(out)
+	hin, _ := recordbatch.ParseHeader(in)
+	hout, err := recordbatch.ValidateStored(out)
 	if err != nil {
 		t.Fatalf("invalid output: %v", err)
 	}
@@ -109,7 +110,7 @@ func checkRewritten(t *testing.T, in, out []byte) {
 		hout.Attributes != hin.Attributes || hout.RecordCount > hin.RecordCount || hout.ProducerID != hin.ProducerID {
 		t.Fatalf("header changed: in %+v out %+v", hin, hout)
 	}
-	recs, err := hotlog.DecodeRecords(out, 1<<20)
+	recs, err := recordbatch.DecodeRecords(out, 1<<20)
 	if err != nil || len(recs) != int(hout.RecordCount) {
 		t.Fatalf("output records: %d, err %v", len(recs), err)
 	}
@@ -118,8 +119,8 @@ func checkRewritten(t *testing.T, in, out []byte) {
 // fixCRCs recomputes the CRC of every batch framed in data, in place.
 func fixCRCs(data []byte) {
 	table := crc32.MakeTable(crc32.Castagnoli)
-	for rest := data; len(rest) >= hotlog.BatchHeaderSize; {
-		h, err := hotlog.ParseBatchHeader(rest)
+	for rest := data; len(rest) >= recordbatch.HeaderSize; {
+		h, err := recordbatch.ParseHeader(rest)
 		if err != nil {
 			return
 		}

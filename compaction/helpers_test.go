@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -35,7 +36,7 @@ type testBatch struct {
 
 // testCompressor is shared by buildBatch (tests do not run in parallel):
 // a zstd encoder per batch would dominate test time.
-var testCompressor hotlog.Compressor
+var testCompressor recordbatch.Compressor
 
 // buildBatch encodes b with kmsg, compressing with its codec.
 func buildBatch(t testing.TB, b testBatch) []byte {
@@ -68,9 +69,9 @@ func buildBatch(t testing.TB, b testBatch) []byte {
 	if b.idempotent || b.txn || b.control {
 		pid, epoch, seq = b.producerID, b.epoch, b.sequence
 	}
-	h := hotlog.BatchHeader{BaseOffset: b.base, PartitionLeaderEpoch: 3, Attributes: attrs, LastOffsetDelta: lastDelta,
+	h := recordbatch.Header{BaseOffset: b.base, PartitionLeaderEpoch: 3, Attributes: attrs, LastOffsetDelta: lastDelta,
 		FirstTimestamp: b.firstTs, MaxTimestamp: maxTs, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}
-	return hotlog.EncodeBatch(nil, h, int32(len(b.records)), payload)
+	return recordbatch.Encode(nil, h, int32(len(b.records)), payload)
 }
 
 // controlRecord is a transaction marker record.
@@ -114,9 +115,9 @@ type liveRecord struct {
 
 // decodeLog validates every batch of log and returns its headers and data
 // records (control records excluded).
-func decodeLog(t testing.TB, log []byte) ([]hotlog.BatchHeader, []liveRecord) {
+func decodeLog(t testing.TB, log []byte) ([]recordbatch.Header, []liveRecord) {
 	t.Helper()
-	var headers []hotlog.BatchHeader
+	var headers []recordbatch.Header
 	var live []liveRecord
 	src := NewSliceSource(log)
 	for {
@@ -127,12 +128,12 @@ func decodeLog(t testing.TB, log []byte) ([]hotlog.BatchHeader, []liveRecord) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := hotlog.ValidateStoredBatch(b)
+		h, err := recordbatch.ValidateStored(b)
 		if err != nil {
 			t.Fatalf("output batch invalid: %v", err)
 		}
 		headers = append(headers, h)
-		recs, err := hotlog.DecodeRecords(b, 1<<24)
+		recs, err := recordbatch.DecodeRecords(b, 1<<24)
 		if err != nil {
 			t.Fatal(err)
 		}

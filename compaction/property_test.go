@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // randomLog is a generated partition: batches end to end, the aborted
@@ -90,7 +91,7 @@ func (g randomLog) expected() map[int64]liveRecord {
 	latest := map[string]liveRecord{}
 	pastHorizon := map[int64]bool{}
 	for i, b := range g.batches {
-		h, _ := hotlog.ValidateStoredBatch(g.log[g.offsetOf(i):])
+		h, _ := recordbatch.ValidateStored(g.log[g.offsetOf(i):])
 		if b.control || aborts.aborted(h) {
 			continue
 		}
@@ -113,7 +114,7 @@ func (g randomLog) expected() map[int64]liveRecord {
 func (g randomLog) offsetOf(i int) int {
 	pos := 0
 	for j := 0; j < i; j++ {
-		h, _ := hotlog.ParseBatchHeader(g.log[pos:])
+		h, _ := recordbatch.ParseHeader(g.log[pos:])
 		pos += h.Size()
 	}
 	return pos
@@ -185,7 +186,7 @@ func checkInvariants(t *testing.T, g randomLog, out []byte, want map[int64]liveR
 		if !ok {
 			t.Fatalf("output batch at %d matches no input batch", h.BaseOffset)
 		}
-		in, _ := hotlog.ValidateStoredBatch(g.log[g.offsetOf(i):])
+		in, _ := recordbatch.ValidateStored(g.log[g.offsetOf(i):])
 		in.RecordCount, in.CRC, in.BatchLength = h.RecordCount, h.CRC, h.BatchLength
 		if in != h {
 			t.Fatalf("header changed:\n in %+v\nout %+v", in, h)

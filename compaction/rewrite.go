@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/strata-log/strata/hotlog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Rewriter rewrites the batches of one cleaning pass (doc.go, "Rules").
@@ -24,8 +25,8 @@ type Rewriter struct {
 	txns map[int64]*producerTxn // marker rule state, per producer id
 	last int64                  // last offset of the previous rewritten batch
 
-	decoder hotlog.Decompressor
-	comp    hotlog.Compressor
+	decoder recordbatch.Decompressor
+	comp    recordbatch.Compressor
 	raw     []byte // scratch: encoded kept records
 	payload []byte // scratch: compressed records
 	out     []byte // scratch: the rewritten batch; what Batch returns
@@ -54,16 +55,16 @@ func NewRewriter(p Policy) *Rewriter {
 }
 
 // Plan records the header of the next batch of the range (pass 1). Only the
-// first hotlog.BatchHeaderSize bytes of batch are read.
+// first recordbatch.HeaderSize bytes of batch are read.
 func (r *Rewriter) Plan(batch []byte) error {
-	if len(batch) < hotlog.BatchHeaderSize {
-		return fmt.Errorf("%w: %d bytes, header needs %d", ErrCorrupt, len(batch), hotlog.BatchHeaderSize)
+	if len(batch) < recordbatch.HeaderSize {
+		return fmt.Errorf("%w: %d bytes, header needs %d", ErrCorrupt, len(batch), recordbatch.HeaderSize)
 	}
-	var header [hotlog.BatchHeaderSize]byte
+	var header [recordbatch.HeaderSize]byte
 	copy(header[:], batch)
 	// ParseBatchHeader wants the whole batch; give it a header claiming none.
-	binary.BigEndian.PutUint32(header[8:], uint32(minBatchLength))
-	h, err := hotlog.ParseBatchHeader(header[:])
+	binary.BigEndian.PutUint32(header[8:], uint32(recordbatch.MinLength))
+	h, err := recordbatch.ParseHeader(header[:])
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -71,7 +72,7 @@ func (r *Rewriter) Plan(batch []byte) error {
 }
 
 // PlanHeader is Plan for a caller that already parsed the header.
-func (r *Rewriter) PlanHeader(h hotlog.BatchHeader) error {
+func (r *Rewriter) PlanHeader(h recordbatch.Header) error {
 	if h.BaseOffset <= r.planLast || h.LastOffsetDelta < 0 {
 		return fmt.Errorf("%w: planned batch at %d after offset %d", ErrCorrupt, h.BaseOffset, r.planLast)
 	}
@@ -123,7 +124,7 @@ func (r *Rewriter) Close() {
 }
 
 // control applies the marker rule to a control batch.
-func (r *Rewriter) control(batch []byte, h hotlog.BatchHeader) ([]byte, bool, int32) {
+func (r *Rewriter) control(batch []byte, h recordbatch.Header) ([]byte, bool, int32) {
 	if h.ProducerID < 0 {
 		return batch, true, h.RecordCount
 	}
@@ -149,7 +150,7 @@ func (r *Rewriter) txn(producerID int64) *producerTxn {
 }
 
 // data applies the record rules to a data batch.
-func (r *Rewriter) data(batch []byte, h hotlog.BatchHeader) ([]byte, bool, int32, error) {
+func (r *Rewriter) data(batch []byte, h recordbatch.Header) ([]byte, bool, int32, error) {
 	if h.BaseOffset >= r.policy.MapEnd {
 		return batch, true, h.RecordCount, nil
 	}
@@ -174,7 +175,7 @@ func (r *Rewriter) data(batch []byte, h hotlog.BatchHeader) ([]byte, bool, int32
 
 // filter moves the surviving records to the front of records (order kept)
 // and returns how many survive.
-func (r *Rewriter) filter(h hotlog.BatchHeader, records []kmsg.Record) int {
+func (r *Rewriter) filter(h recordbatch.Header, records []kmsg.Record) int {
 	pastHorizon := h.MaxTimestamp < r.horizon
 	n := 0
 	for i := range records {
@@ -187,7 +188,7 @@ func (r *Rewriter) filter(h hotlog.BatchHeader, records []kmsg.Record) int {
 }
 
 // keepRecord is the per-record rule (doc.go), counting why records go.
-func (r *Rewriter) keepRecord(h hotlog.BatchHeader, rec *kmsg.Record, pastHorizon bool) bool {
+func (r *Rewriter) keepRecord(h recordbatch.Header, rec *kmsg.Record, pastHorizon bool) bool {
 	offset := h.BaseOffset + int64(rec.OffsetDelta)
 	switch {
 	case offset >= r.policy.MapEnd:
@@ -213,7 +214,7 @@ func (r *Rewriter) keepRecord(h hotlog.BatchHeader, rec *kmsg.Record, pastHorizo
 
 // emptied handles a data batch left with no records: dropped unless it is
 // its producer's last data batch. One already empty is kept byte for byte.
-func (r *Rewriter) emptied(batch []byte, h hotlog.BatchHeader) ([]byte, bool, int32, error) {
+func (r *Rewriter) emptied(batch []byte, h recordbatch.Header) ([]byte, bool, int32, error) {
 	if h.ProducerID < 0 {
 		return nil, false, 0, nil
 	}
@@ -233,7 +234,7 @@ func (r *Rewriter) emptied(batch []byte, h hotlog.BatchHeader) ([]byte, bool, in
 }
 
 // isLastData reports whether h is its producer's last data batch (doc.go).
-func (r *Rewriter) isLastData(h hotlog.BatchHeader) (bool, error) {
+func (r *Rewriter) isLastData(h recordbatch.Header) (bool, error) {
 	if r.planned {
 		return r.lastData[h.ProducerID] == h.BaseOffset, nil
 	}
@@ -246,7 +247,7 @@ func (r *Rewriter) isLastData(h hotlog.BatchHeader) (bool, error) {
 
 // encode builds the batch h with the given records, recompressed with h's
 // codec, into r.out.
-func (r *Rewriter) encode(h hotlog.BatchHeader, records []kmsg.Record) ([]byte, error) {
+func (r *Rewriter) encode(h recordbatch.Header, records []kmsg.Record) ([]byte, error) {
 	r.raw = r.raw[:0]
 	for i := range records {
 		r.raw = appendRecord(r.raw, &records[i])
@@ -256,7 +257,7 @@ func (r *Rewriter) encode(h hotlog.BatchHeader, records []kmsg.Record) ([]byte, 
 		return nil, fmt.Errorf("compaction: batch at %d: %w", h.BaseOffset, err)
 	}
 	r.payload = payload
-	r.out = hotlog.EncodeBatch(r.out[:0], h, int32(len(records)), payload)
+	r.out = recordbatch.Encode(r.out[:0], h, int32(len(records)), payload)
 	return r.out, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -133,7 +134,7 @@ func TestRewriteRecordRules(t *testing.T) {
 // TestRewritePreservesHeader checks every preserved field, the record count,
 // the CRC and byte-identity of untouched batches.
 func TestRewritePreservesHeader(t *testing.T) {
-	in := buildBatch(t, testBatch{base: 10, codec: hotlog.CodecLZ4, idempotent: true, producerID: 4, epoch: 2, sequence: 30,
+	in := buildBatch(t, testBatch{base: 10, codec: recordbatch.CodecLZ4, idempotent: true, producerID: 4, epoch: 2, sequence: 30,
 		firstTs: newTs, records: []testRecord{
 			{delta: 0, key: []byte("a"), value: []byte("old")},
 			{delta: 2, tsDelta: 7, key: []byte("b"), value: []byte("keep")},
@@ -147,7 +148,7 @@ func TestRewritePreservesHeader(t *testing.T) {
 	if len(hs) != 2 {
 		t.Fatalf("%d batches out", len(hs))
 	}
-	hin, _ := hotlog.ValidateStoredBatch(in)
+	hin, _ := recordbatch.ValidateStored(in)
 	want := hin
 	want.RecordCount = 2
 	got := hs[0]
@@ -155,7 +156,7 @@ func TestRewritePreservesHeader(t *testing.T) {
 	if got != want {
 		t.Fatalf("header\n got %+v\nwant %+v", got, want)
 	}
-	recs, err := hotlog.DecodeRecords(out[:hs[0].Size()], 1<<20)
+	recs, err := recordbatch.DecodeRecords(out[:hs[0].Size()], 1<<20)
 	if err != nil || len(recs) != 2 || recs[0].OffsetDelta != 2 || recs[0].TimestampDelta64 != 7 ||
 		recs[1].OffsetDelta != 5 || recs[1].TimestampDelta64 != 3 || string(recs[1].Value) != "new" {
 		t.Fatalf("records %+v, err %v", recs, err)
@@ -173,7 +174,7 @@ func TestRewritePreservesHeader(t *testing.T) {
 // the output decodes, keeps its codec and has a valid CRC; an emptied
 // producer's last batch decodes to zero records.
 func TestRewriteEveryCodec(t *testing.T) {
-	for _, codec := range []int{hotlog.CodecNone, hotlog.CodecGzip, hotlog.CodecSnappy, hotlog.CodecLZ4, hotlog.CodecZstd} {
+	for _, codec := range []int{recordbatch.CodecNone, recordbatch.CodecGzip, recordbatch.CodecSnappy, recordbatch.CodecLZ4, recordbatch.CodecZstd} {
 		t.Run(fmt.Sprint(codec), func(t *testing.T) {
 			log := concat(
 				buildBatch(t, testBatch{base: 0, codec: codec, firstTs: newTs,
@@ -329,8 +330,8 @@ func TestRewriteNonMinimalVarints(t *testing.T) {
 	body := []byte{0, 0x80, 0x00, 2, 2, 'a', 2, 'x', 0} // attrs, tsDelta 0 in 2 bytes, delta 1, key "a", value "x", no headers
 	rec := append([]byte{byte(len(body) << 1)}, body...)
 	old := (&kmsg.Record{Length: 8, OffsetDelta: 0, Key: []byte("a"), Value: []byte("o")}).AppendTo(nil)
-	h := hotlog.BatchHeader{BaseOffset: 0, LastOffsetDelta: 1, FirstTimestamp: newTs, MaxTimestamp: newTs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
-	log := hotlog.EncodeBatch(nil, h, 2, append(old, rec...))
+	h := recordbatch.Header{BaseOffset: 0, LastOffsetDelta: 1, FirstTimestamp: newTs, MaxTimestamp: newTs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	log := recordbatch.Encode(nil, h, 2, append(old, rec...))
 	m, end := mapOf(t, log, nil)
 	out, _ := rewriteAll(t, Policy{Map: m, MapEnd: end, NowMs: testNow, DeleteRetentionMs: testRetention}, log)
 	if got := offsets(t, out); got != "1:a=x " {

@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
+	"github.com/strata-log/strata/tier"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -24,7 +26,7 @@ import (
 // REQUIRES: m holds nothing from a different range (Reset it between passes).
 // Errors: ErrCorrupt (CRC, framing, record encoding, order), ErrMapTooSmall
 // when not even the first keyed batch fits, and the source's own errors.
-func BuildMap(m *OffsetMap, batches BatchSource, from, to int64, aborted []hotlog.AbortedTxn, maxDecompressed int) (int64, error) {
+func BuildMap(m *OffsetMap, batches tier.BatchSource, from, to int64, aborted []hotlog.AbortedTxn, maxDecompressed int) (int64, error) {
 	s := scan{m: m, from: from, to: to, aborts: newAbortIndex(aborted), maxDecompressed: maxDecompressed, last: -1}
 	defer s.decoder.Close()
 	for {
@@ -50,7 +52,7 @@ type scan struct {
 	maxDecompressed int
 	last            int64 // last offset of the previous batch, for order checks
 	put             bool  // some key was put by this scan
-	decoder         hotlog.Decompressor
+	decoder         recordbatch.Decompressor
 }
 
 // batch adds one batch's keys; done reports the map end was reached.
@@ -83,7 +85,7 @@ func (s *scan) batch(batch []byte) (end int64, done bool, err error) {
 }
 
 // putRecords puts the keys of the records inside [from, to).
-func (s *scan) putRecords(h hotlog.BatchHeader, records []kmsg.Record) error {
+func (s *scan) putRecords(h recordbatch.Header, records []kmsg.Record) error {
 	for i := range records {
 		offset := h.BaseOffset + int64(records[i].OffsetDelta)
 		if records[i].Key == nil || offset < s.from || offset >= s.to {
@@ -100,8 +102,8 @@ func (s *scan) putRecords(h hotlog.BatchHeader, records []kmsg.Record) error {
 
 // validate checks a stored batch and that it follows the previous one
 // (prevLast, -1 for none).
-func validate(batch []byte, prevLast int64) (hotlog.BatchHeader, error) {
-	h, err := hotlog.ValidateStoredBatch(batch)
+func validate(batch []byte, prevLast int64) (recordbatch.Header, error) {
+	h, err := recordbatch.ValidateStored(batch)
 	if err != nil {
 		return h, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -117,7 +119,7 @@ func validate(batch []byte, prevLast int64) (hotlog.BatchHeader, error) {
 // decode decompresses and parses a validated batch's records, checking that
 // each record's offset lies inside the batch. The records alias decoder's
 // buffer until its next use.
-func decode(decoder *hotlog.Decompressor, batch []byte, h hotlog.BatchHeader, maxDecompressed int) ([]kmsg.Record, error) {
+func decode(decoder *recordbatch.Decompressor, batch []byte, h recordbatch.Header, maxDecompressed int) ([]kmsg.Record, error) {
 	records, err := decoder.DecodeRecords(batch, maxDecompressed)
 	if err != nil {
 		return nil, fmt.Errorf("%w: batch at %d: %w", ErrCorrupt, h.BaseOffset, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 func TestBuildMapKeysAndSkips(t *testing.T) {
@@ -13,7 +14,7 @@ func TestBuildMapKeysAndSkips(t *testing.T) {
 		buildBatch(t, testBatch{base: 2, records: []testRecord{{delta: 0, value: []byte("keyless")}}}),
 		buildBatch(t, testBatch{base: 3, txn: true, producerID: 7, records: keyed("a", "aborted")}),
 		buildBatch(t, testBatch{base: 4, control: true, producerID: 7}),
-		buildBatch(t, testBatch{base: 5, codec: hotlog.CodecZstd, records: keyed("b", "3", "c", "4")}),
+		buildBatch(t, testBatch{base: 5, codec: recordbatch.CodecZstd, records: keyed("b", "3", "c", "4")}),
 	)
 	aborted := []hotlog.AbortedTxn{{ProducerID: 7, FirstOffset: 3, LastOffset: 4}}
 	m := NewOffsetMap(1 << 16)

@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
+	"github.com/strata-log/strata/tier"
 )
 
 // Sentinel errors.
 var (
 	// ErrCorrupt means a batch failed validation (framing, CRC, record
-	// encoding, offsets out of order). It wraps hotlog.ErrCorruptBatch where
-	// hotlog found the problem.
+	// encoding, offsets out of order). It wraps recordbatch.ErrCorrupt where
+	// recordbatch found the problem.
 	ErrCorrupt = errors.New("compaction: corrupt batch")
 	// ErrBatchTooLarge means a batch's length exceeds the reader's bound.
 	ErrBatchTooLarge = errors.New("compaction: batch too large")
@@ -27,19 +28,12 @@ var (
 	ErrBadPolicy = errors.New("compaction: bad policy")
 )
 
-// BatchSource yields whole record batches in increasing offset order.
-// Next returns io.EOF after the last batch. The returned slice is valid only
-// until the next call to Next.
-type BatchSource interface {
-	Next() (batch []byte, err error)
-}
-
-// batchPrefix is the part of a batch header that frames it: base offset and
-// batchLength (bytes after the length field). Part of the Kafka format.
-const (
-	batchPrefix    = 12
-	minBatchLength = hotlog.BatchHeaderSize - batchPrefix
-)
+// BatchSource is tier.BatchSource, the one interface of a stream of
+// batches; compaction reads the runs tier hands to a tier.RewriteFunc and
+// the segments BatchReader frames through it.
+//
+// Deprecated: use tier.BatchSource.
+type BatchSource = tier.BatchSource
 
 // BatchReader frames whole batches out of a byte stream (a segment file, an
 // object's data section). It checks only framing: each batch's length field
@@ -50,7 +44,7 @@ type BatchReader struct {
 	buf      []byte // reused for every batch; grows up to maxBatch
 }
 
-var _ BatchSource = (*BatchReader)(nil)
+var _ tier.BatchSource = (*BatchReader)(nil)
 
 // NewBatchReader returns a reader of batches of at most maxBatch bytes each
 // (whole batch, header included) from r.
@@ -61,7 +55,7 @@ func NewBatchReader(r io.Reader, maxBatch int) *BatchReader {
 // Next returns the next whole batch. A clean end of r gives io.EOF; a batch
 // cut short gives ErrCorrupt; a length over the bound ErrBatchTooLarge.
 func (br *BatchReader) Next() ([]byte, error) {
-	var prefix [batchPrefix]byte
+	var prefix [recordbatch.LengthPrefix]byte
 	n, err := io.ReadFull(br.r, prefix[:])
 	if err == io.EOF {
 		return nil, io.EOF
@@ -70,10 +64,10 @@ func (br *BatchReader) Next() ([]byte, error) {
 		return nil, fmt.Errorf("%w: torn batch header after %d bytes: %w", ErrCorrupt, n, err)
 	}
 	length := int64(int32(binary.BigEndian.Uint32(prefix[8:])))
-	if length < minBatchLength {
+	if length < recordbatch.MinLength {
 		return nil, fmt.Errorf("%w: batch length %d", ErrCorrupt, length)
 	}
-	size := batchPrefix + length
+	size := recordbatch.LengthPrefix + length
 	if size > int64(br.maxBatch) {
 		return nil, fmt.Errorf("%w: %d bytes > %d", ErrBatchTooLarge, size, br.maxBatch)
 	}
@@ -82,7 +76,7 @@ func (br *BatchReader) Next() ([]byte, error) {
 	}
 	b := br.buf[:size]
 	copy(b, prefix[:])
-	if _, err := io.ReadFull(br.r, b[batchPrefix:]); err != nil {
+	if _, err := io.ReadFull(br.r, b[recordbatch.LengthPrefix:]); err != nil {
 		return nil, fmt.Errorf("%w: torn batch at offset %d: %w", ErrCorrupt, int64(binary.BigEndian.Uint64(prefix[:])), err)
 	}
 	return b, nil
@@ -94,7 +88,7 @@ type SliceSource struct {
 	rest []byte
 }
 
-var _ BatchSource = (*SliceSource)(nil)
+var _ tier.BatchSource = (*SliceSource)(nil)
 
 // NewSliceSource returns a source over the batches in b.
 func NewSliceSource(b []byte) *SliceSource { return &SliceSource{rest: b} }
@@ -104,7 +98,7 @@ func (s *SliceSource) Next() ([]byte, error) {
 	if len(s.rest) == 0 {
 		return nil, io.EOF
 	}
-	h, err := hotlog.ParseBatchHeader(s.rest)
+	h, err := recordbatch.ParseHeader(s.rest)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}

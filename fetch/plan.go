@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // batchLengthEnd is where a batch's length field ends: baseOffset (8) and
@@ -70,7 +71,7 @@ func abortedFor(records []byte, offset int64, aborted abortedFunc) []hotlog.Abor
 	}
 	end := offset
 	for rest := records; len(rest) > 0; {
-		h, err := hotlog.ParseBatchHeader(rest)
+		h, err := recordbatch.ParseHeader(rest)
 		if err != nil || h.Size() > len(rest) {
 			break
 		}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Durability says when appended data counts as safe.
@@ -23,8 +25,11 @@ const (
 
 // Sentinel errors. Callers translate them to Kafka error codes at the edge.
 var (
-	ErrCorruptBatch     = errors.New("hotlog: corrupt record batch")        // CORRUPT_MESSAGE
-	ErrUnsupportedMagic = errors.New("hotlog: unsupported batch magic")     // UNSUPPORTED_FOR_MESSAGE_FORMAT
+	// ErrCorruptBatch and ErrUnsupportedMagic are the format's own errors
+	// (the same values as recordbatch's), so one errors.Is matches a bad
+	// batch whether the log or a caller's recordbatch check found it.
+	ErrCorruptBatch     = recordbatch.ErrCorrupt                            // CORRUPT_MESSAGE
+	ErrUnsupportedMagic = recordbatch.ErrUnsupportedMagic                   // UNSUPPORTED_FOR_MESSAGE_FORMAT
 	ErrOffsetOutOfRange = errors.New("hotlog: offset out of range")         // OFFSET_OUT_OF_RANGE
 	ErrClosed           = errors.New("hotlog: log closed")                  // NOT_LEADER_OR_FOLLOWER / retriable
 	ErrStorage          = errors.New("hotlog: storage failure, log fenced") // KAFKA_STORAGE_ERROR; sticky until reopen

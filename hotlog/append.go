@@ -3,6 +3,8 @@ package hotlog
 import (
 	"fmt"
 	"math"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // maxOffset bounds every offset the log stores, so that offset arithmetic
@@ -10,19 +12,19 @@ import (
 const maxOffset = math.MaxInt64 / 2
 
 // splitBatches parses the headers of the batches laid end to end in b.
-// REQUIRES (of the caller): each batch passed ValidateBatch; here only the
+// REQUIRES (of the caller): each batch passed recordbatch.Validate; here only the
 // framing and magic are re-checked, so a bad caller cannot corrupt the log's
 // offset arithmetic.
-func splitBatches(b []byte) ([]BatchHeader, error) {
+func splitBatches(b []byte) ([]recordbatch.Header, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: no batches", ErrCorruptBatch)
 	}
 	if len(b) > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: %d bytes in one append", ErrCorruptBatch, len(b))
 	}
-	var hdrs []BatchHeader
+	var hdrs []recordbatch.Header
 	for pos := 0; pos < len(b); {
-		h, err := ParseBatchHeader(b[pos:])
+		h, err := recordbatch.ParseHeader(b[pos:])
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +51,7 @@ func splitBatches(b []byte) ([]BatchHeader, error) {
 // Duplicate set; ErrInvalidProducerEpoch and ErrOutOfOrderSequence reject
 // the whole append.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
-	return l.append(batches, true, func(leo int64, hdrs []BatchHeader) error {
+	return l.append(batches, true, func(leo int64, hdrs []recordbatch.Header) error {
 		next := leo
 		for i := range hdrs {
 			hdrs[i].BaseOffset, hdrs[i].PartitionLeaderEpoch = next, leaderEpoch
@@ -65,7 +67,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendResult, error) {
 // otherwise ErrOffsetOutOfRange. The epoch cache learns each batch's epoch
 // and the producer state each batch's producer, without any check.
 func (l *Log) AppendReplicated(batches []byte) (AppendResult, error) {
-	return l.append(batches, false, func(leo int64, hdrs []BatchHeader) error {
+	return l.append(batches, false, func(leo int64, hdrs []recordbatch.Header) error {
 		next := leo
 		for _, h := range hdrs {
 			if h.BaseOffset < next || h.BaseOffset > maxOffset {
@@ -80,7 +82,7 @@ func (l *Log) AppendReplicated(batches []byte) (AppendResult, error) {
 // append writes batches whose offsets assign sets (given the LEO). client
 // says the batches come from a producer (leader path): the producer state
 // checks them before any offset is assigned.
-func (l *Log) append(batches []byte, client bool, assign func(leo int64, hdrs []BatchHeader) error) (AppendResult, error) {
+func (l *Log) append(batches []byte, client bool, assign func(leo int64, hdrs []recordbatch.Header) error) (AppendResult, error) {
 	hdrs, err := splitBatches(batches)
 	if err != nil {
 		return AppendResult{}, err
@@ -122,7 +124,7 @@ func (l *Log) append(batches []byte, client bool, assign func(leo int64, hdrs []
 	}
 	pos := 0
 	for _, h := range hdrs {
-		setBaseOffsetAndEpoch(batches[pos:], h.BaseOffset, h.PartitionLeaderEpoch)
+		recordbatch.SetBaseOffsetAndEpoch(batches[pos:], h.BaseOffset, h.PartitionLeaderEpoch)
 		pos += h.Size()
 	}
 	// The producer state moves first so that the first unstable offset is
@@ -179,7 +181,7 @@ func (l *Log) roll() error {
 
 // writeBatches writes the offset-assigned batches at the end of the active
 // segment, then publishes them. REQUIRES: appendMu held.
-func (l *Log) writeBatches(batches []byte, hdrs []BatchHeader, txn txnUpdate) error {
+func (l *Log) writeBatches(batches []byte, hdrs []recordbatch.Header, txn txnUpdate) error {
 	l.mu.RLock()
 	active, interval := l.activeLocked(), l.mu.cfg.IndexIntervalBytes
 	l.mu.RUnlock()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // fillKeyed appends n batches of 4 records (values ~100 bytes), record
@@ -26,7 +27,7 @@ func fillKeyed(t testing.TB, l *Log, n int) {
 			off := leo + int64(j)
 			recs[j] = testRecord{key: []byte{byte(off % 13)}, value: bytes.Repeat([]byte{byte(off)}, 100), ts: 1000 + off}
 		}
-		mustAppend(t, l, makeBatch(t, CodecNone, recs), 1)
+		mustAppend(t, l, makeBatch(t, recordbatch.CodecNone, recs), 1)
 	}
 }
 
@@ -34,11 +35,11 @@ func fillKeyed(t testing.TB, l *Log, n int) {
 // fields preserved, only the records at offsets keep accepts remain.
 func thinBatch(t testing.TB, batch []byte, keep func(offset int64) bool) []byte {
 	t.Helper()
-	h, err := validateStoredBatch(batch)
+	h, err := recordbatch.CheckStored(batch)
 	if err != nil {
 		t.Fatalf("thinBatch: %v", err)
 	}
-	recs, err := DecodeRecords(batch, 1<<24)
+	recs, err := recordbatch.DecodeRecords(batch, 1<<24)
 	if err != nil {
 		t.Fatalf("thinBatch: %v", err)
 	}
@@ -50,12 +51,12 @@ func thinBatch(t testing.TB, batch []byte, keep func(offset int64) bool) []byte 
 		}
 	}
 	b := kmsg.RecordBatch{FirstOffset: h.BaseOffset, PartitionLeaderEpoch: h.PartitionLeaderEpoch, Magic: 2,
-		Attributes: h.Attributes &^ attrCodecMask, LastOffsetDelta: h.LastOffsetDelta,
+		Attributes: h.Attributes &^ recordbatch.AttrCodecMask, LastOffsetDelta: h.LastOffsetDelta,
 		FirstTimestamp: h.FirstTimestamp, MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID,
 		ProducerEpoch: h.ProducerEpoch, FirstSequence: h.BaseSequence, NumRecords: n, Records: raw}
-	b.Length = int32(minBatchLength + len(raw))
+	b.Length = int32(recordbatch.MinLength + len(raw))
 	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchOffsetCRC:], crc32.Checksum(out[batchOffsetAttributes:], castagnoli))
+	binary.BigEndian.PutUint32(out[recordbatch.PosCRC:], recordbatch.Checksum(out[recordbatch.PosAttributes:]))
 	return out
 }
 
@@ -80,7 +81,7 @@ func splitStored(t testing.TB, data []byte) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for len(data) > 0 {
-		h, err := validateStoredBatch(data)
+		h, err := recordbatch.CheckStored(data)
 		if err != nil {
 			t.Fatalf("bad stored batch: %v", err)
 		}
@@ -93,7 +94,7 @@ func splitStored(t testing.TB, data []byte) [][]byte {
 // cleaned output should start a new segment at it.
 type cleanPolicy struct {
 	rewrite func(batch []byte) []byte
-	split   func(h BatchHeader) bool
+	split   func(h recordbatch.Header) bool
 }
 
 // writeCleaned rewrites the sealed segments olds (a contiguous run) under
@@ -111,7 +112,7 @@ func writeCleaned(t testing.TB, l *Log, olds []int64, p cleanPolicy) ([]*Cleaned
 			if out == nil {
 				continue
 			}
-			h, _ := ParseBatchHeader(out)
+			h, _ := recordbatch.ParseHeader(out)
 			if p.split != nil && p.split(h) && cur.Size() > 0 {
 				if cur, err = l.NewCleanedSegment(h.BaseOffset); err != nil {
 					t.Fatal(err)
@@ -150,7 +151,7 @@ func logBatches(t testing.TB, l *Log) [][]byte {
 			break // only a gap left up to the LEO
 		}
 		for _, batch := range splitStored(t, b) {
-			h, _ := ParseBatchHeader(batch)
+			h, _ := recordbatch.ParseHeader(batch)
 			if h.LastOffset() < off {
 				t.Fatalf("Read(%d) returned a batch ending at %d", off, h.LastOffset())
 			}

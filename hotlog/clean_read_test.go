@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // gappedReplace replaces the first four sealed segments with: an empty
@@ -57,8 +59,8 @@ func checkGappedReads(t *testing.T, l *Log, model [][]byte) {
 	t.Helper()
 	var recs []recordAt
 	for _, b := range model {
-		h, _ := ParseBatchHeader(b)
-		rs, err := DecodeRecords(b, 1<<20)
+		h, _ := recordbatch.ParseHeader(b)
+		rs, err := recordbatch.DecodeRecords(b, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +74,7 @@ func checkGappedReads(t *testing.T, l *Log, model [][]byte) {
 		if err != nil {
 			t.Fatalf("Read(%d): %v", o, err)
 		}
-		i := slices.IndexFunc(model, func(b []byte) bool { h, _ := ParseBatchHeader(b); return h.LastOffset() >= o })
+		i := slices.IndexFunc(model, func(b []byte) bool { h, _ := recordbatch.ParseHeader(b); return h.LastOffset() >= o })
 		if i < 0 {
 			if len(got) != 0 {
 				t.Fatalf("Read(%d) past the last batch returned %d bytes", o, len(got))
@@ -80,8 +82,8 @@ func checkGappedReads(t *testing.T, l *Log, model [][]byte) {
 			continue
 		}
 		if len(got) < len(model[i]) || !slices.Equal(got[:len(model[i])], model[i]) {
-			h, _ := ParseBatchHeader(got)
-			want, _ := ParseBatchHeader(model[i])
+			h, _ := recordbatch.ParseHeader(got)
+			want, _ := recordbatch.ParseHeader(model[i])
 			t.Fatalf("Read(%d) returned the batch at %d, want %d", o, h.BaseOffset, want.BaseOffset)
 		}
 	}
@@ -167,7 +169,7 @@ func TestReplaceCarriesAbortedTxns(t *testing.T) {
 	drop := map[int64]bool{p7.BaseOffset: true, p8.BaseOffset: true, m8.BaseOffset: true, m9.BaseOffset: true}
 	olds := bases(l.SealedSegments()[1:3])
 	cleaned, _ := writeCleaned(t, l, olds, cleanPolicy{rewrite: func(b []byte) []byte {
-		if h, _ := ParseBatchHeader(b); drop[h.BaseOffset] {
+		if h, _ := recordbatch.ParseHeader(b); drop[h.BaseOffset] {
 			return nil
 		}
 		return b
@@ -205,7 +207,7 @@ func TestReadersDuringReplace(t *testing.T) {
 	var allowed sync.Map // base offset -> map[crc]bool, written before each replace
 	allow := func(batches [][]byte) {
 		for _, b := range batches {
-			h, _ := ParseBatchHeader(b)
+			h, _ := recordbatch.ParseHeader(b)
 			m, _ := allowed.LoadOrStore(h.BaseOffset, &sync.Map{})
 			m.(*sync.Map).Store(h.CRC, true)
 		}
@@ -214,12 +216,12 @@ func TestReadersDuringReplace(t *testing.T) {
 	allow(original)
 	var mandatory []int64 // never dropped: (base/4)%4 == 0
 	for _, b := range original {
-		if h, _ := ParseBatchHeader(b); h.BaseOffset < end && (h.BaseOffset/4)%4 == 0 {
+		if h, _ := recordbatch.ParseHeader(b); h.BaseOffset < end && (h.BaseOffset/4)%4 == 0 {
 			mandatory = append(mandatory, h.BaseOffset)
 		}
 	}
 	checkBatch := func(b []byte) error {
-		h, err := validateStoredBatch(b)
+		h, err := recordbatch.CheckStored(b)
 		if err != nil || h.BaseOffset >= end {
 			return err
 		}
@@ -265,12 +267,12 @@ func TestReadersDuringReplace(t *testing.T) {
 		olds := bases(l.CleanableSegments(end))
 		cleaned, kept := writeCleaned(t, l, olds, cleanPolicy{
 			rewrite: func(b []byte) []byte {
-				if h, _ := ParseBatchHeader(b); (h.BaseOffset/4)%4 == pass {
+				if h, _ := recordbatch.ParseHeader(b); (h.BaseOffset/4)%4 == pass {
 					return nil
 				}
 				return thinBatch(t, b, func(off int64) bool { return off%4 != pass })
 			},
-			split: func(h BatchHeader) bool { return h.BaseOffset%20 < 4 },
+			split: func(h recordbatch.Header) bool { return h.BaseOffset%20 < 4 },
 		})
 		allow(kept)
 		time.Sleep(20 * time.Millisecond)
@@ -299,7 +301,7 @@ func scanAll(l *Log, end int64, mandatory []int64, check func([]byte) error) err
 			break
 		}
 		for len(b) > 0 {
-			h, err := ParseBatchHeader(b)
+			h, err := recordbatch.ParseHeader(b)
 			if err != nil {
 				return err
 			}
@@ -345,7 +347,7 @@ func uploadOne(l *Log, rng *rand.Rand, check func([]byte) error) error {
 		return err
 	}
 	for len(data) > 0 {
-		h, err := validateStoredBatch(data)
+		h, err := recordbatch.CheckStored(data)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ package hotlog
 import (
 	"fmt"
 	"slices"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // replacePlan is a validated replacement, captured under mu.
@@ -216,7 +218,7 @@ func (p *replacePlan) carriedAborts() ([][]AbortedTxn, error) {
 // the aborted transactions. REQUIRES: the writers flushed.
 func (p *replacePlan) markKeptAborts(entries []AbortedTxn, byProducer map[int64][]int, keep []bool) error {
 	for _, c := range p.cleaned {
-		err := c.seg.forEachHeader(0, func(_ int64, h BatchHeader) bool {
+		err := c.seg.forEachHeader(0, func(_ int64, h recordbatch.Header) bool {
 			for _, i := range byProducer[h.ProducerID] {
 				if a := entries[i]; h.ProducerID >= 0 && a.FirstOffset <= h.BaseOffset && h.BaseOffset <= a.LastOffset {
 					keep[i] = true

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Suffixes of the cleaner's files. Part of the on-disk format; never change.
@@ -111,7 +113,7 @@ func (c *CleanedSegment) Append(batch []byte) error {
 	if c.state != cleanedOpen {
 		return fmt.Errorf("%w: append to a finished cleaned segment %d", ErrInvalidCleaning, c.seg.base)
 	}
-	h, err := validateStoredBatch(batch)
+	h, err := recordbatch.CheckStored(batch)
 	if err != nil {
 		return err
 	}

@@ -6,13 +6,15 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // dropAndThin is the test cleaning: drops every batch whose (base/4)%3 is
 // 1 and, of the others, the records at offsets = 1 mod 4.
 var dropAndThin = func(t testing.TB) func([]byte) []byte {
 	return func(b []byte) []byte {
-		h, _ := ParseBatchHeader(b)
+		h, _ := recordbatch.ParseHeader(b)
 		if (h.BaseOffset/4)%3 == 1 {
 			return nil
 		}
@@ -22,9 +24,9 @@ var dropAndThin = func(t testing.TB) func([]byte) []byte {
 
 // splitOnceAt starts one new cleaned segment at the first batch at or
 // after offset.
-func splitOnceAt(offset int64) func(BatchHeader) bool {
+func splitOnceAt(offset int64) func(recordbatch.Header) bool {
 	done := false
-	return func(h BatchHeader) bool {
+	return func(h recordbatch.Header) bool {
 		if done || h.BaseOffset < offset {
 			return false
 		}
@@ -54,7 +56,7 @@ func cleanFirstSplit(t testing.TB, l *Log, n int, atOldBase bool) (olds []int64,
 	if atOldBase {
 		thin := p.rewrite
 		p.rewrite = func(b []byte) []byte {
-			if h, _ := ParseBatchHeader(b); h.BaseOffset == mid {
+			if h, _ := recordbatch.ParseHeader(b); h.BaseOffset == mid {
 				return b
 			}
 			return thin(b)
@@ -67,7 +69,7 @@ func cleanFirstSplit(t testing.TB, l *Log, n int, atOldBase bool) (olds []int64,
 	}
 	want = kept
 	for _, b := range logBatches(t, l) {
-		if h, _ := ParseBatchHeader(b); h.BaseOffset >= sealed[n].BaseOffset {
+		if h, _ := recordbatch.ParseHeader(b); h.BaseOffset >= sealed[n].BaseOffset {
 			want = append(want, b)
 		}
 	}
@@ -206,7 +208,7 @@ func TestReplaceSegmentsRejectsChangesAndMisuse(t *testing.T) {
 // segmentBatchesFrom returns the prefix of batches below offset.
 func segmentBatchesFrom(batches [][]byte, offset int64) [][]byte {
 	for i, b := range batches {
-		if h, _ := ParseBatchHeader(b); h.BaseOffset >= offset {
+		if h, _ := recordbatch.ParseHeader(b); h.BaseOffset >= offset {
 			return batches[:i]
 		}
 	}
@@ -326,7 +328,7 @@ func TestEmptyCleanedFirstSegmentKeepsLogStart(t *testing.T) {
 		t.Fatalf("log start %d after retention over an emptied first segment", l.LogStartOffset())
 	}
 	b, err := l.Read(0, 1, l.LogEndOffset())
-	if h, _ := ParseBatchHeader(b); err != nil || h.BaseOffset != sealed[1].BaseOffset {
+	if h, _ := recordbatch.ParseHeader(b); err != nil || h.BaseOffset != sealed[1].BaseOffset {
 		t.Fatalf("Read(0) = batch at %d, %v; want the next segment's first", h.BaseOffset, err)
 	}
 }

@@ -51,23 +51,10 @@
 //
 // # .log: RecordBatch v2, stored exactly as the producer sent it
 //
-//	offset  size  field
-//	     0     8  baseOffset            rewritten by Append   \  not covered
-//	     8     4  batchLength           bytes after this field |  by the CRC
-//	    12     4  partitionLeaderEpoch  rewritten by Append   /
-//	    16     1  magic (= 2)
-//	    17     4  crc                   CRC-32C (Castagnoli) of bytes 21..end
-//	    21     2  attributes            bits 0-2 codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd),
-//	                                    bit 3 timestamp type (1 = LogAppendTime),
-//	                                    bit 4 transactional, bit 5 control
-//	    23     4  lastOffsetDelta
-//	    27     8  firstTimestamp
-//	    35     8  maxTimestamp
-//	    43     8  producerId
-//	    51     2  producerEpoch
-//	    53     4  baseSequence
-//	    57     4  recordCount
-//	    61     …  records (compressed as a whole when codec != 0)
+// Each batch is a Kafka RecordBatch v2, drawn byte by byte in package
+// recordbatch's doc. The log rewrites only baseOffset and
+// partitionLeaderEpoch (on Append), the two fields the CRC does not cover,
+// and never decompresses a batch to store it.
 //
 // A batch occupies 12+batchLength bytes; the next batch follows directly.
 // Offsets in a segment increase strictly: batch[i+1].baseOffset =

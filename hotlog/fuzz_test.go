@@ -6,56 +6,22 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // fuzzSeedBatches are valid batches (every codec, a LogAppendTime batch and
-// two batches end to end) used as seeds, in f.Add and in testdata/fuzz.
+// two batches end to end), the material of the segment seeds.
 func fuzzSeedBatches(t testing.TB) [][]byte {
 	recs := []testRecord{{key: []byte("k"), value: []byte("value"), ts: 5}, {value: nil, ts: 9}}
 	var seeds [][]byte
-	for _, c := range []int{CodecNone, CodecGzip, CodecSnappy, codecXerialSnappy, CodecLZ4, CodecZstd} {
+	for _, c := range []int{recordbatch.CodecNone, recordbatch.CodecGzip, recordbatch.CodecSnappy, codecXerialSnappy, recordbatch.CodecLZ4, recordbatch.CodecZstd} {
 		seeds = append(seeds, makeBatch(t, c, recs))
 	}
-	lat := makeBatch(t, CodecNone, recs)
-	SetLogAppendTime(lat, 77)
+	lat := makeBatch(t, recordbatch.CodecNone, recs)
+	recordbatch.SetLogAppendTime(lat, 77)
 	two := append(append([]byte(nil), seeds[0]...), seeds[2]...)
 	return append(seeds, lat, two)
-}
-
-func FuzzValidateBatch(f *testing.F) {
-	for _, s := range fuzzSeedBatches(f) {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		h, n, err := ValidateBatch(b)
-		if err != nil {
-			return
-		}
-		if n != h.Size() || n > len(b) || h.RecordCount != h.LastOffsetDelta+1 {
-			t.Fatalf("accepted inconsistent batch %+v size %d of %d", h, n, len(b))
-		}
-		c := append([]byte(nil), b[:n]...)
-		SetLogAppendTime(c, 1)
-		if _, _, err := ValidateBatch(c); err != nil {
-			t.Fatalf("SetLogAppendTime broke a valid batch: %v", err)
-		}
-	})
-}
-
-func FuzzDecodeRecords(f *testing.F) {
-	for _, s := range fuzzSeedBatches(f) {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		recs, err := DecodeRecords(b, 1<<16)
-		if err != nil {
-			return
-		}
-		h, _ := ParseBatchHeader(b)
-		if len(recs) != int(h.RecordCount) {
-			t.Fatalf("%d records, header says %d", len(recs), h.RecordCount)
-		}
-	})
 }
 
 // seedSegment lays the seed batches end to end with offsets assigned as
@@ -64,8 +30,8 @@ func seedSegment(t testing.TB) []byte {
 	var seg []byte
 	next := int64(0)
 	for _, b := range fuzzSeedBatches(t)[:7] {
-		h, _ := ParseBatchHeader(b)
-		setBaseOffsetAndEpoch(b, next, 3)
+		h, _ := recordbatch.ParseHeader(b)
+		recordbatch.SetBaseOffsetAndEpoch(b, next, 3)
 		next += int64(h.LastOffsetDelta) + 1
 		seg = append(seg, b...)
 	}
@@ -94,7 +60,7 @@ func FuzzRecoverSegment(f *testing.F) {
 				t.Fatalf("Read(%d) below LEO %d: %v", off, l.LogEndOffset(), err)
 			}
 			for len(b) > 0 {
-				h, err := validateStoredBatch(b)
+				h, err := recordbatch.CheckStored(b)
 				if err != nil {
 					t.Fatalf("served a bad batch: %v", err)
 				}
@@ -119,7 +85,7 @@ func fastTempDir(t *testing.T) string {
 }
 
 // TestWriteFuzzSeeds regenerates testdata/fuzz seed files from valid
-// batches. Run with HOTLOG_WRITE_SEEDS=1.
+// segments (recordbatch has the seeds of the batch parsers). Run with HOTLOG_WRITE_SEEDS=1.
 func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("HOTLOG_WRITE_SEEDS") == "" {
 		t.Skip("set HOTLOG_WRITE_SEEDS=1 to regenerate seeds")
@@ -134,10 +100,6 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for i, s := range seeds {
-		write("FuzzValidateBatch", i, s)
-		write("FuzzDecodeRecords", i, s)
 	}
 	write("FuzzRecoverSegment", 0, seedSegment(t))
 	torn := seedSegment(t)

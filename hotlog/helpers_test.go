@@ -3,7 +3,6 @@ package hotlog
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // testRecord is one record to put in a test batch.
@@ -28,6 +29,10 @@ type testRecord struct {
 // codecXerialSnappy is a test-only pseudo codec: snappy with the Java
 // client's xerial framing (attributes say snappy).
 const codecXerialSnappy = 100
+
+// xerialMagic starts the Java client's xerial snappy framing (see
+// recordbatch, which decodes it).
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // makeBatch builds a valid RecordBatch v2 with the given codec.
 func makeBatch(t testing.TB, codec int, recs []testRecord) []byte {
@@ -44,15 +49,15 @@ func makeBatch(t testing.TB, codec int, recs []testRecord) []byte {
 	}
 	attrCodec := codec
 	if codec == codecXerialSnappy {
-		attrCodec = CodecSnappy
+		attrCodec = recordbatch.CodecSnappy
 	}
 	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: int16(attrCodec),
 		LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: firstTs, MaxTimestamp: maxTs,
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(recs)),
 		Records: compressForTest(t, codec, raw)}
-	b.Length = int32(minBatchLength + len(b.Records))
+	b.Length = int32(recordbatch.MinLength + len(b.Records))
 	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchOffsetCRC:], crc32.Checksum(out[batchOffsetAttributes:], castagnoli))
+	binary.BigEndian.PutUint32(out[recordbatch.PosCRC:], recordbatch.Checksum(out[recordbatch.PosAttributes:]))
 	return out
 }
 
@@ -60,9 +65,9 @@ func compressForTest(t testing.TB, codec int, raw []byte) []byte {
 	var buf bytes.Buffer
 	var w io.WriteCloser
 	switch codec {
-	case CodecNone:
+	case recordbatch.CodecNone:
 		return raw
-	case CodecSnappy:
+	case recordbatch.CodecSnappy:
 		return snappy.Encode(nil, raw)
 	case codecXerialSnappy:
 		out := append([]byte(nil), xerialMagic...)
@@ -76,11 +81,11 @@ func compressForTest(t testing.TB, codec int, raw []byte) []byte {
 			raw = raw[n:]
 		}
 		return out
-	case CodecGzip:
+	case recordbatch.CodecGzip:
 		w = kgzip.NewWriter(&buf)
-	case CodecLZ4:
+	case recordbatch.CodecLZ4:
 		w = lz4.NewWriter(&buf)
-	case CodecZstd:
+	case recordbatch.CodecZstd:
 		zw, err := zstd.NewWriter(&buf)
 		if err != nil {
 			t.Fatal(err)
@@ -104,7 +109,7 @@ func simpleBatch(t testing.TB, n int, ts int64, size int) []byte {
 	for i := range recs {
 		recs[i] = testRecord{key: []byte{byte(i)}, value: bytes.Repeat([]byte{'v'}, size), ts: ts + int64(i)}
 	}
-	return makeBatch(t, CodecNone, recs)
+	return makeBatch(t, recordbatch.CodecNone, recs)
 }
 
 // fakeClock is a settable clock for segment.ms and retention.
@@ -164,9 +169,9 @@ func crash(t testing.TB, l *Log) {
 }
 
 // readAll reads every batch from offset to the end and returns their headers.
-func readAll(t testing.TB, l *Log, from int64) []BatchHeader {
+func readAll(t testing.TB, l *Log, from int64) []recordbatch.Header {
 	t.Helper()
-	var out []BatchHeader
+	var out []recordbatch.Header
 	for off := from; off < l.LogEndOffset(); {
 		b, err := l.Read(off, 1<<20, l.LogEndOffset())
 		if err != nil {
@@ -176,7 +181,7 @@ func readAll(t testing.TB, l *Log, from int64) []BatchHeader {
 			t.Fatalf("Read(%d): empty below LEO %d", off, l.LogEndOffset())
 		}
 		for len(b) > 0 {
-			h, err := validateStoredBatch(b)
+			h, err := recordbatch.CheckStored(b)
 			if err != nil {
 				t.Fatalf("Read(%d) returned a bad batch: %v", off, err)
 			}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // fillLog appends n batches of 3 records, 100-byte values, timestamps 1000+3i...
@@ -37,7 +39,7 @@ func TestAppendReadAcrossRolls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, _, err := ValidateBatch(b)
+		h, _, err := recordbatch.Validate(b)
 		if err != nil || len(b) != h.Size() { // KIP-74: one batch although > maxBytes
 			t.Fatalf("Read(%d): %v, %d bytes", off, err, len(b))
 		}
@@ -53,7 +55,7 @@ func TestAppendReadAcrossRolls(t *testing.T) {
 	if err != nil || len(b) == 0 {
 		t.Fatal(err)
 	}
-	if h, _ := ParseBatchHeader(b); h.LastOffset() != 2 || len(b) != h.Size() {
+	if h, _ := recordbatch.ParseHeader(b); h.LastOffset() != 2 || len(b) != h.Size() {
 		t.Fatalf("upTo not honoured: %d bytes", len(b))
 	}
 	if b, err := l.Read(7, 1<<20, 7); err != nil || len(b) != 0 {
@@ -196,7 +198,7 @@ func TestRecoveryRebuildsIndexesAndDropsLaterSegments(t *testing.T) {
 	// point past it: segment 1 is cut to nothing and all later ones deleted.
 	os.WriteFile(filepath.Join(dir, recoveryPointFile), []byte("0\n0\n"), 0o644)
 	f, _ := os.OpenFile(files[1], os.O_RDWR, 0)
-	f.WriteAt([]byte{0xff, 0xff}, batchOffsetCRC)
+	f.WriteAt([]byte{0xff, 0xff}, recordbatch.PosCRC)
 	f.Close()
 	l = mustOpen(t, testConfig(t, dir))
 	defer l.Close()

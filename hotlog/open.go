@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Open opens (creating if needed) and recovers the log in cfg.Dir.
@@ -127,7 +129,7 @@ func (l *Log) recoverSegments(bases []int64, clean bool, recoveryPoint int64) er
 // scanSegment fully validates s, truncating it at damage. overlap says the
 // segment starts below its predecessor's end (then all of it is damage).
 func (l *Log) scanSegment(s *segment, interval int, overlap bool) (damaged bool, err error) {
-	idx, tidx, damage, err := s.rebuild(interval, func(h BatchHeader) {
+	idx, tidx, damage, err := s.rebuild(interval, func(h recordbatch.Header) {
 		l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 	})
 	if err != nil {

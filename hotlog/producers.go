@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Producer-state sentinel errors, translated to Kafka codes at the edge.
@@ -107,7 +109,7 @@ func (e *producerEntry) addBatch(epoch int16, b producerBatch) {
 
 // findDuplicate returns the remembered batch h retries, if any: same epoch
 // and the same first and last sequence (Kafka's findDuplicateBatch).
-func (e *producerEntry) findDuplicate(h BatchHeader) (producerBatch, bool) {
+func (e *producerEntry) findDuplicate(h recordbatch.Header) (producerBatch, bool) {
 	if e.epoch != h.ProducerEpoch {
 		return producerBatch{}, false
 	}
@@ -122,7 +124,7 @@ func (e *producerEntry) findDuplicate(h BatchHeader) (producerBatch, bool) {
 
 // lastSequence is the sequence of h's last record; sequences wrap from
 // MaxInt32 to 0 as Kafka's (DefaultRecordBatch.incrementSequence).
-func lastSequence(h BatchHeader) int32 {
+func lastSequence(h recordbatch.Header) int32 {
 	return incrementSequence(h.BaseSequence, h.LastOffsetDelta)
 }
 
@@ -140,7 +142,7 @@ func inSequence(last, next int32) bool {
 
 // idempotent reports whether a batch carries producer state: a producer id
 // (Kafka's hasProducerId: id >= 0).
-func idempotent(h BatchHeader) bool { return h.ProducerID >= 0 }
+func idempotent(h recordbatch.Header) bool { return h.ProducerID >= 0 }
 
 // producerTable is the partition's producer state.
 //
@@ -178,7 +180,7 @@ func newProducerTable() producerTable {
 // duplicateOf returns the original offsets when the client append hdrs is
 // a retry: the first batch that duplicates a remembered one decides, as in
 // Kafka (a produce request carries one batch per partition).
-func (t *producerTable) duplicateOf(hdrs []BatchHeader) (producerBatch, bool) {
+func (t *producerTable) duplicateOf(hdrs []recordbatch.Header) (producerBatch, bool) {
 	for _, h := range hdrs {
 		if !idempotent(h) || h.Control() {
 			continue
@@ -195,7 +197,7 @@ func (t *producerTable) duplicateOf(hdrs []BatchHeader) (producerBatch, bool) {
 // checkClient validates a leader append (Kafka's ProducerAppendInfo with
 // origin CLIENT) without changing the table: each batch is checked against
 // the state left by the batches before it in the same append.
-func (t *producerTable) checkClient(hdrs []BatchHeader) error {
+func (t *producerTable) checkClient(hdrs []recordbatch.Header) error {
 	var pending map[int64]*producerEntry
 	for _, h := range hdrs {
 		if !idempotent(h) || h.Control() {
@@ -229,7 +231,7 @@ func (t *producerTable) checkClient(hdrs []BatchHeader) error {
 // the producer's state so far; knownEpoch says the partition knew an epoch
 // for it before this append (otherwise any sequence is accepted: its state
 // expired or was never seen, KIP-360).
-func checkBatch(upd *producerEntry, knownEpoch bool, h BatchHeader) error {
+func checkBatch(upd *producerEntry, knownEpoch bool, h recordbatch.Header) error {
 	switch {
 	case h.ProducerEpoch < upd.epoch:
 		return fmt.Errorf("%w: producer %d epoch %d, partition knows epoch %d",
@@ -249,7 +251,7 @@ func checkBatch(upd *producerEntry, knownEpoch bool, h BatchHeader) error {
 // apply updates the table with a batch written at its final offsets. It
 // never rejects: followers and recovery mirror what the leader wrote
 // (Kafka's origin REPLICATION).
-func (t *producerTable) apply(h BatchHeader) {
+func (t *producerTable) apply(h recordbatch.Header) {
 	if !idempotent(h) {
 		return
 	}
@@ -346,7 +348,7 @@ func (t *producerTable) hasOngoingTxn(producerID int64, epoch int16) bool {
 // marker, or is for another epoch. Producers never verified (appends of
 // internal writers, or verification disabled) are not checked. upd is the
 // producer's state with the earlier batches of the same append.
-func (t *producerTable) checkVerified(upd *producerEntry, h BatchHeader) error {
+func (t *producerTable) checkVerified(upd *producerEntry, h recordbatch.Header) error {
 	if !h.Transactional() || (upd.currentTxnFirstOffset != noOffset && upd.epoch == h.ProducerEpoch) {
 		return nil
 	}
@@ -401,7 +403,7 @@ func (l *Log) ConfirmTxnVerification(producerID int64, guard uint64) bool {
 }
 
 // touch records that the producers of hdrs appended at nowMs (wall clock).
-func (t *producerTable) touch(hdrs []BatchHeader, nowMs int64) {
+func (t *producerTable) touch(hdrs []recordbatch.Header, nowMs int64) {
 	for _, h := range hdrs {
 		if e, ok := t.entries[h.ProducerID]; ok && h.ProducerID >= 0 {
 			e.lastSeenMs = max(e.lastSeenMs, nowMs)

@@ -8,13 +8,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Snapshot format constants. Part of the on-disk format; never change.
@@ -59,7 +60,7 @@ func encodeProducerSnapshot(offset int64, t *producerTable) []byte {
 			b = be.AppendUint64(b, uint64(pb.maxTimestamp))
 		}
 	}
-	be.PutUint32(b[2:], crc32.Checksum(b[snapshotCRCStart:], castagnoli))
+	be.PutUint32(b[2:], recordbatch.Checksum(b[snapshotCRCStart:]))
 	return b
 }
 
@@ -74,7 +75,7 @@ func decodeProducerSnapshot(b []byte) (int64, producerTable, error) {
 	if v := be.Uint16(b); v != snapshotVersion {
 		return 0, producerTable{}, fmt.Errorf("%w: version %d", errBadSnapshot, v)
 	}
-	if want, got := be.Uint32(b[2:]), crc32.Checksum(b[snapshotCRCStart:], castagnoli); want != got {
+	if want, got := be.Uint32(b[2:]), recordbatch.Checksum(b[snapshotCRCStart:]); want != got {
 		return 0, producerTable{}, fmt.Errorf("%w: crc %08x, computed %08x", errBadSnapshot, want, got)
 	}
 	offset, count := int64(be.Uint64(b[6:])), be.Uint32(b[14:])
@@ -263,7 +264,7 @@ func (l *Log) scanProducersFromLocked(from int64, changed map[*segment]bool) err
 		if !found {
 			continue
 		}
-		err = s.forEachHeader(pos, func(bpos int64, h BatchHeader) bool {
+		err = s.forEachHeader(pos, func(bpos int64, h recordbatch.Header) bool {
 			if h.BaseOffset >= from {
 				l.applyScannedLocked(s, bpos, h, changed)
 			}

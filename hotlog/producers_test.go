@@ -3,11 +3,12 @@ package hotlog
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"math"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // idemBatch is a batch of n records from producer pid with the given epoch
@@ -16,11 +17,11 @@ func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, ts int64)
 	t.Helper()
 	b := simpleBatch(t, n, ts, 150) // about seven batches per test segment
 	be := binary.BigEndian
-	be.PutUint64(b[batchOffsetProducerID:], uint64(pid))
-	be.PutUint16(b[batchOffsetProducerEpoch:], uint16(epoch))
-	be.PutUint32(b[batchOffsetBaseSequence:], uint32(seq))
-	be.PutUint32(b[batchOffsetCRC:], crc32.Checksum(b[batchOffsetAttributes:], castagnoli))
-	if _, _, err := ValidateBatch(b); err != nil {
+	be.PutUint64(b[recordbatch.PosProducerID:], uint64(pid))
+	be.PutUint16(b[recordbatch.PosProducerEpoch:], uint16(epoch))
+	be.PutUint32(b[recordbatch.PosBaseSequence:], uint32(seq))
+	be.PutUint32(b[recordbatch.PosCRC:], recordbatch.Checksum(b[recordbatch.PosAttributes:]))
+	if _, _, err := recordbatch.Validate(b); err != nil {
 		t.Fatalf("idemBatch: %v", err)
 	}
 	return b
@@ -121,7 +122,7 @@ func TestProducerReplicatedMirrorsWithoutChecks(t *testing.T) {
 	defer l.Close()
 	var off int64
 	for _, b := range [][]byte{idemBatch(t, 1, 0, 0, 2, 1), idemBatch(t, 1, 0, 10, 2, 1), idemBatch(t, 1, 5, 3, 1, 1)} {
-		setBaseOffsetAndEpoch(b, off, 1)
+		recordbatch.SetBaseOffsetAndEpoch(b, off, 1)
 		res, err := l.AppendReplicated(b)
 		if err != nil {
 			t.Fatalf("replicated append at %d: %v", off, err)
@@ -322,11 +323,11 @@ func TestProducerExpiryAndSnapshotRetention(t *testing.T) {
 
 func TestProducerSnapshotRoundTrip(t *testing.T) {
 	table := newProducerTable()
-	for _, h := range []BatchHeader{
+	for _, h := range []recordbatch.Header{
 		{ProducerID: 9, ProducerEpoch: 2, BaseSequence: 0, LastOffsetDelta: 2, BaseOffset: 10, MaxTimestamp: 5},
 		{ProducerID: 3, ProducerEpoch: 0, BaseSequence: math.MaxInt32, LastOffsetDelta: 1, BaseOffset: 13, MaxTimestamp: 6},
-		{ProducerID: 9, ProducerEpoch: 2, BaseSequence: 3, LastOffsetDelta: 0, BaseOffset: 15, MaxTimestamp: 7, Attributes: attrTransactional},
-		{ProducerID: 4, ProducerEpoch: 1, BaseOffset: 16, Attributes: attrControl},
+		{ProducerID: 9, ProducerEpoch: 2, BaseSequence: 3, LastOffsetDelta: 0, BaseOffset: 15, MaxTimestamp: 7, Attributes: recordbatch.AttrTransactional},
+		{ProducerID: 4, ProducerEpoch: 1, BaseOffset: 16, Attributes: recordbatch.AttrControl},
 	} {
 		table.apply(h)
 	}
@@ -367,7 +368,7 @@ func sameEntry(a, b *producerEntry) bool {
 func FuzzDecodeProducerSnapshot(f *testing.F) {
 	table := newProducerTable()
 	for i := range 7 {
-		table.apply(BatchHeader{ProducerID: int64(i % 3), ProducerEpoch: 1, BaseSequence: int32(2 * i),
+		table.apply(recordbatch.Header{ProducerID: int64(i % 3), ProducerEpoch: 1, BaseSequence: int32(2 * i),
 			LastOffsetDelta: 1, BaseOffset: int64(2 * i), MaxTimestamp: int64(i)})
 	}
 	f.Add(encodeProducerSnapshot(20, &table))
@@ -378,7 +379,7 @@ func FuzzDecodeProducerSnapshot(f *testing.F) {
 		// With the CRC fixed up the fuzzer reaches the structure checks.
 		if len(b) >= snapshotHeaderSize {
 			b = append([]byte(nil), b...)
-			binary.BigEndian.PutUint32(b[2:], crc32.Checksum(b[snapshotCRCStart:], castagnoli))
+			binary.BigEndian.PutUint32(b[2:], recordbatch.Checksum(b[snapshotCRCStart:]))
 		}
 		off, got, err := decodeProducerSnapshot(b)
 		if err != nil {

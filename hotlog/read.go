@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/strata-log/strata/bufpool"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Read path without the lock
@@ -192,10 +193,10 @@ type readView struct {
 // viewLocked captures s for a read of maxBytes. REQUIRES: mu held.
 func (l *Log) viewLocked(s *segment, maxBytes int) readView {
 	return readView{s: s, gen: s.gen, file: s.file, base: s.base, end: s.size, index: s.offsetIndex,
-		want: max(int64(maxBytes), BatchHeaderSize),
+		want: max(int64(maxBytes), recordbatch.HeaderSize),
 		// Index entries are at least IndexIntervalBytes apart, and at most that
 		// plus one batch: twice the interval usually covers the walk.
-		window: min(max(2*int64(l.mu.cfg.IndexIntervalBytes), BatchHeaderSize), maxScanWindow)}
+		window: min(max(2*int64(l.mu.cfg.IndexIntervalBytes), recordbatch.HeaderSize), maxScanWindow)}
 }
 
 // segmentRead is the outcome of reading one segment, judged by the caller
@@ -231,15 +232,15 @@ func (v readView) read(offset, upTo int64) segmentRead {
 func (v readView) locate(offset int64) (int64, []byte, segmentRead) {
 	pos := lookupOffset(v.index, v.base, offset)
 	for pos < v.end {
-		if v.end-pos < BatchHeaderSize {
+		if v.end-pos < recordbatch.HeaderSize {
 			return pos, nil, segmentRead{damage: fmt.Errorf("%w: torn header at position %d", ErrCorruptBatch, pos), damagePos: pos}
 		}
 		buf, err := v.readRange(pos, min(v.window+v.want, v.end-pos))
 		if err != nil {
 			return pos, nil, segmentRead{err: err}
 		}
-		for len(buf) >= BatchHeaderSize {
-			h, err := parseHeaderOnly(buf)
+		for len(buf) >= recordbatch.HeaderSize {
+			h, err := recordbatch.PeekHeader(buf)
 			if err != nil {
 				return pos, nil, segmentRead{damage: err, damagePos: pos}
 			}
@@ -258,9 +259,9 @@ func (v readView) locate(offset int64) (int64, []byte, segmentRead) {
 func (v readView) collect(pos int64, buf []byte, upTo int64) segmentRead {
 	var res segmentRead
 	off := 0
-	for off+BatchHeaderSize <= len(buf) {
+	for off+recordbatch.HeaderSize <= len(buf) {
 		// Validate before trusting any header field (lastOffsetDelta included).
-		h, err := parseHeaderOnly(buf[off:])
+		h, err := recordbatch.PeekHeader(buf[off:])
 		if err == nil && off+h.Size() > len(buf) {
 			if off > 0 {
 				break
@@ -270,7 +271,7 @@ func (v readView) collect(pos int64, buf []byte, upTo int64) segmentRead {
 			}
 		}
 		if err == nil {
-			_, err = validateStoredBatch(buf[off:])
+			_, err = recordbatch.CheckStored(buf[off:])
 		}
 		if err != nil {
 			res.damage, res.damagePos = err, pos+int64(off)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"github.com/strata-log/strata/bufpool"
+	"github.com/strata-log/strata/recordbatch"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -15,7 +16,7 @@ import (
 func checkReadResult(b []byte, offset int64) error {
 	next := int64(-1)
 	for len(b) > 0 {
-		h, err := validateStoredBatch(b)
+		h, err := recordbatch.CheckStored(b)
 		if err != nil {
 			return err
 		}

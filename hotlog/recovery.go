@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // scanBufferSize is the read-ahead used when recovery scans a segment.
@@ -20,7 +22,7 @@ const scanBufferSize = 256 << 10
 // in-memory state and index bytes. It stops at the first torn or corrupt
 // batch: s.size is then the end of the good prefix and damage says why.
 // onBatch sees every good batch. err is an I/O failure (not damage).
-func (s *segment) rebuild(interval int, onBatch func(BatchHeader)) (idx, tidx []byte, damage, err error) {
+func (s *segment) rebuild(interval int, onBatch func(recordbatch.Header)) (idx, tidx []byte, damage, err error) {
 	st, err := s.file.Stat()
 	if err != nil {
 		return nil, nil, nil, err
@@ -50,12 +52,12 @@ func (s *segment) rebuild(interval int, onBatch func(BatchHeader)) (idx, tidx []
 
 // readValidBatch reads one whole batch from r, bounded by left bytes, and
 // validates it. buf is reused when large enough.
-func readValidBatch(r *bufio.Reader, buf []byte, left int64) (BatchHeader, []byte, error) {
-	head, err := r.Peek(BatchHeaderSize)
+func readValidBatch(r *bufio.Reader, buf []byte, left int64) (recordbatch.Header, []byte, error) {
+	head, err := r.Peek(recordbatch.HeaderSize)
 	if err != nil {
-		return BatchHeader{}, buf, fmt.Errorf("%w: torn header", ErrCorruptBatch)
+		return recordbatch.Header{}, buf, fmt.Errorf("%w: torn header", ErrCorruptBatch)
 	}
-	h, err := parseHeaderOnly(head)
+	h, err := recordbatch.PeekHeader(head)
 	if err != nil {
 		return h, buf, err
 	}
@@ -69,12 +71,12 @@ func readValidBatch(r *bufio.Reader, buf []byte, left int64) (BatchHeader, []byt
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return h, buf, fmt.Errorf("%w: torn batch: %v", ErrCorruptBatch, err)
 	}
-	h, err = validateStoredBatch(buf)
+	h, err = recordbatch.CheckStored(buf)
 	return h, buf, err
 }
 
 // checkSequence requires offsets to increase and to fit the u32 index fields.
-func (s *segment) checkSequence(h BatchHeader, pos int64) error {
+func (s *segment) checkSequence(h recordbatch.Header, pos int64) error {
 	switch {
 	case h.BaseOffset > maxOffset:
 		return fmt.Errorf("%w: base offset %d out of range", ErrCorruptBatch, h.BaseOffset)
@@ -119,7 +121,7 @@ func (s *segment) scanTail() error {
 		start = int64(s.offsetIndex[n-1].pos)
 	}
 	var scanErr error
-	err := s.forEachHeader(start, func(pos int64, h BatchHeader) bool {
+	err := s.forEachHeader(start, func(pos int64, h recordbatch.Header) bool {
 		if pos == start && len(s.offsetIndex) > 0 && h.BaseOffset != s.base+int64(s.offsetIndex[len(s.offsetIndex)-1].rel) {
 			scanErr = fmt.Errorf("%w: index entry does not match the log", ErrCorruptBatch)
 			return false
@@ -138,7 +140,7 @@ func (s *segment) scanTail() error {
 		err = scanErr
 	}
 	if err == nil && s.size > 0 {
-		var buf [BatchHeaderSize]byte
+		var buf [recordbatch.HeaderSize]byte
 		h, herr := s.readHeader(0, buf[:])
 		s.rollBaseMs, err = h.MaxTimestamp, herr
 	}

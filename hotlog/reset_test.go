@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // checkEmptyAt asserts l is an empty log at offset that accepts appends
@@ -23,7 +25,7 @@ func checkEmptyAt(t *testing.T, l *Log, offset int64) {
 		t.Fatalf("read below the reset offset: %v", err)
 	}
 	batch := simpleBatch(t, 3, 5000, 10)
-	setBaseOffsetAndEpoch(batch, offset, 7)
+	recordbatch.SetBaseOffsetAndEpoch(batch, offset, 7)
 	res, err := l.AppendReplicated(batch)
 	if err != nil || res.BaseOffset != offset || res.LastOffset != offset+2 {
 		t.Fatalf("append after reset: %+v %v", res, err)

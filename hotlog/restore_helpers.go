@@ -12,6 +12,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // OpenTxn is a transaction still open in a ProducerTable.
@@ -52,10 +54,10 @@ func NewProducerTable(snapshot []byte) (*ProducerTable, int64, error) {
 // transactional, opens the producer's transaction when none is open; a
 // control batch (its single record a ControlRecordKey and an EndTxnMarker)
 // ends it. For an abort marker it returns the aborted-transaction entry
-// the log's .txnindex would get. The batch must pass ValidateStoredBatch
+// the log's .txnindex would get. The batch must pass recordbatch.ValidateStored
 // first (the caller's job); a bad marker wraps ErrCorruptBatch.
 func (s *ProducerTable) Apply(batch []byte) (AbortedTxn, bool, error) {
-	h, err := ParseBatchHeader(batch)
+	h, err := recordbatch.ParseHeader(batch)
 	if err != nil {
 		return AbortedTxn{}, false, err
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 func TestSealedSegmentsAndOpen(t *testing.T) {
@@ -38,7 +40,7 @@ func TestSealedSegmentsAndOpen(t *testing.T) {
 	if err != nil || int64(len(data)) != size {
 		t.Fatalf("read deleted segment: %d bytes, %v", len(data), err)
 	}
-	if _, err := ParseBatchHeader(data); err != nil {
+	if _, err := recordbatch.ParseHeader(data); err != nil {
 		t.Fatalf("first batch: %v", err)
 	}
 	if _, _, err := l.OpenSealedSegment(sealed[0].BaseOffset); !errors.Is(err, ErrOffsetOutOfRange) {

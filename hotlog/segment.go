@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // segment is one .log file with its indexes.
@@ -86,7 +88,7 @@ func (s *segment) openIndexFiles(dir string, flags int) error {
 // track adds one batch written at pos to the in-memory state and returns the
 // index file bytes it adds. Used by Append and by recovery so both build the
 // same indexes. REQUIRES: Log.mu held exclusively (or the segment unpublished).
-func (s *segment) track(h BatchHeader, pos int64, interval int, nowMs int64, idx, tidx []byte) ([]byte, []byte) {
+func (s *segment) track(h recordbatch.Header, pos int64, interval int, nowMs int64, idx, tidx []byte) ([]byte, []byte) {
 	indexed := s.bytesSinceIndex >= int64(interval) && (pos > 0 || interval == 0)
 	rel := uint32(h.BaseOffset - s.base)
 	if indexed {
@@ -132,21 +134,21 @@ func (s *segment) fits(n int64, lastOffset int64) bool {
 }
 
 // readHeader reads the batch header at pos (framing checked, CRC not).
-func (s *segment) readHeader(pos int64, buf []byte) (BatchHeader, error) {
-	if _, err := s.file.ReadAt(buf[:BatchHeaderSize], pos); err != nil {
+func (s *segment) readHeader(pos int64, buf []byte) (recordbatch.Header, error) {
+	if _, err := s.file.ReadAt(buf[:recordbatch.HeaderSize], pos); err != nil {
 		if errors.Is(err, io.EOF) {
-			return BatchHeader{}, fmt.Errorf("%w: torn header at position %d", ErrCorruptBatch, pos)
+			return recordbatch.Header{}, fmt.Errorf("%w: torn header at position %d", ErrCorruptBatch, pos)
 		}
-		return BatchHeader{}, err
+		return recordbatch.Header{}, err
 	}
-	return parseHeaderOnly(buf)
+	return recordbatch.PeekHeader(buf)
 }
 
 // findBatch returns the position and header of the first batch whose last
 // offset is >= offset, scanning headers from the index position. found is
 // false if no such batch lies below s.size. REQUIRES: Log.mu held.
-func (s *segment) findBatch(offset int64) (pos int64, h BatchHeader, found bool, err error) {
-	var buf [BatchHeaderSize]byte
+func (s *segment) findBatch(offset int64) (pos int64, h recordbatch.Header, found bool, err error) {
+	var buf [recordbatch.HeaderSize]byte
 	for pos = lookupOffset(s.offsetIndex, s.base, offset); pos < s.size; pos += int64(h.Size()) {
 		if h, err = s.readHeader(pos, buf[:]); err != nil {
 			return pos, h, false, err
@@ -160,8 +162,8 @@ func (s *segment) findBatch(offset int64) (pos int64, h BatchHeader, found bool,
 
 // forEachHeader calls fn for each batch header from pos to s.size until fn
 // returns false. REQUIRES: Log.mu held.
-func (s *segment) forEachHeader(pos int64, fn func(pos int64, h BatchHeader) bool) error {
-	var buf [BatchHeaderSize]byte
+func (s *segment) forEachHeader(pos int64, fn func(pos int64, h recordbatch.Header) bool) error {
+	var buf [recordbatch.HeaderSize]byte
 	for pos < s.size {
 		h, err := s.readHeader(pos, buf[:])
 		if err != nil {
@@ -176,12 +178,12 @@ func (s *segment) forEachHeader(pos int64, fn func(pos int64, h BatchHeader) boo
 }
 
 // readBatch reads and CRC-checks the whole batch at pos.
-func (s *segment) readBatch(pos int64, h BatchHeader) ([]byte, error) {
+func (s *segment) readBatch(pos int64, h recordbatch.Header) ([]byte, error) {
 	b := make([]byte, h.Size())
 	if _, err := s.file.ReadAt(b, pos); err != nil {
 		return nil, err
 	}
-	if _, err := validateStoredBatch(b); err != nil {
+	if _, err := recordbatch.CheckStored(b); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // maxDecodeBytes bounds the decompressed size of one batch decoded for a
@@ -42,7 +44,7 @@ func (l *Log) searchSegmentLocked(s *segment, ts, upTo int64) (res OffsetTime, o
 	from := max(lookupTime(s.timeIndex, s.base, ts), l.mu.logStartOffset)
 	pos := lookupOffset(s.offsetIndex, s.base, from)
 	var scanErr error
-	herr := s.forEachHeader(pos, func(p int64, h BatchHeader) bool {
+	herr := s.forEachHeader(pos, func(p int64, h recordbatch.Header) bool {
 		if h.LastOffset() >= upTo {
 			return false
 		}
@@ -64,7 +66,7 @@ func (l *Log) searchSegmentLocked(s *segment, ts, upTo int64) (res OffsetTime, o
 
 // searchBatchLocked decodes the batch at pos and returns its first record at
 // or after offset from with timestamp >= ts.
-func (l *Log) searchBatchLocked(s *segment, pos int64, h BatchHeader, ts, from int64) (OffsetTime, bool, error) {
+func (l *Log) searchBatchLocked(s *segment, pos int64, h recordbatch.Header, ts, from int64) (OffsetTime, bool, error) {
 	if h.LogAppendTime() {
 		return OffsetTime{Offset: max(h.BaseOffset, from), Timestamp: h.MaxTimestamp}, true, nil
 	}
@@ -81,12 +83,12 @@ func (l *Log) searchBatchLocked(s *segment, pos int64, h BatchHeader, ts, from i
 	return OffsetTime{}, false, nil
 }
 
-func (l *Log) decodeBatchLocked(s *segment, pos int64, h BatchHeader) ([]kmsg.Record, error) {
+func (l *Log) decodeBatchLocked(s *segment, pos int64, h recordbatch.Header) ([]kmsg.Record, error) {
 	b, err := s.readBatch(pos, h)
 	if err != nil {
 		return nil, l.corruptReadLocked(s, pos, err)
 	}
-	records, err := DecodeRecords(b, maxDecodeBytes)
+	records, err := recordbatch.DecodeRecords(b, maxDecodeBytes)
 	if err != nil {
 		return nil, fmt.Errorf("hotlog: decode batch at offset %d: %w", h.BaseOffset, err)
 	}
@@ -102,7 +104,7 @@ func (l *Log) MaxTimestamp(upTo int64) (res OffsetTime, ok bool, err error) {
 	if l.mu.closed {
 		return res, false, ErrClosed
 	}
-	best, bestPos, bestSeg := BatchHeader{MaxTimestamp: math.MinInt64}, int64(-1), (*segment)(nil)
+	best, bestPos, bestSeg := recordbatch.Header{MaxTimestamp: math.MinInt64}, int64(-1), (*segment)(nil)
 	for _, s := range l.mu.segments {
 		if s.base >= upTo || s.next <= l.mu.logStartOffset || s.maxTimestamp <= best.MaxTimestamp {
 			continue
@@ -116,7 +118,7 @@ func (l *Log) MaxTimestamp(upTo int64) (res OffsetTime, ok bool, err error) {
 			best, bestPos, bestSeg = h, pos, s
 			continue
 		}
-		herr := s.forEachHeader(0, func(p int64, h BatchHeader) bool {
+		herr := s.forEachHeader(0, func(p int64, h recordbatch.Header) bool {
 			if h.LastOffset() >= upTo {
 				return false
 			}

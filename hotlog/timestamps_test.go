@@ -2,6 +2,8 @@ package hotlog
 
 import (
 	"testing"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 func TestOffsetForTimestampAcrossSegmentsAndCodecs(t *testing.T) {
@@ -9,7 +11,7 @@ func TestOffsetForTimestampAcrossSegmentsAndCodecs(t *testing.T) {
 	cfg.SegmentBytes = 2048
 	l := mustOpen(t, cfg)
 	defer l.Close()
-	codecs := []int{CodecNone, CodecGzip, CodecSnappy, codecXerialSnappy, CodecLZ4, CodecZstd}
+	codecs := []int{recordbatch.CodecNone, recordbatch.CodecGzip, recordbatch.CodecSnappy, codecXerialSnappy, recordbatch.CodecLZ4, recordbatch.CodecZstd}
 	// Batch i has 4 records with timestamps 100*i + {0, 30, 10, 20}: not in
 	// offset order inside a batch, increasing across batches.
 	const batches = 60
@@ -63,7 +65,7 @@ func TestOffsetForTimestampLogAppendTime(t *testing.T) {
 	defer l.Close()
 	mustAppend(t, l, simpleBatch(t, 2, 10, 5), 0)
 	b := simpleBatch(t, 3, 10, 5) // CreateTime 10..12, but the broker stamps 500
-	SetLogAppendTime(b, 500)
+	recordbatch.SetLogAppendTime(b, 500)
 	mustAppend(t, l, b, 0)
 	res, ok, err := l.OffsetForTimestamp(100, l.LogEndOffset())
 	if err != nil || !ok || res.Offset != 2 || res.Timestamp != 500 {

@@ -5,12 +5,12 @@ package hotlog
 // offset, and the aborted transactions read_committed consumers skip.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // ErrTransactionCoordinatorFenced: a marker carries a coordinator epoch
@@ -52,7 +52,7 @@ type txnMarker struct {
 // whose key is a ControlRecordKey of type abort (0) or commit (1) and whose
 // value is an EndTxnMarker.
 func parseTxnMarker(batch []byte) (txnMarker, error) {
-	recs, err := DecodeRecords(batch, maxMarkerBytes)
+	recs, err := recordbatch.DecodeRecords(batch, maxMarkerBytes)
 	if err != nil {
 		return txnMarker{}, err
 	}
@@ -76,7 +76,7 @@ func parseTxnMarker(batch []byte) (txnMarker, error) {
 // parseMarkers decodes the marker of every control batch of an append,
 // indexed like hdrs (zero for data batches). Any bad marker rejects the
 // append: a control batch must be a transaction marker from a producer.
-func parseMarkers(batches []byte, hdrs []BatchHeader) ([]txnMarker, error) {
+func parseMarkers(batches []byte, hdrs []recordbatch.Header) ([]txnMarker, error) {
 	var out []txnMarker
 	pos := 0
 	for i, h := range hdrs {
@@ -101,7 +101,7 @@ func parseMarkers(batches []byte, hdrs []BatchHeader) ([]txnMarker, error) {
 // checkMarkers applies Kafka's marker checks on the leader: the marker's
 // producer epoch may not be older than the partition's, nor its
 // coordinator epoch older than the last marker's.
-func (t *producerTable) checkMarkers(hdrs []BatchHeader, markers []txnMarker) error {
+func (t *producerTable) checkMarkers(hdrs []recordbatch.Header, markers []txnMarker) error {
 	for i, h := range hdrs {
 		if !h.Control() {
 			continue
@@ -153,7 +153,7 @@ func (t *producerTable) firstUnstable(except int64) int64 {
 // entry an abort marker produces (Kafka's CompletedTxn with its last
 // stable offset); a marker with no open transaction starts and ends at
 // itself, as in Kafka.
-func (t *producerTable) applyBatch(h BatchHeader, m txnMarker) (AbortedTxn, bool) {
+func (t *producerTable) applyBatch(h recordbatch.Header, m txnMarker) (AbortedTxn, bool) {
 	if !h.Control() || !idempotent(h) {
 		t.apply(h)
 		return AbortedTxn{}, false
@@ -182,7 +182,7 @@ type txnUpdate struct {
 
 // applyAppend applies an append's batches (offsets assigned) to the table.
 // REQUIRES: appendMu held.
-func (l *Log) applyAppend(hdrs []BatchHeader, markers []txnMarker) txnUpdate {
+func (l *Log) applyAppend(hdrs []recordbatch.Header, markers []txnMarker) txnUpdate {
 	var upd txnUpdate
 	for i, h := range hdrs {
 		var m txnMarker
@@ -255,12 +255,8 @@ func MarkerBatch(producerID int64, producerEpoch int16, commit bool, coordinator
 	}
 	val := kmsg.EndTxnMarker{CoordinatorEpoch: coordinatorEpoch}
 	rec := kmsg.Record{Key: key.AppendTo(nil), Value: val.AppendTo(nil)}
-	rec.Length = int32(len(rec.AppendTo(nil)) - 1) // the zero Length varint took one byte
-	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: attrControl | attrTransactional,
+	h := recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: recordbatch.AttrControl | recordbatch.AttrTransactional,
 		FirstTimestamp: timestampMs, MaxTimestamp: timestampMs, ProducerID: producerID,
-		ProducerEpoch: producerEpoch, FirstSequence: -1, NumRecords: 1, Records: rec.AppendTo(nil)}
-	b.Length = int32(minBatchLength + len(b.Records))
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchOffsetCRC:], crc32.Checksum(out[batchOffsetAttributes:], castagnoli))
-	return out
+		ProducerEpoch: producerEpoch, BaseSequence: -1}
+	return recordbatch.Encode(nil, h, 1, recordbatch.AppendRecord(nil, rec))
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Aborted-transaction index format constants. Part of the on-disk format.
@@ -152,7 +154,7 @@ func (l *Log) trimTxnIndexesLocked(from int64) map[*segment]bool {
 // applyScannedLocked applies one batch met by the rebuild scan, reading
 // the marker of a control batch; an unreadable marker (damage in a
 // trusted segment) is applied as a commit, with a warning.
-func (l *Log) applyScannedLocked(s *segment, pos int64, h BatchHeader, changed map[*segment]bool) {
+func (l *Log) applyScannedLocked(s *segment, pos int64, h recordbatch.Header, changed map[*segment]bool) {
 	if !h.Control() || !idempotent(h) {
 		l.producers.apply(h)
 		return

@@ -3,20 +3,21 @@ package hotlog
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"os"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // txnBatch is idemBatch with the transactional attribute.
 func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int, ts int64) []byte {
 	t.Helper()
 	b := idemBatch(t, pid, epoch, seq, n, ts)
-	attrs := binary.BigEndian.Uint16(b[batchOffsetAttributes:]) | attrTransactional
-	binary.BigEndian.PutUint16(b[batchOffsetAttributes:], attrs)
-	binary.BigEndian.PutUint32(b[batchOffsetCRC:], crc32.Checksum(b[batchOffsetAttributes:], castagnoli))
+	attrs := binary.BigEndian.Uint16(b[recordbatch.PosAttributes:]) | recordbatch.AttrTransactional
+	binary.BigEndian.PutUint16(b[recordbatch.PosAttributes:], attrs)
+	binary.BigEndian.PutUint32(b[recordbatch.PosCRC:], recordbatch.Checksum(b[recordbatch.PosAttributes:]))
 	return b
 }
 
@@ -87,12 +88,12 @@ func TestTxnMarkerChecks(t *testing.T) {
 	}
 	// A control batch that is not a marker: a data batch flagged control.
 	bad := idemBatch(t, 1, 3, 1, 1, 1)
-	binary.BigEndian.PutUint16(bad[batchOffsetAttributes:], attrControl|attrTransactional)
-	binary.BigEndian.PutUint32(bad[batchOffsetCRC:], crc32.Checksum(bad[batchOffsetAttributes:], castagnoli))
+	binary.BigEndian.PutUint16(bad[recordbatch.PosAttributes:], recordbatch.AttrControl|recordbatch.AttrTransactional)
+	binary.BigEndian.PutUint32(bad[recordbatch.PosCRC:], recordbatch.Checksum(bad[recordbatch.PosAttributes:]))
 	for _, app := range []func([]byte) (AppendResult, error){
 		func(b []byte) (AppendResult, error) { return l.Append(b, 1) },
 		func(b []byte) (AppendResult, error) {
-			setBaseOffsetAndEpoch(b, l.LogEndOffset(), 1)
+			recordbatch.SetBaseOffsetAndEpoch(b, l.LogEndOffset(), 1)
 			return l.AppendReplicated(b)
 		},
 	} {
@@ -265,11 +266,11 @@ func FuzzParseTxnMarker(f *testing.F) {
 	f.Add(MarkerBatch(1, 2, false, 3, 4))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// With the CRC fixed up the fuzzer reaches the record parsing.
-		if len(b) > batchOffsetAttributes {
+		if len(b) > recordbatch.PosAttributes {
 			b = append([]byte(nil), b...)
-			binary.BigEndian.PutUint32(b[batchOffsetCRC:], crc32.Checksum(b[batchOffsetAttributes:], castagnoli))
+			binary.BigEndian.PutUint32(b[recordbatch.PosCRC:], recordbatch.Checksum(b[recordbatch.PosAttributes:]))
 		}
-		if _, _, err := ValidateBatch(b); err != nil {
+		if _, _, err := recordbatch.Validate(b); err != nil {
 			return
 		}
 		parseTxnMarker(b) // must not panic

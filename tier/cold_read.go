@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // ColdRead is one read of a segment object.
@@ -182,22 +182,22 @@ type heldBlock struct {
 
 // next returns the batch at cur.pos (a view of the cache when it lies in
 // one block: callers copy it, never modify it) and advances.
-func (cur *coldCursor) next() ([]byte, hotlog.BatchHeader, error) {
+func (cur *coldCursor) next() ([]byte, recordbatch.Header, error) {
 	remaining := cur.x.Footer.Sections[SectionBatches].Length - cur.pos
-	prefix, err := cur.bytes(cur.pos, min(batchLengthPrefix, remaining))
+	prefix, err := cur.bytes(cur.pos, min(recordbatch.LengthPrefix, remaining))
 	if err != nil {
-		return nil, hotlog.BatchHeader{}, err
+		return nil, recordbatch.Header{}, err
 	}
-	if len(prefix) < batchLengthPrefix {
-		return nil, hotlog.BatchHeader{}, corruptf("%s: torn batch header at %d", cur.obj.Key, cur.pos)
+	if len(prefix) < recordbatch.LengthPrefix {
+		return nil, recordbatch.Header{}, corruptf("%s: torn batch header at %d", cur.obj.Key, cur.pos)
 	}
 	length := int64(int32(binary.BigEndian.Uint32(prefix[8:])))
-	if length < hotlog.BatchHeaderSize-batchLengthPrefix || length > remaining-batchLengthPrefix {
-		return nil, hotlog.BatchHeader{}, corruptf("%s: batch length %d at %d with %d bytes left", cur.obj.Key, length, cur.pos, remaining)
+	if length < recordbatch.MinLength || length > remaining-recordbatch.LengthPrefix {
+		return nil, recordbatch.Header{}, corruptf("%s: batch length %d at %d with %d bytes left", cur.obj.Key, length, cur.pos, remaining)
 	}
-	batch, err := cur.bytes(cur.pos, batchLengthPrefix+length)
+	batch, err := cur.bytes(cur.pos, recordbatch.LengthPrefix+length)
 	if err != nil {
-		return nil, hotlog.BatchHeader{}, err
+		return nil, recordbatch.Header{}, err
 	}
 	// Every cached block passed its chunk CRCs (cold_cache.go), which cover
 	// these bytes; only the framing is checked here.

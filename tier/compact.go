@@ -39,9 +39,12 @@ const (
 	DefaultMaxRunObjects = 32
 )
 
-// BatchSource yields whole stored batches (RecordBatch v2, CRC checked) in
-// offset order; Next returns io.EOF after the last one. The batch returned
-// is valid until the next call.
+// BatchSource yields whole record batches in increasing offset order; Next
+// returns io.EOF after the last one. The batch returned is valid until the
+// next call. Implementations say how much they check: tier's sources check
+// each batch's CRC (CheckStoredBatch), compaction's BatchReader
+// only the framing. tier owns the interface because its RewriteFunc hands
+// one to compaction, which imports tier, never the reverse.
 type BatchSource interface {
 	Next() (batch []byte, err error)
 }

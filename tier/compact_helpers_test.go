@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // kv is one record of a keyed test batch.
@@ -65,7 +65,7 @@ type testRecordAt struct {
 }
 
 // batchRecords parses the (uncompressed) records of one batch.
-func batchRecords(t testing.TB, batch []byte) (hotlog.BatchHeader, []testRecordAt) {
+func batchRecords(t testing.TB, batch []byte) (recordbatch.Header, []testRecordAt) {
 	t.Helper()
 	h, recs, err := parseRecords(batch)
 	if err != nil {
@@ -75,13 +75,13 @@ func batchRecords(t testing.TB, batch []byte) (hotlog.BatchHeader, []testRecordA
 }
 
 // parseRecords is batchRecords for goroutines that cannot t.Fatal.
-func parseRecords(batch []byte) (hotlog.BatchHeader, []testRecordAt, error) {
+func parseRecords(batch []byte) (recordbatch.Header, []testRecordAt, error) {
 	h, err := CheckStoredBatch(batch)
 	if err != nil {
 		return h, nil, err
 	}
 	var out []testRecordAt
-	raw := batch[hotlog.BatchHeaderSize:h.Size()]
+	raw := batch[recordbatch.HeaderSize:h.Size()]
 	for len(raw) > 0 {
 		length, n := binary.Varint(raw)
 		if n <= 0 || length < 0 || int64(n)+length > int64(len(raw)) {
@@ -102,7 +102,7 @@ func splitBatches(t testing.TB, data []byte) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for len(data) > 0 {
-		h, err := hotlog.ParseBatchHeader(data)
+		h, err := recordbatch.ParseHeader(data)
 		if err != nil {
 			t.Fatalf("split: %v", err)
 		}

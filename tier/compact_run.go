@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -30,7 +31,7 @@ type runSource struct {
 	bytes   int64 // batch bytes returned
 	batches int
 	// aborted collects every old object's aborted-transaction entries.
-	aborted []AbortedTxn
+	aborted []hotlog.AbortedTxn
 	// snapshot is the last old object's producer snapshot, as of snapshotAt.
 	snapshot   []byte
 	snapshotAt int64
@@ -299,7 +300,7 @@ func (o *ObjectBatches) Next() ([]byte, error) { return o.src.Next() }
 
 // Aborted returns the aborted-transaction entries of the objects opened so
 // far (all of them once Next returned io.EOF).
-func (o *ObjectBatches) Aborted() []AbortedTxn { return o.src.aborted }
+func (o *ObjectBatches) Aborted() []hotlog.AbortedTxn { return o.src.aborted }
 
 // Close releases the object being read.
 func (o *ObjectBatches) Close() { o.src.close() }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier/objstore"
 )
@@ -78,13 +79,13 @@ func newCompactFixtureMeta(t testing.TB, store ObjectStore, base SegmentMeta, ob
 		}
 		if txn && o == 2 {
 			log = append(log, markerBatch(offset, ts, 7)...)
-			meta.AbortedTxns = []AbortedTxn{{ProducerID: 7, FirstOffset: txnFirst, LastOffset: offset, LastStableOffset: txnFirst}}
+			meta.AbortedTxns = []hotlog.AbortedTxn{{ProducerID: 7, FirstOffset: txnFirst, LastOffset: offset, LastStableOffset: txnFirst}}
 			f.markers = append(f.markers, offset)
 			offset++
 		}
 		if txn && o == objects-1 {
 			log = append(log, markerBatch(offset, ts, 8)...)
-			meta.AbortedTxns = append(meta.AbortedTxns, AbortedTxn{ProducerID: 8, FirstOffset: offset, LastOffset: offset, LastStableOffset: offset})
+			meta.AbortedTxns = append(meta.AbortedTxns, hotlog.AbortedTxn{ProducerID: 8, FirstOffset: offset, LastOffset: offset, LastStableOffset: offset})
 			f.markers = append(f.markers, offset)
 			offset++
 		}
@@ -250,7 +251,7 @@ func TestCompactKeepsObjectCountAndAborts(t *testing.T) {
 		t.Fatalf("%d new objects from %d", len(res.News), len(f.entries))
 	}
 	checkContiguous(t, f.entries, res.News)
-	var aborts []AbortedTxn
+	var aborts []hotlog.AbortedTxn
 	for _, e := range res.News {
 		r, err := OpenObject(context.Background(), store, e.Key, e.Size)
 		if err != nil {

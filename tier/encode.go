@@ -4,21 +4,18 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // DefaultIndexIntervalBytes: one offset-index entry per this many bytes of
 // batches. Cold reads fetch 8 MiB chunks, so a coarse index costs nothing
 // there and keeps a 1 GiB segment's indexes near 300 KiB.
 const DefaultIndexIntervalBytes = 64 << 10
-
-// batchLengthPrefix is the part of a batch before and including batchLength.
-const batchLengthPrefix = 12
 
 // SegmentMeta is what an object says about a segment beyond its batches.
 type SegmentMeta struct {
@@ -32,7 +29,7 @@ type SegmentMeta struct {
 	// be empty. Anything else makes EncodeSegmentObject fail.
 	ProducerSnapshot []byte
 	// AbortedTxns are the aborted transactions overlapping the segment (issue 6); may be empty.
-	AbortedTxns []AbortedTxn
+	AbortedTxns []hotlog.AbortedTxn
 	// IndexIntervalBytes spaces index entries. Default DefaultIndexIntervalBytes.
 	IndexIntervalBytes int
 }
@@ -149,7 +146,7 @@ type indexBuilder struct {
 
 	pos, lastIndexed   int64
 	count              uint32
-	first, last        hotlog.BatchHeader
+	first, last        recordbatch.Header
 	maxTS, maxTSOffset int64
 	offsets            []OffsetIndexEntry
 	times              []TimeIndexEntry
@@ -169,10 +166,10 @@ type checksummer struct {
 
 func (c *checksummer) Write(p []byte) (int, error) {
 	n := len(p)
-	c.whole = crc32.Update(c.whole, castagnoli, p)
+	c.whole = recordbatch.UpdateChecksum(c.whole, p)
 	for len(p) > 0 {
 		k := min(int64(len(p)), c.chunkSize-c.filled)
-		c.current = crc32.Update(c.current, castagnoli, p[:k])
+		c.current = recordbatch.UpdateChecksum(c.current, p[:k])
 		c.filled += k
 		p = p[k:]
 		if c.filled == c.chunkSize {
@@ -209,38 +206,40 @@ func (b *indexBuilder) scan(r io.Reader, size int64) error {
 }
 
 // readBatch reads and validates one whole batch of at most remaining bytes.
-func (b *indexBuilder) readBatch(br *bufio.Reader, remaining int64) (hotlog.BatchHeader, error) {
-	var prefix [batchLengthPrefix]byte
+func (b *indexBuilder) readBatch(br *bufio.Reader, remaining int64) (recordbatch.Header, error) {
+	var prefix [recordbatch.LengthPrefix]byte
 	if _, err := io.ReadFull(br, prefix[:]); err != nil {
-		return hotlog.BatchHeader{}, fmt.Errorf("torn batch: %w", noEOF(err))
+		return recordbatch.Header{}, fmt.Errorf("torn batch: %w", noEOF(err))
 	}
 	length := int64(int32(binary.BigEndian.Uint32(prefix[8:])))
-	if length < hotlog.BatchHeaderSize-batchLengthPrefix || length > remaining-batchLengthPrefix {
-		return hotlog.BatchHeader{}, fmt.Errorf("batch length %d with %d bytes left", length, remaining)
+	if length < recordbatch.HeaderSize-recordbatch.LengthPrefix || length > remaining-recordbatch.LengthPrefix {
+		return recordbatch.Header{}, fmt.Errorf("batch length %d with %d bytes left", length, remaining)
 	}
-	size := int(length) + batchLengthPrefix
+	size := int(length) + recordbatch.LengthPrefix
 	if cap(b.buf) < size {
 		b.buf = make([]byte, size)
 	}
 	batch := b.buf[:size]
 	copy(batch, prefix[:])
-	if _, err := io.ReadFull(br, batch[batchLengthPrefix:]); err != nil {
-		return hotlog.BatchHeader{}, fmt.Errorf("torn batch: %w", noEOF(err))
+	if _, err := io.ReadFull(br, batch[recordbatch.LengthPrefix:]); err != nil {
+		return recordbatch.Header{}, fmt.Errorf("torn batch: %w", noEOF(err))
 	}
 	return CheckStoredBatch(batch)
 }
 
 // CheckStoredBatch validates a whole stored batch at the start of b:
-// framing, magic 2, CRC-32C and record count <= lastOffsetDelta+1 (compacted
-// batches may hold fewer records). Errors wrap hotlog.ErrCorruptBatch.
-func CheckStoredBatch(b []byte) (hotlog.BatchHeader, error) {
+// framing, magic 2, CRC-32C, record count <= lastOffsetDelta+1 (compacted
+// batches may hold fewer records) and base offset >= 0. It is
+// recordbatch.CheckStored plus the base offset, except that any magic but 2
+// is corruption here (an object never holds anything else). Errors wrap
+// recordbatch.ErrCorrupt.
+func CheckStoredBatch(b []byte) (recordbatch.Header, error) {
 	h, err := checkStoredBatchFrame(b)
 	if err != nil {
 		return h, err
 	}
-	const crcStart = 21 // attributes: first byte covered by the CRC
-	if got := crc32c(b[crcStart:h.Size()]); got != h.CRC {
-		return h, fmt.Errorf("%w: crc %08x, computed %08x", hotlog.ErrCorruptBatch, h.CRC, got)
+	if got := recordbatch.Checksum(b[recordbatch.PosAttributes:h.Size()]); got != h.CRC {
+		return h, fmt.Errorf("%w: crc %08x, computed %08x", recordbatch.ErrCorrupt, h.CRC, got)
 	}
 	return h, nil
 }
@@ -249,23 +248,23 @@ func CheckStoredBatch(b []byte) (hotlog.BatchHeader, error) {
 // bytes already covered by a verified chunk CRC (the cold reader's cache):
 // the encoder checked every batch's CRC before computing the chunk CRCs, so
 // checking it again per read would only repeat work on the read path.
-func checkStoredBatchFrame(b []byte) (hotlog.BatchHeader, error) {
-	h, err := hotlog.ParseBatchHeader(b)
+func checkStoredBatchFrame(b []byte) (recordbatch.Header, error) {
+	h, err := recordbatch.ParseHeader(b)
 	if err != nil {
 		return h, err
 	}
 	if h.Magic != 2 {
-		return h, fmt.Errorf("%w: magic %d", hotlog.ErrCorruptBatch, h.Magic)
+		return h, fmt.Errorf("%w: magic %d", recordbatch.ErrCorrupt, h.Magic)
 	}
 	if h.LastOffsetDelta < 0 || h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 || h.BaseOffset < 0 {
 		return h, fmt.Errorf("%w: base offset %d, record count %d, lastOffsetDelta %d",
-			hotlog.ErrCorruptBatch, h.BaseOffset, h.RecordCount, h.LastOffsetDelta)
+			recordbatch.ErrCorrupt, h.BaseOffset, h.RecordCount, h.LastOffsetDelta)
 	}
 	return h, nil
 }
 
 // add records one validated batch at b.pos in the indexes.
-func (b *indexBuilder) add(h hotlog.BatchHeader) error {
+func (b *indexBuilder) add(h recordbatch.Header) error {
 	if b.count > 0 && h.BaseOffset <= b.last.LastOffset() {
 		return fmt.Errorf("base offset %d not above previous last offset %d", h.BaseOffset, b.last.LastOffset())
 	}
@@ -289,7 +288,7 @@ func (b *indexBuilder) add(h hotlog.BatchHeader) error {
 	return nil
 }
 
-func (b *indexBuilder) addEpoch(h hotlog.BatchHeader) error {
+func (b *indexBuilder) addEpoch(h recordbatch.Header) error {
 	epoch := h.PartitionLeaderEpoch
 	n := len(b.epochs)
 	switch {
@@ -303,7 +302,7 @@ func (b *indexBuilder) addEpoch(h hotlog.BatchHeader) error {
 	return nil
 }
 
-func (b *indexBuilder) addIndexEntry(h hotlog.BatchHeader) {
+func (b *indexBuilder) addIndexEntry(h recordbatch.Header) {
 	rel := uint32(h.BaseOffset - b.first.BaseOffset)
 	b.offsets = append(b.offsets, OffsetIndexEntry{RelativeOffset: rel, Position: uint32(b.pos)})
 	b.lastIndexed = b.pos
@@ -336,7 +335,7 @@ func (b *indexBuilder) finish(meta SegmentMeta, logSize int64) *ObjectIndex {
 		Times:            b.times,
 		Epochs:           b.epochs,
 		ProducerSnapshot: append([]byte(nil), meta.ProducerSnapshot...),
-		Aborted:          append([]AbortedTxn(nil), meta.AbortedTxns...),
+		Aborted:          append([]hotlog.AbortedTxn(nil), meta.AbortedTxns...),
 		ChunkCRCs:        chunks,
 	}
 }
@@ -406,7 +405,7 @@ func encodeEpochs(entries []EpochRange) []byte {
 	return out
 }
 
-func encodeAborted(entries []AbortedTxn) []byte {
+func encodeAborted(entries []hotlog.AbortedTxn) []byte {
 	out := make([]byte, 0, len(entries)*abortedEntrySize)
 	for _, e := range entries {
 		out = binary.BigEndian.AppendUint64(out, uint64(e.ProducerID))

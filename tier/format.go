@@ -3,9 +3,9 @@ package tier
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Footer layout. Part of the in-bucket format; never change.
@@ -85,9 +85,9 @@ const (
 	MaxBatchesBytes = 1<<32 - 1
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+// crc32c is the CRC-32C every section, chunk and footer carries (the
+// batch checksum's polynomial, so the module builds one table).
+func crc32c(b []byte) uint32 { return recordbatch.Checksum(b) }
 
 // SectionRef locates one section and carries its CRC-32C.
 type SectionRef struct {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -16,7 +17,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	meta := testMeta()
 	meta.IndexIntervalBytes = 1024
 	meta.ProducerSnapshot = encodeTestSnapshot(segEnd(seg))
-	meta.AbortedTxns = []AbortedTxn{{ProducerID: 7, FirstOffset: 1001, LastOffset: 1010, LastStableOffset: 1000}}
+	meta.AbortedTxns = []hotlog.AbortedTxn{{ProducerID: 7, FirstOffset: 1001, LastOffset: 1010, LastStableOffset: 1000}}
 	store, key, obj := putObject(t, seg, meta)
 	ctx := context.Background()
 	r, err := OpenObject(ctx, store, key, -1)
@@ -186,7 +187,7 @@ func TestEveryFlippedByteIsDetected(t *testing.T) {
 	meta := testMeta()
 	meta.IndexIntervalBytes = 128
 	meta.ProducerSnapshot = encodeTestSnapshot(segEnd(seg))
-	meta.AbortedTxns = []AbortedTxn{{ProducerID: 1, FirstOffset: 500, LastOffset: 501, LastStableOffset: 500}}
+	meta.AbortedTxns = []hotlog.AbortedTxn{{ProducerID: 1, FirstOffset: 500, LastOffset: 501, LastStableOffset: 500}}
 	store, key, obj := putObject(t, seg, meta)
 	ctx := context.Background()
 	for at := int64(0); at < obj.Size(); at++ {
@@ -270,7 +271,7 @@ func TestEncodeRejectsBadSegments(t *testing.T) {
 		}
 	}
 	bad := testMeta()
-	bad.AbortedTxns = []AbortedTxn{{ProducerID: 1, FirstOffset: 9, LastOffset: 3}}
+	bad.AbortedTxns = []hotlog.AbortedTxn{{ProducerID: 1, FirstOffset: 9, LastOffset: 3}}
 	if _, err := EncodeSegmentObject(bytes.NewReader(good.log), int64(len(good.log)), bad); !errors.Is(err, ErrInvalidSegment) {
 		t.Errorf("bad aborted txn: %v", err)
 	}

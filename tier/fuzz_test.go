@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -120,7 +121,7 @@ func objectSeeds(t testing.TB) [][]byte {
 		meta.IndexIntervalBytes = 100
 		if i == 2 {
 			meta.ProducerSnapshot = encodeTestSnapshot(segEnd(seg))
-			meta.AbortedTxns = []AbortedTxn{{ProducerID: 3, FirstOffset: 2000, LastOffset: 2002, LastStableOffset: 1999}}
+			meta.AbortedTxns = []hotlog.AbortedTxn{{ProducerID: 3, FirstOffset: 2000, LastOffset: 2002, LastStableOffset: 1999}}
 		}
 		obj, err := EncodeSegmentObject(bytes.NewReader(seg.log), int64(len(seg.log)), meta)
 		if err != nil {

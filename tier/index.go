@@ -25,13 +25,12 @@ type EpochRange struct {
 	StartOffset int64
 }
 
-// AbortedTxn is one aborted-transaction entry (Kafka's .txnindex).
-type AbortedTxn struct {
-	ProducerID       int64
-	FirstOffset      int64
-	LastOffset       int64
-	LastStableOffset int64
-}
+// AbortedTxn is hotlog.AbortedTxn, the one type of an aborted-transaction
+// entry; an object's aborted section holds the entries of hotlog's
+// .txnindex files.
+//
+// Deprecated: use hotlog.AbortedTxn.
+type AbortedTxn = hotlog.AbortedTxn
 
 // ObjectIndex is everything an object says about itself except its
 // batches: the footer and the decoded index sections. Immutable once built,
@@ -45,7 +44,7 @@ type ObjectIndex struct {
 	// (LastOffset+1) in hotlog's snapshot format, checked by
 	// hotlog.CheckProducerSnapshot; empty when the uploader had none.
 	ProducerSnapshot []byte
-	Aborted          []AbortedTxn
+	Aborted          []hotlog.AbortedTxn
 	ChunkCRCs        []uint32 // CRC-32C of each Footer.ChunkSize piece of the batches
 }
 
@@ -116,12 +115,12 @@ func decodeChunkCRCs(b []byte) []uint32 {
 	return out
 }
 
-func decodeAborted(b []byte) []AbortedTxn {
-	out := make([]AbortedTxn, len(b)/abortedEntrySize)
+func decodeAborted(b []byte) []hotlog.AbortedTxn {
+	out := make([]hotlog.AbortedTxn, len(b)/abortedEntrySize)
 	be := binary.BigEndian
 	for i := range out {
 		e := b[i*abortedEntrySize:]
-		out[i] = AbortedTxn{
+		out[i] = hotlog.AbortedTxn{
 			ProducerID:       int64(be.Uint64(e)),
 			FirstOffset:      int64(be.Uint64(e[8:])),
 			LastOffset:       int64(be.Uint64(e[16:])),

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier/objstore"
 )
@@ -222,7 +223,7 @@ func TestMergeCopiesBatches(t *testing.T) {
 	store := objstore.NewMemStore()
 	var olds []metadata.TierEntry
 	var batches []byte
-	var aborted []AbortedTxn
+	var aborted []hotlog.AbortedTxn
 	offset, ts := int64(100), int64(1_700_000_000_000)
 	for o := range 4 {
 		meta := testMeta()
@@ -234,7 +235,7 @@ func TestMergeCopiesBatches(t *testing.T) {
 		if o == 1 { // producer 7's transaction, aborted in this object
 			log = append(log, keyedBatch(offset, ts, 7, []kv{{"tx", "aborted"}})...)
 			log = append(log, markerBatch(offset+1, ts, 7)...)
-			meta.AbortedTxns = []AbortedTxn{{ProducerID: 7, FirstOffset: offset, LastOffset: offset + 1, LastStableOffset: offset}}
+			meta.AbortedTxns = []hotlog.AbortedTxn{{ProducerID: 7, FirstOffset: offset, LastOffset: offset + 1, LastStableOffset: offset}}
 			aborted = append(aborted, meta.AbortedTxns...)
 			offset += 2
 		}

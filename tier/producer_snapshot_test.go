@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // encodeTestSnapshot hand-encodes a hotlog producer snapshot (hotlog/doc.go,
@@ -31,7 +31,7 @@ func encodeTestSnapshot(offset int64) []byte {
 	b = be.AppendUint64(b, uint64(offset-2))
 	b = be.AppendUint64(b, uint64(offset-1))
 	b = be.AppendUint64(b, 1_700_000_000_000)
-	be.PutUint32(b[2:], crc32.Checksum(b[6:], castagnoli))
+	be.PutUint32(b[2:], recordbatch.Checksum(b[6:]))
 	return b
 }
 

@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -110,18 +110,18 @@ func (r *ObjectReader) ReadBatches(ctx context.Context, offset int64, maxBytes i
 // readObjectBatch reads one batch of at most remaining bytes and checks it.
 // Damage is ErrCorruptObject; read failures pass through (transient ones
 // may be retried by the caller).
-func readObjectBatch(br *bufio.Reader, remaining int64) ([]byte, hotlog.BatchHeader, error) {
-	prefix, err := br.Peek(batchLengthPrefix)
+func readObjectBatch(br *bufio.Reader, remaining int64) ([]byte, recordbatch.Header, error) {
+	prefix, err := br.Peek(recordbatch.LengthPrefix)
 	if err != nil {
-		return nil, hotlog.BatchHeader{}, noEOF(err)
+		return nil, recordbatch.Header{}, noEOF(err)
 	}
 	length := int64(int32(uint32(prefix[8])<<24 | uint32(prefix[9])<<16 | uint32(prefix[10])<<8 | uint32(prefix[11])))
-	if length < hotlog.BatchHeaderSize-batchLengthPrefix || length > remaining-batchLengthPrefix {
-		return nil, hotlog.BatchHeader{}, corruptf("batch length %d with %d bytes left", length, remaining)
+	if length < recordbatch.MinLength || length > remaining-recordbatch.LengthPrefix {
+		return nil, recordbatch.Header{}, corruptf("batch length %d with %d bytes left", length, remaining)
 	}
-	batch := make([]byte, length+batchLengthPrefix)
+	batch := make([]byte, length+recordbatch.LengthPrefix)
 	if _, err := io.ReadFull(br, batch); err != nil {
-		return nil, hotlog.BatchHeader{}, noEOF(err)
+		return nil, recordbatch.Header{}, noEOF(err)
 	}
 	h, err := CheckStoredBatch(batch)
 	if err != nil {
@@ -177,11 +177,11 @@ func (r *ObjectReader) scanForTimestamp(ctx context.Context, start, ts, from int
 }
 
 // searchBatch returns the batch's first record at or after from with timestamp >= ts.
-func searchBatch(batch []byte, h hotlog.BatchHeader, ts, from int64) (OffsetTime, bool, error) {
+func searchBatch(batch []byte, h recordbatch.Header, ts, from int64) (OffsetTime, bool, error) {
 	if h.LogAppendTime() {
 		return OffsetTime{Offset: max(h.BaseOffset, from), Timestamp: h.MaxTimestamp}, true, nil
 	}
-	records, err := hotlog.DecodeRecords(batch, maxDecodeBytes)
+	records, err := recordbatch.DecodeRecords(batch, maxDecodeBytes)
 	if err != nil {
 		return OffsetTime{}, false, fmt.Errorf("%w: batch at offset %d: %v", ErrCorruptObject, h.BaseOffset, err)
 	}
@@ -215,7 +215,7 @@ func Verify(ctx context.Context, store ObjectStore, key string, want *Footer, fu
 		return err
 	}
 	defer rc.Close()
-	h := crc32.New(castagnoli)
+	h := recordbatch.NewChecksum()
 	n, err := io.Copy(h, rc)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err

@@ -70,6 +70,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -383,8 +384,8 @@ func addSpan(claimed []replaySpan, s replaySpan) []replaySpan {
 // cannot cover a batch at or after it), each checked against its CRC and
 // the section's invariants. Duplicates (the same abort in overlapping
 // objects) are kept: they are harmless to the reader.
-func ReplayAborted(ctx context.Context, store ObjectStore, objs []ReplayObject, from int64) ([]AbortedTxn, error) {
-	var out []AbortedTxn
+func ReplayAborted(ctx context.Context, store ObjectStore, objs []ReplayObject, from int64) ([]hotlog.AbortedTxn, error) {
+	var out []hotlog.AbortedTxn
 	for _, o := range objs {
 		ref := o.Footer.Sections[SectionAbortedTxns]
 		if o.Footer.LastOffset < from || ref.Length == 0 {
@@ -419,7 +420,7 @@ type ReplayOptions struct {
 	// Committed drops aborted transactions and holds undecided ones.
 	Committed bool
 	// Aborted are the partition's aborts (ReplayAborted).
-	Aborted []AbortedTxn
+	Aborted []hotlog.AbortedTxn
 	// MaxHeldBytes bounds the batch bytes held behind undecided
 	// transactions (default 256 MiB).
 	MaxHeldBytes int64
@@ -429,7 +430,7 @@ type ReplayOptions struct {
 // ReplayBatch is one batch and the offsets of it that the caller keeps.
 type ReplayBatch struct {
 	Data     []byte
-	Header   hotlog.BatchHeader
+	Header   recordbatch.Header
 	From, To int64 // the piece's bounds
 }
 
@@ -440,7 +441,7 @@ type ReplayReader struct {
 	store  ObjectStore
 	pieces []ReplayPiece
 	opts   ReplayOptions
-	abort  map[int64][]AbortedTxn // by producer, sorted by LastOffset
+	abort  map[int64][]hotlog.AbortedTxn // by producer, sorted by LastOffset
 
 	next     int // next piece to open
 	piece    ReplayPiece
@@ -461,7 +462,7 @@ func NewReplayReader(ctx context.Context, store ObjectStore, pieces []ReplayPiec
 	if opts.MaxHeldBytes <= 0 {
 		opts.MaxHeldBytes = 256 << 20
 	}
-	r := &ReplayReader{ctx: ctx, store: store, pieces: pieces, opts: opts, abort: map[int64][]AbortedTxn{},
+	r := &ReplayReader{ctx: ctx, store: store, pieces: pieces, opts: opts, abort: map[int64][]hotlog.AbortedTxn{},
 		open: map[int64]int64{}, started: opts.FromTime < 0}
 	for _, a := range opts.Aborted {
 		r.abort[a.ProducerID] = append(r.abort[a.ProducerID], a)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -449,7 +450,7 @@ func (r *restoreRun) buildTail(res *RestorePartition, sel restoreSelection, src 
 // stateAtCut returns the producer state at the cut and, when an object is
 // cut, writes its batches below the cut to w and returns its aborts there.
 func (r *restoreRun) stateAtCut(res *RestorePartition, sel restoreSelection, src *ObjectReader,
-	w *tailWriter) (*hotlog.ProducerTable, []AbortedTxn, error) {
+	w *tailWriter) (*hotlog.ProducerTable, []hotlog.AbortedTxn, error) {
 	if sel.source == nil {
 		state, guessed, err := r.stateAtBoundary(sel.kept, res.CutOffset)
 		res.StateGuessed = guessed
@@ -498,8 +499,8 @@ func (r *restoreRun) stateAtBoundary(kept []ReplayObject, cut int64) (*hotlog.Pr
 }
 
 // abortedBelow keeps the aborts whose marker lies before cut.
-func abortedBelow(entries []AbortedTxn, cut int64) []AbortedTxn {
-	var out []AbortedTxn
+func abortedBelow(entries []hotlog.AbortedTxn, cut int64) []hotlog.AbortedTxn {
+	var out []hotlog.AbortedTxn
 	for _, a := range entries {
 		if a.LastOffset < cut {
 			out = append(out, a)
@@ -556,8 +557,8 @@ func (r *restoreRun) maxBatchBytes() int {
 
 // batchTruncator re-encodes batches. Owned by one goroutine.
 type batchTruncator struct {
-	dec  hotlog.Decompressor
-	comp hotlog.Compressor
+	dec  recordbatch.Decompressor
+	comp recordbatch.Compressor
 }
 
 func (t *batchTruncator) close() { t.dec.Close(); t.comp.Close() }
@@ -567,7 +568,7 @@ func (t *batchTruncator) close() { t.dec.Close(); t.comp.Close() }
 // sequences are a prefix, so the producer's last sequence stays right),
 // record count, and for CreateTime batches maxTimestamp (of the kept
 // records). REQUIRES: h.BaseOffset < cut <= h.LastOffset().
-func (t *batchTruncator) truncate(batch []byte, h hotlog.BatchHeader, cut int64, maxBytes int) ([]byte, error) {
+func (t *batchTruncator) truncate(batch []byte, h recordbatch.Header, cut int64, maxBytes int) ([]byte, error) {
 	records, err := t.dec.DecodeRecords(batch, maxBytes)
 	if err != nil {
 		return nil, corruptf("batch at offset %d: %v", h.BaseOffset, err)
@@ -593,29 +594,29 @@ func (t *batchTruncator) truncate(batch []byte, h hotlog.BatchHeader, cut int64,
 	if err != nil {
 		return nil, corruptf("batch at offset %d: %v", h.BaseOffset, err)
 	}
-	return hotlog.EncodeBatch(nil, out, n, compressed), nil
+	return recordbatch.Encode(nil, out, n, compressed), nil
 }
 
 // appendAbortMarker writes an ABORT control batch for txn at offset (the
 // producer's id and epoch, coordinator epoch 0, leader epoch epoch,
 // timestamp ts) and applies it to state, which gives its abort entry.
 func appendAbortMarker(w *tailWriter, state *hotlog.ProducerTable, txn hotlog.OpenTxn, offset int64, epoch int32,
-	ts int64) (AbortedTxn, error) {
+	ts int64) (hotlog.AbortedTxn, error) {
 	var b kmsg.RecordBatch
 	if err := b.ReadFrom(hotlog.MarkerBatch(txn.ProducerID, txn.ProducerEpoch, false, 0, ts)); err != nil {
-		return AbortedTxn{}, fmt.Errorf("tier: restore marker: %w", err)
+		return hotlog.AbortedTxn{}, fmt.Errorf("tier: restore marker: %w", err)
 	}
 	// Neither field is covered by the batch CRC.
 	b.FirstOffset, b.PartitionLeaderEpoch = offset, epoch
 	marker := b.AppendTo(nil)
 	a, ok, err := state.Apply(marker)
 	if err != nil || !ok {
-		return AbortedTxn{}, fmt.Errorf("tier: restore marker of producer %d not applied as an abort: %v", txn.ProducerID, err)
+		return hotlog.AbortedTxn{}, fmt.Errorf("tier: restore marker of producer %d not applied as an abort: %v", txn.ProducerID, err)
 	}
 	if err := w.write(marker); err != nil {
-		return AbortedTxn{}, err
+		return hotlog.AbortedTxn{}, err
 	}
-	return AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset,
+	return hotlog.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset,
 		LastStableOffset: a.LastStableOffset}, nil
 }
 
@@ -654,7 +655,7 @@ func (w *tailWriter) close() {
 // when it fits), uploads it under the restored id, verifies it whole and
 // returns its entry. A failed verification deletes it.
 func (r *restoreRun) putTail(w *tailWriter, state *hotlog.ProducerTable, keyBase, end int64, epoch int32,
-	aborted []AbortedTxn) (*metadata.TierEntry, error) {
+	aborted []hotlog.AbortedTxn) (*metadata.TierEntry, error) {
 	snap, err := state.Snapshot(end)
 	if err != nil {
 		return nil, fmt.Errorf("tier: restore: %w", err)

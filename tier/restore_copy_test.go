@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -16,8 +16,8 @@ import (
 // untouched, and the records read back are those of the plan.
 func TestAdoptPlanObjectsCopiesIntoNewIncarnation(t *testing.T) {
 	store := objstore.NewMemStore()
-	a := []rBatch{{base: 0, epoch: 1, stamps: stamps(1000, 10)}, {base: 10, epoch: 2, stamps: stamps(1010, 5), codec: hotlog.CodecLZ4}}
-	b := []rBatch{{base: 15, epoch: 2, stamps: stamps(1015, 10), codec: hotlog.CodecZstd}}
+	a := []rBatch{{base: 0, epoch: 1, stamps: stamps(1000, 10)}, {base: 10, epoch: 2, stamps: stamps(1010, 5), codec: recordbatch.CodecLZ4}}
+	b := []rBatch{{base: 15, epoch: 2, stamps: stamps(1015, 10), codec: recordbatch.CodecZstd}}
 	keyA := putRestoreObject(t, store, testTopicID, 2, a, 0)
 	keyB := putRestoreObject(t, store, testTopicID, 2, b, 0)
 	listed := findRestoreTopic(t, store, testTopicID)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -55,11 +56,11 @@ func (b rBatch) encode(t testing.TB) []byte {
 		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
 		raw = rec.AppendTo(raw)
 	}
-	records, err := hotlog.CompressRecords(b.codec, raw)
+	records, err := recordbatch.CompressRecords(b.codec, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hotlog.BatchHeader{BaseOffset: b.base, PartitionLeaderEpoch: b.epoch, Attributes: int16(b.codec),
+	h := recordbatch.Header{BaseOffset: b.base, PartitionLeaderEpoch: b.epoch, Attributes: int16(b.codec),
 		LastOffsetDelta: int32(len(b.stamps) - 1), FirstTimestamp: b.stamps[0], MaxTimestamp: maxTS,
 		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 	if b.pid != 0 {
@@ -68,7 +69,7 @@ func (b rBatch) encode(t testing.TB) []byte {
 	if b.txn {
 		h.Attributes |= 0x10
 	}
-	return hotlog.EncodeBatch(nil, h, int32(len(b.stamps)), records)
+	return recordbatch.Encode(nil, h, int32(len(b.stamps)), records)
 }
 
 // stamps returns n timestamps from ts, one ms apart.
@@ -166,7 +167,7 @@ func readRestored(t testing.TB, store ObjectStore, entries []metadata.TierEntry,
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs, err := hotlog.DecodeRecords(b.Data, 1<<20)
+		recs, err := recordbatch.DecodeRecords(b.Data, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,8 +211,8 @@ func checkRecords(t testing.TB, got, want []gotRecord) {
 // reads back every record.
 func TestRestoreWholeBucketPlanEqualsObjects(t *testing.T) {
 	store := objstore.NewMemStore()
-	a := []rBatch{{base: 0, epoch: 1, stamps: stamps(1000, 5)}, {base: 5, epoch: 2, stamps: stamps(1005, 5), codec: hotlog.CodecGzip}}
-	b := []rBatch{{base: 10, epoch: 2, stamps: stamps(1010, 10), codec: hotlog.CodecSnappy}}
+	a := []rBatch{{base: 0, epoch: 1, stamps: stamps(1000, 5)}, {base: 5, epoch: 2, stamps: stamps(1005, 5), codec: recordbatch.CodecGzip}}
+	b := []rBatch{{base: 10, epoch: 2, stamps: stamps(1010, 10), codec: recordbatch.CodecSnappy}}
 	c := []rBatch{{base: 20, epoch: 3, stamps: stamps(1020, 4)}}
 	keyA := putRestoreObject(t, store, testTopicID, 2, a, 0)
 	putRestoreObject(t, store, testTopicID, 2, b, 0)
@@ -282,8 +283,8 @@ func TestRestoreAsOfAtObjectBoundary(t *testing.T) {
 func TestRestoreAsOfInsideCompressedBatch(t *testing.T) {
 	store := objstore.NewMemStore()
 	a := []rBatch{{base: 0, epoch: 1, stamps: stamps(1000, 10)}}
-	b := []rBatch{{base: 10, epoch: 2, stamps: stamps(1010, 5), codec: hotlog.CodecGzip},
-		{base: 15, epoch: 3, stamps: []int64{1015, 1016, 1020, 1005, 1019}, codec: hotlog.CodecGzip},
+	b := []rBatch{{base: 10, epoch: 2, stamps: stamps(1010, 5), codec: recordbatch.CodecGzip},
+		{base: 15, epoch: 3, stamps: []int64{1015, 1016, 1020, 1005, 1019}, codec: recordbatch.CodecGzip},
 		{base: 20, epoch: 3, stamps: stamps(1021, 3)}}
 	keyA := putRestoreObject(t, store, testTopicID, 1, a, 10)
 	putRestoreObject(t, store, testTopicID, 3, b, 23)
@@ -315,7 +316,7 @@ func TestRestoreAsOfInsideCompressedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := hotlog.ParseBatchHeader(data); h.Codec() != hotlog.CodecGzip || h.RecordCount != 2 || h.LastOffset() != 16 {
+	if h, _ := recordbatch.ParseHeader(data); h.Codec() != recordbatch.CodecGzip || h.RecordCount != 2 || h.LastOffset() != 16 {
 		t.Fatalf("re-encoded batch %+v", h)
 	}
 	if at, ok := rd.Index.ProducerSnapshotOffset(); !ok || at != 17 {
@@ -333,10 +334,10 @@ func txnFixture(t *testing.T, withSnapshot bool) (*objstore.MemStore, []rBatch, 
 	store := objstore.NewMemStore()
 	a := []rBatch{{base: 0, epoch: 1, stamps: stamps(1000, 5)},
 		{base: 5, epoch: 1, stamps: stamps(1005, 2), pid: 7, pepoch: 2, txn: true},
-		{base: 7, epoch: 1, stamps: stamps(1007, 3), codec: hotlog.CodecLZ4}}
-	b := []rBatch{{base: 10, epoch: 2, stamps: stamps(1010, 3), codec: hotlog.CodecGzip},
+		{base: 7, epoch: 1, stamps: stamps(1007, 3), codec: recordbatch.CodecLZ4}}
+	b := []rBatch{{base: 10, epoch: 2, stamps: stamps(1010, 3), codec: recordbatch.CodecGzip},
 		{base: 13, epoch: 2, stamps: stamps(1013, 2), pid: 7, pepoch: 2, txn: true},
-		{base: 15, epoch: 2, stamps: stamps(1015, 2), pid: 9, pepoch: 5, txn: true, codec: hotlog.CodecZstd},
+		{base: 15, epoch: 2, stamps: stamps(1015, 2), pid: 9, pepoch: 5, txn: true, codec: recordbatch.CodecZstd},
 		{base: 17, epoch: 2, stamps: []int64{1017}, pid: 9, pepoch: 5, marker: true},
 		{base: 18, epoch: 2, stamps: []int64{1018}, pid: 7, pepoch: 2, marker: true},
 		{base: 19, epoch: 2, stamps: []int64{1019}}}
@@ -370,7 +371,7 @@ func TestRestoreAsOfAbortsOpenTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 5, LastOffset: 17, LastStableOffset: 15},
+	want := []hotlog.AbortedTxn{{ProducerID: 7, FirstOffset: 5, LastOffset: 17, LastStableOffset: 15},
 		{ProducerID: 9, FirstOffset: 15, LastOffset: 18, LastStableOffset: 19}}
 	if !slices.Equal(rd.Index.Aborted, want) {
 		t.Fatalf("tail aborted %+v, want %+v", rd.Index.Aborted, want)
@@ -420,7 +421,7 @@ func checkMarker(t *testing.T, rd *ObjectReader, offset, pid int64, pepoch int16
 		h.ProducerEpoch != pepoch || h.PartitionLeaderEpoch != epoch || h.MaxTimestamp != ts {
 		t.Fatalf("marker at %d: %+v %v", offset, h, err)
 	}
-	recs, err := hotlog.DecodeRecords(data, 1<<10)
+	recs, err := recordbatch.DecodeRecords(data, 1<<10)
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("marker records %v %v", recs, err)
 	}
@@ -436,7 +437,7 @@ func checkMarker(t *testing.T, rd *ObjectReader, offset, pid int64, pepoch int16
 func TestRestoreAsOfDuplicateObjectsChosenOnce(t *testing.T) {
 	store := objstore.NewMemStore()
 	a := []rBatch{{base: 0, epoch: 1, stamps: stamps(1000, 10)}}
-	b := []rBatch{{base: 10, epoch: 1, stamps: stamps(1010, 6), codec: hotlog.CodecSnappy}}
+	b := []rBatch{{base: 10, epoch: 1, stamps: stamps(1010, 6), codec: recordbatch.CodecSnappy}}
 	putRestoreObject(t, store, testTopicID, 1, a, 0)
 	putRestoreObject(t, store, testTopicID, 1, b, 0)
 	putRestoreObject(t, store, testTopicID, 1, b, 0)
@@ -463,7 +464,7 @@ func TestRestoreErrors(t *testing.T) {
 	store := objstore.NewMemStore()
 	putRestoreObject(t, store, testTopicID, 1, []rBatch{{base: 0, epoch: 1, stamps: stamps(1000, 10)}}, 0)
 	keyB := putRestoreObject(t, store, testTopicID, 1, []rBatch{{base: 10, epoch: 1, stamps: stamps(1010, 3)},
-		{base: 13, epoch: 1, stamps: stamps(1013, 6), codec: hotlog.CodecGzip}}, 0)
+		{base: 13, epoch: 1, stamps: stamps(1013, 6), codec: recordbatch.CodecGzip}}, 0)
 	rt := findRestoreTopic(t, store, testTopicID)
 	asOf := time.UnixMilli(1015)
 	if _, err := RestorePartitionPlan(context.Background(), store, rt, 0, RestoreOptions{AsOf: &asOf}); !errors.Is(err, ErrRestore) {

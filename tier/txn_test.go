@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/strata-log/strata/hotlog"
 )
 
 // TestAbortedTxnsSectionChecked: the section holds the aborts whose marker
@@ -14,7 +16,7 @@ import (
 func TestAbortedTxnsSectionChecked(t *testing.T) {
 	seg := makeSegment(t, 3, 1000, 100, 300)
 	end := seg.batches[len(seg.batches)-1].last
-	good := []AbortedTxn{{ProducerID: 1, FirstOffset: 900, LastOffset: 1001, LastStableOffset: 950},
+	good := []hotlog.AbortedTxn{{ProducerID: 1, FirstOffset: 900, LastOffset: 1001, LastStableOffset: 950},
 		{ProducerID: 2, FirstOffset: 1003, LastOffset: end, LastStableOffset: end + 1}}
 	meta := testMeta()
 	meta.AbortedTxns = good
@@ -28,7 +30,7 @@ func TestAbortedTxnsSectionChecked(t *testing.T) {
 	if err != nil || !slices.Equal(x.Aborted, good) {
 		t.Fatalf("index aborted %+v, %v", x, err)
 	}
-	for name, bad := range map[string][]AbortedTxn{
+	for name, bad := range map[string][]hotlog.AbortedTxn{
 		"marker before the object": {{ProducerID: 1, FirstOffset: 900, LastOffset: 999, LastStableOffset: 950}},
 		"marker after the object":  {{ProducerID: 1, FirstOffset: 1000, LastOffset: end + 1, LastStableOffset: end + 2}},
 		"not increasing":           {good[1], good[0]},

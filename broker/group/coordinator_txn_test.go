@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker/coordinator/coordtest"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // markerBatch is a transaction marker as the partition side appends it.
@@ -24,7 +25,7 @@ func markerBatch(producerID int64, epoch int16, commit bool) []byte {
 	inner := rec.AppendTo(nil)[1:]
 	body := binary.AppendVarint(nil, int64(len(inner)))
 	body = append(body, inner...)
-	b := kmsg.RecordBatch{Magic: 2, Attributes: attrTransactional | attrControl, ProducerID: producerID,
+	b := kmsg.RecordBatch{Magic: 2, Attributes: recordbatch.AttrTransactional | recordbatch.AttrControl, ProducerID: producerID,
 		ProducerEpoch: epoch, FirstSequence: -1, NumRecords: 1, Records: body}
 	out := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))

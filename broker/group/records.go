@@ -4,9 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // ErrCorruptRecord is returned for a record of __consumer_offsets that does
@@ -123,41 +124,24 @@ func decodeGroupValue(value []byte) (kmsg.GroupMetadataValue, error) {
 // EncodeBatch lays records out as one uncompressed RecordBatch v2 with
 // base offset 0 (the log assigns offsets), timestamps now (ms).
 func EncodeBatch(records []Record, now int64) []byte {
-	return encodeBatch(records, now, kmsg.RecordBatch{ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1})
+	return encodeBatch(records, now, recordbatch.Header{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
 }
 
 // EncodeTxnBatch is EncodeBatch as a transactional batch of the producer
 // (TxnOffsetCommit), with its first sequence.
 func EncodeTxnBatch(records []Record, now, producerID int64, epoch int16, sequence int32) []byte {
-	return encodeBatch(records, now, kmsg.RecordBatch{Attributes: attrTransactional,
-		ProducerID: producerID, ProducerEpoch: epoch, FirstSequence: sequence})
+	return encodeBatch(records, now, recordbatch.Header{Attributes: recordbatch.AttrTransactional,
+		ProducerID: producerID, ProducerEpoch: epoch, BaseSequence: sequence})
 }
 
-func encodeBatch(records []Record, now int64, b kmsg.RecordBatch) []byte {
+func encodeBatch(records []Record, now int64, h recordbatch.Header) []byte {
 	var body []byte
 	for i, r := range records {
-		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
-		inner := rec.AppendTo(nil)[1:] // drop the placeholder length (varint 0: one byte)
-		body = binary.AppendVarint(body, int64(len(inner)))
-		body = append(body, inner...)
+		body = recordbatch.AppendRecord(body, kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value})
 	}
-	b.Magic, b.LastOffsetDelta, b.FirstTimestamp, b.MaxTimestamp = 2, int32(len(records)-1), now, now
-	b.NumRecords, b.Records = int32(len(records)), body
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))
-	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return out
+	h.LastOffsetDelta, h.FirstTimestamp, h.MaxTimestamp = int32(len(records)-1), now, now
+	return recordbatch.Encode(nil, h, int32(len(records)), body)
 }
-
-// batchHeaderSize is the RecordBatch v2 header size.
-const batchHeaderSize = 61
-
-// Batch attributes (RecordBatch v2).
-const (
-	attrCompression   = 0x07
-	attrTransactional = 0x10
-	attrControl       = 0x20
-)
 
 // DecodeBatches walks RecordBatches read from the log and calls fn for each
 // record of a data batch with its offset. Compressed and control batches
@@ -169,34 +153,33 @@ func DecodeBatches(data []byte, fn func(offset int64, key, value []byte) error) 
 
 // walkBatches is DecodeBatches telling fn the producer id of records of
 // transactional batches (-1 otherwise) and calling marker for each
-// transaction marker (control batch) when not nil.
+// transaction marker (control batch) when not nil. A trailing piece
+// shorter than a batch's length prefix is ignored; the CRC is not checked
+// (the log served the bytes).
 func walkBatches(data []byte, fn func(offset, txnProducer int64, key, value []byte) error, marker func(producerID int64, commit bool)) (int64, error) {
 	next := int64(-1)
-	for len(data) >= 12 {
-		size := int64(binary.BigEndian.Uint32(data[8:12])) + 12
-		if size < batchHeaderSize || size > int64(len(data)) {
-			return next, fmt.Errorf("%w: batch of %d bytes, %d left", ErrCorruptRecord, size, len(data))
-		}
-		var b kmsg.RecordBatch
-		if err := b.ReadFrom(data[:size]); err != nil {
+	for len(data) >= recordbatch.LengthPrefix {
+		h, err := recordbatch.ParseHeader(data)
+		if err != nil {
 			return next, fmt.Errorf("%w: batch: %v", ErrCorruptRecord, err)
 		}
-		data = data[size:]
-		next = b.FirstOffset + int64(b.LastOffsetDelta) + 1
+		section := data[recordbatch.HeaderSize:h.Size()]
+		data = data[h.Size():]
+		next = h.LastOffset() + 1
 		switch {
-		case b.Attributes&attrCompression != 0:
+		case h.Codec() != recordbatch.CodecNone:
 			continue
-		case b.Attributes&attrControl != 0:
+		case h.Control():
 			if marker != nil {
-				markerOf(b, marker)
+				markerOf(h, section, marker)
 			}
 			continue
 		}
 		txnProducer := int64(-1)
-		if b.Attributes&attrTransactional != 0 {
-			txnProducer = b.ProducerID
+		if h.Transactional() {
+			txnProducer = h.ProducerID
 		}
-		err := decodeRecords(b.FirstOffset, b.Records, func(offset int64, key, value []byte) error {
+		err = decodeRecords(h.BaseOffset, section, func(offset int64, key, value []byte) error {
 			return fn(offset, txnProducer, key, value)
 		})
 		if err != nil {
@@ -209,31 +192,29 @@ func walkBatches(data []byte, fn func(offset, txnProducer int64, key, value []by
 // markerOf reports a control batch's marker: its one record's key is a
 // ControlRecordKey (type 0 abort, 1 commit). Other control records are
 // ignored.
-func markerOf(b kmsg.RecordBatch, marker func(producerID int64, commit bool)) {
-	_ = decodeRecords(b.FirstOffset, b.Records, func(_ int64, key, _ []byte) error {
+func markerOf(h recordbatch.Header, section []byte, marker func(producerID int64, commit bool)) {
+	_ = decodeRecords(h.BaseOffset, section, func(_ int64, key, _ []byte) error {
 		var k kmsg.ControlRecordKey
 		if err := k.ReadFrom(key); err == nil && (k.Type == kmsg.ControlRecordKeyTypeAbort || k.Type == kmsg.ControlRecordKeyTypeCommit) {
-			marker(b.ProducerID, k.Type == kmsg.ControlRecordKeyTypeCommit)
+			marker(h.ProducerID, k.Type == kmsg.ControlRecordKeyTypeCommit)
 		}
 		return nil
 	})
 }
 
-func decodeRecords(base int64, body []byte, fn func(offset int64, key, value []byte) error) error {
-	for len(body) > 0 {
-		n, w := binary.Varint(body)
-		if w <= 0 || n < 0 || n > int64(len(body)-w) {
-			return fmt.Errorf("%w: record length", ErrCorruptRecord)
-		}
-		var rec kmsg.Record
-		whole := body[:w+int(n)]
-		body = body[w+int(n):]
-		if err := rec.ReadFrom(whole); err != nil {
-			return fmt.Errorf("%w: record: %v", ErrCorruptRecord, err)
-		}
-		if err := fn(base+int64(rec.OffsetDelta), rec.Key, rec.Value); err != nil {
-			return err
-		}
+// decodeRecords calls fn with each record of an uncompressed records
+// section and its offset; a malformed record is ErrCorruptRecord.
+func decodeRecords(base int64, section []byte, fn func(offset int64, key, value []byte) error) error {
+	var fnErr error
+	err := recordbatch.EachRecord(section, func(r *kmsg.Record) error {
+		fnErr = fn(base+int64(r.OffsetDelta), r.Key, r.Value)
+		return fnErr
+	})
+	if err != nil && err == fnErr {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorruptRecord, err)
 	}
 	return nil
 }

@@ -88,8 +88,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
-	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -425,7 +425,7 @@ type partitionWriter struct {
 }
 
 func (w *partitionWriter) batch(b tier.ReplayBatch) error {
-	records, err := hotlog.DecodeRecords(b.Data, replayMaxDecompressed)
+	records, err := recordbatch.DecodeRecords(b.Data, replayMaxDecompressed)
 	if err != nil {
 		return fmt.Errorf("replay: partition %d batch at %d: %w", w.partition, b.Header.BaseOffset, err)
 	}
@@ -454,7 +454,7 @@ func (w *partitionWriter) batch(b tier.ReplayBatch) error {
 
 // recordPosition is a record's offset and timestamp in its batch (a
 // LogAppendTime batch stamps every record with its maxTimestamp).
-func recordPosition(h hotlog.BatchHeader, rec *kmsg.Record) (offset, ts int64) {
+func recordPosition(h recordbatch.Header, rec *kmsg.Record) (offset, ts int64) {
 	offset, ts = h.BaseOffset+int64(rec.OffsetDelta), h.FirstTimestamp+rec.TimestampDelta64
 	if h.LogAppendTime() {
 		ts = h.MaxTimestamp

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -51,12 +52,12 @@ func encodeReplayBatch(t *testing.T, b replayBatch) []byte {
 		recs[i].Length = int32(len(recs[i].AppendTo(nil)) - 1) // the zero Length varint took one byte
 		raw = recs[i].AppendTo(raw)
 	}
-	h := hotlog.BatchHeader{BaseOffset: b.base, LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: replayTS(b.base),
+	h := recordbatch.Header{BaseOffset: b.base, LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: replayTS(b.base),
 		MaxTimestamp: replayTS(b.base + int64(len(recs)-1)), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 	if b.pid >= 0 {
 		h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.Attributes = b.pid, 0, 0, 0x10 // transactional
 	}
-	return hotlog.EncodeBatch(nil, h, int32(len(recs)), raw)
+	return recordbatch.Encode(nil, h, int32(len(recs)), raw)
 }
 
 var replayTopicID = metadata.TopicID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
@@ -64,14 +65,14 @@ var replayTopicID = metadata.TopicID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 
 // putReplayObject encodes batches as a segment object, puts it under
 // cluster "c", topic "orders", and sets its ModTime to age seconds ago.
 func putReplayObject(t *testing.T, bucket *tier.Bucket, dir string, partition, epoch int32, age int,
-	aborted []tier.AbortedTxn, batches ...replayBatch) string {
+	aborted []hotlog.AbortedTxn, batches ...replayBatch) string {
 	t.Helper()
 	return putReplayObjectAs(t, bucket, dir, "orders", replayTopicID, partition, epoch, age, aborted, batches...)
 }
 
 // putReplayObjectAs is putReplayObject for any topic; it returns the key.
 func putReplayObjectAs(t *testing.T, bucket *tier.Bucket, dir, topic string, id metadata.TopicID, partition, epoch int32,
-	age int, aborted []tier.AbortedTxn, batches ...replayBatch) string {
+	age int, aborted []hotlog.AbortedTxn, batches ...replayBatch) string {
 	t.Helper()
 	var log []byte
 	for _, b := range batches {
@@ -114,7 +115,7 @@ func replayFixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	abort7 := []tier.AbortedTxn{{ProducerID: 7, FirstOffset: 5, LastOffset: 10, LastStableOffset: 5}}
+	abort7 := []hotlog.AbortedTxn{{ProducerID: 7, FirstOffset: 5, LastOffset: 10, LastStableOffset: 5}}
 	putReplayObject(t, bucket, dir, 0, 1, 30, nil,
 		replayBatch{base: 0, values: []string{"v0", "v1", "v2", "v3", "v4"}, pid: -1},
 		replayBatch{base: 5, values: []string{"t5", "t6"}, pid: 7},

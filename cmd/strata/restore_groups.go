@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/broker/group"
-	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -102,7 +102,7 @@ func foldOffsetsPartition(ctx context.Context, store tier.ObjectStore, objs []ti
 		if err != nil {
 			return err
 		}
-		records, err := hotlog.DecodeRecords(b.Data, replayMaxDecompressed)
+		records, err := recordbatch.DecodeRecords(b.Data, replayMaxDecompressed)
 		if err != nil {
 			return fmt.Errorf("batch at %d: %w", b.Header.BaseOffset, err)
 		}

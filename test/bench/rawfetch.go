@@ -20,7 +20,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"net"
 	"strconv"
@@ -29,9 +28,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	"github.com/strata-log/strata/recordbatch"
+)
 
 const (
 	// batchCRCFrom: a v2 batch's CRC-32C covers attributes to the end
@@ -325,7 +324,7 @@ func walkBatches(b []byte, next, end int64) (n, records, newNext int64, err erro
 		if err := rb.ReadFrom(batch); err != nil {
 			return n, records, newNext, fmt.Errorf("%w: %d bytes: %v", errRawBatch, size, err)
 		}
-		if crc32.Checksum(batch[batchCRCFrom:], castagnoli) != uint32(rb.CRC) {
+		if recordbatch.Checksum(batch[batchCRCFrom:]) != uint32(rb.CRC) {
 			return n, records, newNext, fmt.Errorf("%w: CRC-32C mismatch", errRawBatch)
 		}
 		last := rb.FirstOffset + int64(rb.LastOffsetDelta)

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // testBatch encodes a v2 batch of n records from first, with a valid
@@ -20,7 +21,7 @@ func testBatch(first int64, n int32) []byte {
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, Records: make([]byte, 10*n)}
 	b := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(b[8:12], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:21], crc32.Checksum(b[batchCRCFrom:], castagnoli))
+	binary.BigEndian.PutUint32(b[17:21], recordbatch.Checksum(b[batchCRCFrom:]))
 	return b
 }
 

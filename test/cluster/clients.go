@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"time"
 
@@ -12,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // metadataTimeout bounds one metadata question to one broker.
@@ -123,9 +124,9 @@ func RawBatch(values ...string) []byte {
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
 		NumRecords: int32(len(values)), Records: records,
 	}
-	batch.Length = int32(49 + len(records)) // bytes after the Length field
+	batch.Length = int32(recordbatch.MinLength + len(records)) // bytes after the Length field
 	raw := batch.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(raw[recordbatch.PosCRC:], recordbatch.Checksum(raw[recordbatch.PosAttributes:]))
 	return raw
 }
 

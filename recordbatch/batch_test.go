@@ -1,4 +1,4 @@
-package hotlog
+package recordbatch
 
 import (
 	"bytes"
@@ -16,26 +16,26 @@ func TestValidateBatch(t *testing.T) {
 		want error
 	}{
 		{"good", good, nil},
-		{"empty", nil, ErrCorruptBatch},
-		{"short header", good[:40], ErrCorruptBatch},
-		{"truncated", good[:len(good)-1], ErrCorruptBatch},
-		{"crc", mutate(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), ErrCorruptBatch},
-		{"magic 1", mutate(func(b []byte) []byte { b[batchOffsetMagic] = 1; return b }), ErrUnsupportedMagic},
-		{"magic 0", mutate(func(b []byte) []byte { b[batchOffsetMagic] = 0; return b }), ErrUnsupportedMagic},
-		{"magic 3", mutate(func(b []byte) []byte { b[batchOffsetMagic] = 3; return b }), ErrCorruptBatch},
+		{"empty", nil, ErrCorrupt},
+		{"short header", good[:40], ErrCorrupt},
+		{"truncated", good[:len(good)-1], ErrCorrupt},
+		{"crc", mutate(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), ErrCorrupt},
+		{"magic 1", mutate(func(b []byte) []byte { b[PosMagic] = 1; return b }), ErrUnsupportedMagic},
+		{"magic 0", mutate(func(b []byte) []byte { b[PosMagic] = 0; return b }), ErrUnsupportedMagic},
+		{"magic 3", mutate(func(b []byte) []byte { b[PosMagic] = 3; return b }), ErrCorrupt},
 		{"negative length", mutate(func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[batchOffsetLength:], 0xffffffff)
+			binary.BigEndian.PutUint32(b[PosLength:], 0xffffffff)
 			return b
-		}), ErrCorruptBatch},
+		}), ErrCorrupt},
 		{"count mismatch", mutate(func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[batchOffsetRecordCount:], 2)
+			binary.BigEndian.PutUint32(b[PosRecordCount:], 2)
 			SetLogAppendTime(b, 5) // recompute the CRC so only the count is wrong
 			return b
-		}), ErrCorruptBatch},
+		}), ErrCorrupt},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h, n, err := ValidateBatch(tc.b)
+			h, n, err := Validate(tc.b)
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -49,7 +49,7 @@ func TestValidateBatch(t *testing.T) {
 func TestSetLogAppendTime(t *testing.T) {
 	b := simpleBatch(t, 2, 1000, 5)
 	SetLogAppendTime(b, 777)
-	h, _, err := ValidateBatch(b)
+	h, _, err := Validate(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestDecodeRecordsEveryCodec(t *testing.T) {
 	}
 	for _, codec := range []int{CodecNone, CodecGzip, CodecSnappy, codecXerialSnappy, CodecLZ4, CodecZstd} {
 		b := makeBatch(t, codec, recs)
-		if _, _, err := ValidateBatch(b); err != nil {
+		if _, _, err := Validate(b); err != nil {
 			t.Fatalf("codec %d: %v", codec, err)
 		}
 		got, err := DecodeRecords(b, 1<<20)
@@ -108,12 +108,12 @@ func TestDecodeRecordsZipBomb(t *testing.T) {
 
 func TestDecodeRecordsRejectsBadCounts(t *testing.T) {
 	b := simpleBatch(t, 2, 1, 3)
-	binary.BigEndian.PutUint32(b[batchOffsetRecordCount:], 1<<30)
-	if _, err := DecodeRecords(b, 1<<20); !errors.Is(err, ErrCorruptBatch) {
+	binary.BigEndian.PutUint32(b[PosRecordCount:], 1<<30)
+	if _, err := DecodeRecords(b, 1<<20); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("huge count: %v", err)
 	}
-	binary.BigEndian.PutUint32(b[batchOffsetRecordCount:], 1)
-	if _, err := DecodeRecords(b, 1<<20); !errors.Is(err, ErrCorruptBatch) {
+	binary.BigEndian.PutUint32(b[PosRecordCount:], 1)
+	if _, err := DecodeRecords(b, 1<<20); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("trailing record bytes: %v", err)
 	}
 }

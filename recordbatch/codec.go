@@ -1,16 +1,13 @@
-package hotlog
+package recordbatch
 
-// Helpers for rewriting stored batches (compaction): validate a stored batch,
-// compress a record set with a batch's codec, and rebuild a batch around new
-// records. Owned by the compaction work (issue 7); kept apart from batch.go so
-// the produce path's helpers stay small.
+// The codecs: compress a record set with a batch's codec (Compressor), and
+// decompress a batch's records with reused decoders (Decompressor), the one
+// decompression path of the module.
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 
 	kgzip "github.com/klauspost/compress/gzip"
@@ -19,49 +16,6 @@ import (
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// ValidateStoredBatch checks what every batch stored in a segment or object
-// must satisfy: framing and length bounds, magic 2, CRC-32C over
-// attributes..end, lastOffsetDelta >= 0 and 0 <= recordCount <=
-// lastOffsetDelta+1 (a compacted batch may hold fewer records than its
-// offset range, even none). Unlike ValidateBatch it accepts such batches.
-func ValidateStoredBatch(b []byte) (BatchHeader, error) {
-	h, err := validateStoredBatch(b)
-	if err != nil {
-		return h, err
-	}
-	if h.Codec() > CodecZstd {
-		return h, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, h.Codec())
-	}
-	return h, nil
-}
-
-// EncodeBatch appends to dst a RecordBatch v2 with header h and the given
-// record section (already compressed with h's codec), holding recordCount
-// records. Every header field of h is kept except BatchLength, CRC and
-// RecordCount, which are computed; Magic is always 2.
-func EncodeBatch(dst []byte, h BatchHeader, recordCount int32, records []byte) []byte {
-	b := kmsg.RecordBatch{
-		FirstOffset:          h.BaseOffset,
-		Length:               int32(minBatchLength + len(records)),
-		PartitionLeaderEpoch: h.PartitionLeaderEpoch,
-		Magic:                2,
-		Attributes:           h.Attributes,
-		LastOffsetDelta:      h.LastOffsetDelta,
-		FirstTimestamp:       h.FirstTimestamp,
-		MaxTimestamp:         h.MaxTimestamp,
-		ProducerID:           h.ProducerID,
-		ProducerEpoch:        h.ProducerEpoch,
-		FirstSequence:        h.BaseSequence,
-		NumRecords:           recordCount,
-		Records:              records,
-	}
-	start := len(dst)
-	dst = b.AppendTo(dst)
-	out := dst[start:]
-	binary.BigEndian.PutUint32(out[batchOffsetCRC:], crc32.Checksum(out[batchOffsetAttributes:], castagnoli))
-	return dst
-}
 
 // CompressRecords compresses raw (an encoded record set) with codec, as a
 // producer would: gzip, a raw snappy block (as franz-go and librdkafka write;
@@ -95,7 +49,7 @@ func (c *Compressor) Compress(dst []byte, codec int, raw []byte) ([]byte, error)
 		if c.zstd == nil {
 			enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
 			if err != nil {
-				return nil, fmt.Errorf("hotlog: zstd encoder: %w", err)
+				return nil, fmt.Errorf("recordbatch: zstd encoder: %w", err)
 			}
 			c.zstd = enc
 		}
@@ -103,7 +57,7 @@ func (c *Compressor) Compress(dst []byte, codec int, raw []byte) ([]byte, error)
 	case CodecGzip, CodecLZ4:
 		return c.compressStream(dst, codec, raw)
 	}
-	return nil, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, codec)
+	return nil, fmt.Errorf("%w: unknown compression codec %d", ErrCorrupt, codec)
 }
 
 // compressStream runs raw through the reusable gzip or LZ4 stream writer.
@@ -129,10 +83,10 @@ func (c *Compressor) compressStream(dst []byte, codec int, raw []byte) ([]byte, 
 		w = c.lz4
 	}
 	if _, err := w.Write(raw); err != nil {
-		return nil, fmt.Errorf("hotlog: compress codec %d: %w", codec, err)
+		return nil, fmt.Errorf("recordbatch: compress codec %d: %w", codec, err)
 	}
 	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("hotlog: compress codec %d: %w", codec, err)
+		return nil, fmt.Errorf("recordbatch: compress codec %d: %w", codec, err)
 	}
 	return append(dst, c.buf.Bytes()...), nil
 }
@@ -145,11 +99,11 @@ func (c *Compressor) Close() {
 	}
 }
 
-// Decompressor decodes batches' records like DecodeRecords, with the same
-// bounds and errors, but reuses its decoders and output buffer between calls
-// (the per-batch reader setup dominates the cost for small batches). Records
-// returned alias its buffer and are valid until the next call. Not safe for
-// concurrent use; the zero value is ready. Close releases the zstd decoder.
+// Decompressor decodes batches' records, reusing its decoders and output
+// buffer between calls (the per-batch reader setup dominates the cost for
+// small batches). Records returned alias its buffer (or the batch, when
+// uncompressed) and are valid until the next call. Not safe for concurrent
+// use; the zero value is ready. Close releases the zstd decoder.
 type Decompressor struct {
 	buf       []byte
 	gzip      *kgzip.Reader
@@ -158,13 +112,16 @@ type Decompressor struct {
 	zstdLimit int // the limit d.zstd's window bound was derived from
 }
 
-// DecodeRecords is DecodeRecords with reused decoders.
+// DecodeRecords decompresses (per the batch's codec) and parses the records
+// of the whole batch at the start of batch. The decompressed record bytes may
+// not exceed maxDecompressed (ErrDecompressedTooLarge). Malformed data gives
+// ErrCorrupt; the CRC is not checked here (callers validate first).
 func (d *Decompressor) DecodeRecords(batch []byte, maxDecompressed int) ([]kmsg.Record, error) {
-	h, err := ParseBatchHeader(batch)
+	h, err := ParseHeader(batch)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := d.decompress(h.Codec(), batch[BatchHeaderSize:h.Size()], max(maxDecompressed, 0))
+	raw, err := d.decompress(h.Codec(), batch[HeaderSize:h.Size()], max(maxDecompressed, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +135,7 @@ func (d *Decompressor) decompress(codec int, src []byte, limit int) ([]byte, err
 			d.gzip = new(kgzip.Reader)
 		}
 		if err := d.gzip.Reset(bytes.NewReader(src)); err != nil {
-			return nil, fmt.Errorf("%w: gzip: %v", ErrCorruptBatch, err)
+			return nil, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
 		}
 		return d.readAll(d.gzip, limit)
 	case CodecLZ4:
@@ -189,11 +146,20 @@ func (d *Decompressor) decompress(codec int, src []byte, limit int) ([]byte, err
 		return d.readAll(d.lz4, limit)
 	case CodecZstd:
 		return d.unzstd(src, limit)
+	case CodecNone:
+		if len(src) > limit {
+			return nil, fmt.Errorf("%w: %d bytes > %d", ErrDecompressedTooLarge, len(src), limit)
+		}
+		return src, nil
+	case CodecSnappy:
+		return unsnappy(src, limit) // snappy blocks need no reader
 	}
-	return decompress(codec, src, limit) // none and snappy need no reader
+	return nil, fmt.Errorf("%w: unknown compression codec %d", ErrCorrupt, codec)
 }
 
-// unzstd decodes with a decoder whose window bound matches limit, as unzstd does.
+// unzstd decodes with a decoder whose window bound is limit (clamped to
+// zstd's range): a frame whose window exceeds it would decode to more than
+// limit bytes, so it fails before allocating the window.
 func (d *Decompressor) unzstd(src []byte, limit int) ([]byte, error) {
 	if d.zstd == nil || d.zstdLimit != limit {
 		d.Close()
@@ -201,14 +167,15 @@ func (d *Decompressor) unzstd(src []byte, limit int) ([]byte, error) {
 		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
 			zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(window))
 		if err != nil {
-			return nil, fmt.Errorf("hotlog: zstd decoder: %w", err)
+			return nil, fmt.Errorf("recordbatch: zstd decoder: %w", err)
 		}
 		d.zstd, d.zstdLimit = dec, limit
 	}
 	if err := d.zstd.Reset(bytes.NewReader(src)); err != nil {
-		return nil, fmt.Errorf("%w: zstd: %v", ErrCorruptBatch, err)
+		return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 	}
 	out, err := d.readAll(d.zstd, limit)
+	// A window larger than the limit means more output than the limit.
 	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
 		return nil, fmt.Errorf("%w: zstd window: %v", ErrDecompressedTooLarge, err)
 	}
@@ -231,7 +198,7 @@ func (d *Decompressor) readAll(r io.Reader, limit int) ([]byte, error) {
 		}
 		if err != nil {
 			d.buf = buf
-			return nil, fmt.Errorf("%w: decompress: %w", ErrCorruptBatch, err)
+			return nil, fmt.Errorf("%w: decompress: %w", ErrCorrupt, err)
 		}
 	}
 	d.buf = buf
