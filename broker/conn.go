@@ -181,7 +181,7 @@ func (c *conn) serveFrame(frame []byte, reserved int64) bool {
 		c.log.Info("closing connection on bad request", "err", err)
 		return false
 	}
-	if !c.auth.authenticated && !preAuthAllowed(d.hdr.apiKey) {
+	if !c.auth.authenticated && !c.b.apis.preAuthAllowed(d.hdr.apiKey) {
 		c.b.queued.release(reserved)
 		c.log.Info("closing connection: request before SASL authentication", "api_key", d.hdr.apiKey)
 		return false

@@ -76,7 +76,7 @@ func TestReadFrameChecksSizeBeforeReading(t *testing.T) {
 func TestDecodeRoundTrip(t *testing.T) {
 	tab := newAPITable(nil)
 	for key, e := range tab {
-		for v := e.minVersion; v <= e.maxVersion; v++ {
+		for v := e.spec.minVersion; v <= e.spec.maxVersion; v++ {
 			req := kmsg.RequestForKey(key)
 			req.SetVersion(v)
 			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("client-1")).AppendRequest(nil, req, 77)

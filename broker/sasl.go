@@ -41,24 +41,12 @@ const (
 	preAuthMaxRequestBytes = 512 << 10
 )
 
-// saslVersions are the served versions of the SASL APIs.
-var saslVersions = map[int16][2]int16{
-	saslHandshakeKey:    {0, 1},
-	saslAuthenticateKey: {0, 2},
-}
-
 // defaultSASLMechanisms are offered by a SASL listener configured without
 // mechanisms: PLAIN sends the password itself, so it is opt-in.
 var defaultSASLMechanisms = []string{auth.MechScramSHA256, auth.MechScramSHA512}
 
 func knownMechanism(m string) bool {
 	return m == auth.MechPlain || m == auth.MechScramSHA256 || m == auth.MechScramSHA512
-}
-
-// preAuthAllowed: the API may be served on a SASL listener before the
-// client authenticated.
-func preAuthAllowed(apiKey int16) bool {
-	return apiKey == apiVersionsKey || apiKey == saslHandshakeKey || apiKey == saslAuthenticateKey
 }
 
 // connAuth is a connection's identity. Owned by the connection's reader
