@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/strata-log/strata/broker/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -51,7 +52,7 @@ var apiSpecs = []apiSpec{
 	// SaslHandshake and SaslAuthenticate are served by the connection's
 	// reader itself (sasl.go); their handler is never reached.
 	{key: saslHandshakeKey, minVersion: 0, maxVersion: 1, handle: (*Broker).handleSASLUnreachable, preAuth: true},
-	{key: apiVersionsKey, minVersion: 0, maxVersion: 4, handle: (*Broker).handleApiVersions, preAuth: true},
+	{key: wire.APIVersionsKey, minVersion: 0, maxVersion: 4, handle: (*Broker).handleApiVersions, preAuth: true},
 	{key: 19, minVersion: 0, maxVersion: 7, handle: (*Broker).handleCreateTopics},
 	{key: 20, minVersion: 0, maxVersion: 6, handle: (*Broker).handleDeleteTopics},
 	{key: 21, minVersion: 0, maxVersion: 2, handle: (*Broker).handleDeleteRecords},

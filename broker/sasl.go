@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/auth"
+	"github.com/strata-log/strata/broker/wire"
 )
 
 const (
@@ -77,7 +78,7 @@ func (c *conn) saslMechanisms() []string {
 
 // serveSASL answers a SaslHandshake or SaslAuthenticate request into s.
 // It reports whether the connection must close after the answer.
-func (c *conn) serveSASL(d decodedRequest, s *slot) (closeAfter bool) {
+func (c *conn) serveSASL(d decodedRequest, s *wire.Slot) (closeAfter bool) {
 	var resp kmsg.Response
 	switch req := d.req.(type) {
 	case *kmsg.SASLHandshakeRequest:
@@ -88,8 +89,8 @@ func (c *conn) serveSASL(d decodedRequest, s *slot) (closeAfter bool) {
 		return true
 	}
 	resp.SetVersion(d.req.GetVersion())
-	s.frame = appendResponseFrame(nil, d.hdr.correlationID, resp)
-	s.closeAfter = closeAfter
+	s.Frame = wire.AppendResponseFrame(nil, d.hdr.CorrelationID, resp)
+	s.CloseAfter = closeAfter
 	return closeAfter
 }
 
@@ -157,9 +158,9 @@ func (c *conn) serveRawToken() bool {
 		c.log.Info("SASL authentication failed", "mechanism", c.auth.mechanism, "err", err)
 		return false
 	}
-	s := &slot{done: make(chan struct{}), frame: binary.BigEndian.AppendUint32(nil, uint32(len(reply)))}
-	s.frame = append(s.frame, reply...)
-	close(s.done)
+	s := wire.NewSlot()
+	s.Frame = append(binary.BigEndian.AppendUint32(nil, uint32(len(reply))), reply...)
+	s.Finish()
 	select {
 	case c.queue <- s:
 	case <-c.ctx.Done():
@@ -180,7 +181,7 @@ func readRawToken(r io.Reader) ([]byte, error) {
 	}
 	n := binary.BigEndian.Uint32(size[:])
 	if n > auth.MaxMessageSize {
-		return nil, fmt.Errorf("%w: raw SASL token of %d bytes", ErrFrameTooLarge, n)
+		return nil, fmt.Errorf("%w: raw SASL token of %d bytes", wire.ErrFrameTooLarge, n)
 	}
 	token := make([]byte, n)
 	if _, err := io.ReadFull(r, token); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/strata-log/strata/broker/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -14,35 +15,35 @@ import (
 // ApiVersions request at a version this broker does not speak: it gets the
 // v0 fallback answer.
 type decodedRequest struct {
-	hdr   requestHeader
+	hdr   wire.RequestHeader
 	req   kmsg.Request
 	entry apiEntry
 }
 
 // decode parses header and body of one frame. Errors close the connection.
 func (t apiTable) decode(frame []byte) (decodedRequest, error) {
-	if len(frame) < minRequestHeaderBytes {
-		return decodedRequest{}, ErrFrameTooSmall
+	if len(frame) < wire.MinRequestHeaderBytes {
+		return decodedRequest{}, wire.ErrFrameTooSmall
 	}
-	prefix := parseHeaderPrefix(frame)
-	entry, ok := t[prefix.apiKey]
+	prefix := wire.ParseHeaderPrefix(frame)
+	entry, ok := t[prefix.APIKey]
 	if !ok {
-		return decodedRequest{hdr: prefix}, fmt.Errorf("%w: %d", ErrUnsupportedAPI, prefix.apiKey)
+		return decodedRequest{hdr: prefix}, fmt.Errorf("%w: %d", wire.ErrUnsupportedAPI, prefix.APIKey)
 	}
-	if prefix.version < entry.spec.minVersion || prefix.version > entry.spec.maxVersion {
-		if prefix.apiKey == apiVersionsKey {
+	if prefix.Version < entry.spec.minVersion || prefix.Version > entry.spec.maxVersion {
+		if prefix.APIKey == wire.APIVersionsKey {
 			return decodedRequest{hdr: prefix}, nil
 		}
-		return decodedRequest{hdr: prefix}, fmt.Errorf("%w: key %d version %d", ErrUnsupportedVersion, prefix.apiKey, prefix.version)
+		return decodedRequest{hdr: prefix}, fmt.Errorf("%w: key %d version %d", wire.ErrUnsupportedVersion, prefix.APIKey, prefix.Version)
 	}
-	req := kmsg.RequestForKey(prefix.apiKey)
-	req.SetVersion(prefix.version)
-	hdr, body, err := parseRequestHeader(frame, req.IsFlexible())
+	req := kmsg.RequestForKey(prefix.APIKey)
+	req.SetVersion(prefix.Version)
+	hdr, body, err := wire.ParseRequestHeader(frame, req.IsFlexible())
 	if err != nil {
 		return decodedRequest{hdr: prefix}, err
 	}
 	if err := req.ReadFrom(body); err != nil {
-		return decodedRequest{hdr: hdr}, fmt.Errorf("%w: key %d version %d: %v", ErrMalformedBody, hdr.apiKey, hdr.version, err)
+		return decodedRequest{hdr: hdr}, fmt.Errorf("%w: key %d version %d: %v", wire.ErrMalformedBody, hdr.APIKey, hdr.Version, err)
 	}
 	return decodedRequest{hdr: hdr, req: req, entry: entry}, nil
 }
@@ -78,7 +79,7 @@ func (b *Broker) startConn(nc net.Conn, l ListenerConfig) {
 		_ = nc.Close()
 		return
 	}
-	if !b.admitLocked(host, l.Name) {
+	if !b.admitConn(host, l.Name) {
 		b.log.Debug("connection refused by the connection limits", "remote", nc.RemoteAddr().String(), "listener", l.Name)
 		_ = nc.Close()
 		return
@@ -91,7 +92,7 @@ func (b *Broker) startConn(nc net.Conn, l ListenerConfig) {
 		c.serve()
 		b.conns.mu.Lock()
 		delete(b.conns.set, c)
-		b.releaseLocked(host)
+		b.connLimits.Release(host)
 		b.conns.mu.Unlock()
 	}()
 }

@@ -1,4 +1,4 @@
-package broker
+package wire
 
 import (
 	"encoding/binary"
@@ -12,38 +12,39 @@ import (
 // Sentinel errors of the request decode path. Any of them closes the
 // connection.
 var (
-	ErrFrameTooLarge      = errors.New("broker: request frame larger than socket.request.max.bytes")
-	ErrFrameTooSmall      = errors.New("broker: request frame smaller than a request header")
-	ErrMalformedHeader    = errors.New("broker: malformed request header")
-	ErrMalformedBody      = errors.New("broker: malformed request body")
-	ErrUnsupportedAPI     = errors.New("broker: unsupported api key")
-	ErrUnsupportedVersion = errors.New("broker: unsupported api version")
+	ErrFrameTooLarge      = errors.New("wire: request frame larger than socket.request.max.bytes")
+	ErrFrameTooSmall      = errors.New("wire: request frame smaller than a request header")
+	ErrMalformedHeader    = errors.New("wire: malformed request header")
+	ErrMalformedBody      = errors.New("wire: malformed request body")
+	ErrUnsupportedAPI     = errors.New("wire: unsupported api key")
+	ErrUnsupportedVersion = errors.New("wire: unsupported api version")
 )
 
-// minRequestHeaderBytes is api key + version + correlation id + the client
+// MinRequestHeaderBytes is api key + version + correlation id + the client
 // id length: no valid request frame is shorter.
-const minRequestHeaderBytes = 2 + 2 + 4 + 2
+const MinRequestHeaderBytes = 2 + 2 + 4 + 2
 
-// apiVersionsKey is the one key whose unsupported versions are answered.
-const apiVersionsKey = 18
+// APIVersionsKey is ApiVersions' key: the one API whose unsupported
+// versions are answered, and whose response header is never flexible.
+const APIVersionsKey = 18
 
-// requestHeader is the decoded Kafka request header (v1 or v2).
-type requestHeader struct {
-	apiKey        int16
-	version       int16
-	correlationID int32
-	clientID      string
+// RequestHeader is the decoded Kafka request header (v1 or v2).
+type RequestHeader struct {
+	APIKey        int16
+	Version       int16
+	CorrelationID int32
+	ClientID      string
 }
 
-// readFrame reads one size-prefixed frame. The size is checked against
-// [minRequestHeaderBytes, maxBytes] before the frame is allocated.
-func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+// ReadFrame reads one size-prefixed frame. The size is checked against
+// [MinRequestHeaderBytes, maxBytes] before the frame is allocated.
+func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	var sizeBuf [4]byte
 	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 		return nil, err
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-	if size < minRequestHeaderBytes {
+	if size < MinRequestHeaderBytes {
 		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooSmall, size)
 	}
 	if size > maxBytes {
@@ -56,24 +57,24 @@ func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	return frame, nil
 }
 
-// parseHeaderPrefix reads the fixed part every header version shares.
-// REQUIRES: len(frame) >= minRequestHeaderBytes (readFrame guarantees it).
-func parseHeaderPrefix(frame []byte) requestHeader {
-	return requestHeader{
-		apiKey:        int16(binary.BigEndian.Uint16(frame[0:])),
-		version:       int16(binary.BigEndian.Uint16(frame[2:])),
-		correlationID: int32(binary.BigEndian.Uint32(frame[4:])),
+// ParseHeaderPrefix reads the fixed part every header version shares.
+// REQUIRES: len(frame) >= MinRequestHeaderBytes (ReadFrame guarantees it).
+func ParseHeaderPrefix(frame []byte) RequestHeader {
+	return RequestHeader{
+		APIKey:        int16(binary.BigEndian.Uint16(frame[0:])),
+		Version:       int16(binary.BigEndian.Uint16(frame[2:])),
+		CorrelationID: int32(binary.BigEndian.Uint32(frame[4:])),
 	}
 }
 
-// parseRequestHeader decodes the whole header and returns it with the body
+// ParseRequestHeader decodes the whole header and returns it with the body
 // that follows. flexible selects header v2 (tagged fields after the client
 // id); the client id is a non-compact nullable string in both versions.
-func parseRequestHeader(frame []byte, flexible bool) (requestHeader, []byte, error) {
-	if len(frame) < minRequestHeaderBytes {
-		return requestHeader{}, nil, ErrFrameTooSmall
+func ParseRequestHeader(frame []byte, flexible bool) (RequestHeader, []byte, error) {
+	if len(frame) < MinRequestHeaderBytes {
+		return RequestHeader{}, nil, ErrFrameTooSmall
 	}
-	hdr := parseHeaderPrefix(frame)
+	hdr := ParseHeaderPrefix(frame)
 	rest := frame[8:]
 	idLen := int16(binary.BigEndian.Uint16(rest))
 	rest = rest[2:]
@@ -84,7 +85,7 @@ func parseRequestHeader(frame []byte, flexible bool) (requestHeader, []byte, err
 		if int(idLen) > len(rest) {
 			return hdr, nil, fmt.Errorf("%w: client id length %d past end", ErrMalformedHeader, idLen)
 		}
-		hdr.clientID = string(rest[:idLen])
+		hdr.ClientID = string(rest[:idLen])
 		rest = rest[idLen:]
 	}
 	if !flexible {
@@ -123,14 +124,14 @@ func skipTaggedFields(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// appendResponseFrame appends a whole response frame: size, correlation id,
+// AppendResponseFrame appends a whole response frame: size, correlation id,
 // the tagged-field byte of a flexible response header (never for
 // ApiVersions), and the body encoded by kmsg at resp's version.
-func appendResponseFrame(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+func AppendResponseFrame(dst []byte, correlationID int32, resp kmsg.Response) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
-	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+	if resp.IsFlexible() && resp.Key() != APIVersionsKey {
 		dst = append(dst, 0)
 	}
 	dst = resp.AppendTo(dst)
@@ -138,12 +139,12 @@ func appendResponseFrame(dst []byte, correlationID int32, resp kmsg.Response) []
 	return dst
 }
 
-// responseSizeHint estimates a response's encoded frame size so that the
+// ResponseSizeHint estimates a response's encoded frame size so that the
 // frame buffer is allocated once. Fetch responses carry megabytes of record
-// batches; growing the buffer by appending doubled the copies and the garbage
-// (41% of broker CPU during a cold catch-up before this hint). Other
+// batches, and growing the buffer by appending doubles the copies and the
+// garbage (it was 41% of broker CPU during a cold catch-up). Other
 // responses are small; the hint only needs to be an upper bound for fetches.
-func responseSizeHint(resp kmsg.Response) int {
+func ResponseSizeHint(resp kmsg.Response) int {
 	fetch, ok := resp.(*kmsg.FetchResponse)
 	if !ok {
 		return 512
