@@ -108,14 +108,14 @@ func newAPITable(b *Broker) apiTable {
 			panic(fmt.Sprintf("broker: api key %d registered twice", spec.key))
 		}
 		spec.maxVersion = clampToKmsg(spec.key, spec.maxVersion)
-		t[spec.key] = apiEntry{spec: spec, handle: b.bind(spec)}
+		t[spec.key] = apiEntry{spec: spec, handle: bind(b, spec)}
 	}
 	return t
 }
 
 // bind makes spec's handler a handlerFunc of b, wrapped with the client
 // quotas (quotas.go).
-func (b *Broker) bind(spec apiSpec) handlerFunc {
+func bind(b *Broker, spec apiSpec) handlerFunc {
 	handle := spec.handle
 	h := func(ctx context.Context, rc *requestContext, req kmsg.Request) (kmsg.Response, error) {
 		return handle(b, ctx, rc, req)

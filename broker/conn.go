@@ -208,7 +208,7 @@ func (c *conn) logReadError(err error) {
 // The handler releases reserved queued bytes when it ends.
 func (c *conn) dispatch(d decodedRequest, s *wire.Slot, reserved int64) {
 	if d.req == nil { // unsupported ApiVersions version: answer v0
-		s.Frame = wire.AppendResponseFrame(nil, d.hdr.CorrelationID, c.b.apiVersionsFallback())
+		s.Frame = wire.AppendResponseFrame(nil, d.hdr.CorrelationID, c.b.apis.apiVersionsFallback())
 		c.b.queued.Release(reserved)
 		s.Finish()
 		return

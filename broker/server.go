@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"time"
 
@@ -20,32 +19,20 @@ type decodedRequest struct {
 	entry apiEntry
 }
 
-// decode parses header and body of one frame. Errors close the connection.
+// decode parses header and body of one frame against the registry's
+// versions. Errors close the connection.
 func (t apiTable) decode(frame []byte) (decodedRequest, error) {
-	if len(frame) < wire.MinRequestHeaderBytes {
-		return decodedRequest{}, wire.ErrFrameTooSmall
+	hdr, req, err := wire.DecodeRequest(frame, t.versions)
+	if err != nil || req == nil {
+		return decodedRequest{hdr: hdr}, err
 	}
-	prefix := wire.ParseHeaderPrefix(frame)
-	entry, ok := t[prefix.APIKey]
-	if !ok {
-		return decodedRequest{hdr: prefix}, fmt.Errorf("%w: %d", wire.ErrUnsupportedAPI, prefix.APIKey)
-	}
-	if prefix.Version < entry.spec.minVersion || prefix.Version > entry.spec.maxVersion {
-		if prefix.APIKey == wire.APIVersionsKey {
-			return decodedRequest{hdr: prefix}, nil
-		}
-		return decodedRequest{hdr: prefix}, fmt.Errorf("%w: key %d version %d", wire.ErrUnsupportedVersion, prefix.APIKey, prefix.Version)
-	}
-	req := kmsg.RequestForKey(prefix.APIKey)
-	req.SetVersion(prefix.Version)
-	hdr, body, err := wire.ParseRequestHeader(frame, req.IsFlexible())
-	if err != nil {
-		return decodedRequest{hdr: prefix}, err
-	}
-	if err := req.ReadFrom(body); err != nil {
-		return decodedRequest{hdr: hdr}, fmt.Errorf("%w: key %d version %d: %v", wire.ErrMalformedBody, hdr.APIKey, hdr.Version, err)
-	}
-	return decodedRequest{hdr: hdr, req: req, entry: entry}, nil
+	return decodedRequest{hdr: hdr, req: req, entry: t[hdr.APIKey]}, nil
+}
+
+// versions is the served version range of key; ok false for an unknown key.
+func (t apiTable) versions(key int16) (minVersion, maxVersion int16, ok bool) {
+	e, ok := t[key]
+	return e.spec.minVersion, e.spec.maxVersion, ok
 }
 
 // acceptLoop accepts connections of one listener until it closes.

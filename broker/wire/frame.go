@@ -160,3 +160,39 @@ func ResponseSizeHint(resp kmsg.Response) int {
 	}
 	return n
 }
+
+// VersionsFunc reports the served version range of an API key; ok is false
+// for a key that is not served.
+type VersionsFunc func(key int16) (minVersion, maxVersion int16, ok bool)
+
+// DecodeRequest parses the header and body of one request frame. An
+// unknown key, an unsupported version, a malformed header or body is an
+// error (the connection closes); the header returned with it is what could
+// be read. ApiVersions at an unsupported version is no error: req is nil,
+// and the caller answers with its v0 fallback.
+func DecodeRequest(frame []byte, versions VersionsFunc) (hdr RequestHeader, req kmsg.Request, err error) {
+	if len(frame) < MinRequestHeaderBytes {
+		return RequestHeader{}, nil, ErrFrameTooSmall
+	}
+	prefix := ParseHeaderPrefix(frame)
+	minVersion, maxVersion, ok := versions(prefix.APIKey)
+	if !ok {
+		return prefix, nil, fmt.Errorf("%w: %d", ErrUnsupportedAPI, prefix.APIKey)
+	}
+	if prefix.Version < minVersion || prefix.Version > maxVersion {
+		if prefix.APIKey == APIVersionsKey {
+			return prefix, nil, nil
+		}
+		return prefix, nil, fmt.Errorf("%w: key %d version %d", ErrUnsupportedVersion, prefix.APIKey, prefix.Version)
+	}
+	req = kmsg.RequestForKey(prefix.APIKey)
+	req.SetVersion(prefix.Version)
+	hdr, body, err := ParseRequestHeader(frame, req.IsFlexible())
+	if err != nil {
+		return prefix, nil, err
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return hdr, nil, fmt.Errorf("%w: key %d version %d: %v", ErrMalformedBody, hdr.APIKey, hdr.Version, err)
+	}
+	return hdr, req, nil
+}
