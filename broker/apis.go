@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/strata-log/strata/broker/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/wire"
 )
 
 // apiHandler is a handler as a method expression, so that the registry can

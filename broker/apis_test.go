@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-log/strata/broker/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/wire"
 )
 
 // TestAPIRegistryMatchesGolden: the registry advertises exactly the keys,

@@ -14,8 +14,9 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/strata-log/strata/broker/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/wire"
 )
 
 // aLongTimeAgo is a read deadline in the past: it unblocks a pending Read.

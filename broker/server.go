@@ -6,8 +6,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/strata-log/strata/broker/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/wire"
 )
 
 // decodedRequest is a request ready for its handler. req is nil for an
