@@ -13,7 +13,7 @@ import (
 	"github.com/strata-log/strata/hotlog"
 )
 
-// Produce: v3-11 (RecordBatch v2 only).
+// Produce: v3-12 (RecordBatch v2 only; versions in apis.go).
 //
 // Behaviour:
 //   - acks=0 gets no response; if any partition failed, the connection is
@@ -272,16 +272,4 @@ func producerStateErrorCode(err error) (code int16, ok bool) {
 		return kerr.TransactionCoordinatorFenced.Code, true
 	}
 	return 0, false
-}
-
-// dataPathVersions are the supported version ranges of the data-path APIs
-// (the ApiVersions answer and the dispatcher use them; server.go clamps them
-// to what kmsg knows).
-var dataPathVersions = map[int16][2]int16{
-	0:  {3, 12}, // Produce: v3+ carries RecordBatch v2 only; v12+ adds transactional partitions implicitly (KIP-890)
-	1:  {4, 16}, // Fetch: v13+ by topic id
-	2:  {1, 10}, // ListOffsets: -3 v7, -4 v8, -5 v9; v11 (-6) waits for tiering
-	21: {0, 2},  // DeleteRecords
-	23: {0, 4},  // OffsetForLeaderEpoch
-	27: {0, 1},  // WriteTxnMarkers (27_write_txn_markers.go)
 }

@@ -54,18 +54,3 @@ func (b *Broker) handleJoinGroup(ctx context.Context, rc *requestContext, kreq k
 	}
 	return resp, nil
 }
-
-func derefStr(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-// optStr is nil for "" (a nullable field left unset).
-func optStr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return kmsg.StringPtr(s)
-}

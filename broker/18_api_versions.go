@@ -44,10 +44,10 @@ func addFeatures(resp *kmsg.ApiVersionsResponse, txnVersion int16) {
 // apiVersionsFallback answers an ApiVersions request at a version this
 // broker does not speak: v0, UNSUPPORTED_VERSION and the supported list, so
 // the client can retry at a version both know.
-func (b *Broker) apiVersionsFallback() kmsg.Response {
+func (t apiTable) apiVersionsFallback() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = b.apis.apiKeys()
+	resp.ApiKeys = t.apiKeys()
 	return resp
 }

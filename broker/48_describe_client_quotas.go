@@ -11,17 +11,6 @@ import (
 	"github.com/strata-log/strata/auth"
 )
 
-// quotaVersions are the versions of the client-quota APIs (KIP-546).
-var quotaVersions = map[int16][2]int16{
-	48: {0, 1}, // DescribeClientQuotas
-	49: {0, 1}, // AlterClientQuotas
-}
-
-// quotaHandlers are the client-quota APIs' handlers (newAPITable).
-func quotaHandlers(b *Broker) map[int16]handlerFunc {
-	return map[int16]handlerFunc{48: b.handleDescribeClientQuotas, 49: b.handleAlterClientQuotas}
-}
-
 // handleDescribeClientQuotas lists the stored quota entities matching the
 // request's filter, as Kafka: per component an exact name, the default,
 // or any; strict excludes entities with components of other types.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/broker/txn"
+	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
@@ -213,7 +214,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: node id %d < 0", ErrInvalidConfig, c.NodeID)
 	case c.DataDir == "":
 		return fmt.Errorf("%w: empty data dir", ErrInvalidConfig)
-	case c.SocketRequestMaxBytes < minRequestHeaderBytes:
+	case c.SocketRequestMaxBytes < wire.MinRequestHeaderBytes:
 		return fmt.Errorf("%w: socket.request.max.bytes %d too small", ErrInvalidConfig, c.SocketRequestMaxBytes)
 	case c.DefaultPartitions < 1 || c.DefaultPartitions > maxPartitions:
 		return fmt.Errorf("%w: num.partitions %d", ErrInvalidConfig, c.DefaultPartitions)
@@ -281,12 +282,14 @@ type Broker struct {
 		mu      sync.Mutex
 		set     map[*conn]struct{}
 		closing bool
-		counts  connCounts     // the connection limits' accounting
 		wg      sync.WaitGroup // one per serving connection
 	}
+	// connLimits admits connections at accept (MaxConnections,
+	// MaxConnectionsPerIP). Set by New.
+	connLimits *wire.ConnLimiter
 	// queued bounds the bytes of requests read and not yet handled
 	// (QueuedMaxRequestBytes). Set by New.
-	queued *byteBudget
+	queued *wire.ByteBudget
 
 	parts    partitionManager
 	liveBrks liveBrokers
@@ -368,7 +371,8 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	}
 	b.apis = newAPITable(b)
 	b.conns.set = map[*conn]struct{}{}
-	b.queued = newByteBudget(cfg.QueuedMaxRequestBytes)
+	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
+	b.queued = wire.NewByteBudget(cfg.QueuedMaxRequestBytes)
 	b.parts.init()
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())

@@ -279,24 +279,6 @@ func (b *Broker) reloadAuthorizer(ctx context.Context) error {
 	}
 }
 
-// authzVersions are the versions of the ACL and SCRAM-credential admin
-// APIs (29_, 30_, 31_, 50_, 51_*.go).
-var authzVersions = map[int16][2]int16{
-	29: {0, 3}, // DescribeAcls
-	30: {0, 3}, // CreateAcls
-	31: {0, 3}, // DeleteAcls
-	50: {0, 0}, // DescribeUserScramCredentials
-	51: {0, 0}, // AlterUserScramCredentials
-}
-
-// authzHandlers binds the ACL and SCRAM-credential admin handlers.
-func authzHandlers(b *Broker) map[int16]handlerFunc {
-	return map[int16]handlerFunc{
-		29: b.handleDescribeACLs, 30: b.handleCreateACLs, 31: b.handleDeleteACLs,
-		50: b.handleDescribeUserSCRAMCredentials, 51: b.handleAlterUserSCRAMCredentials,
-	}
-}
-
 // topicAuthCode is TOPIC_AUTHORIZATION_FAILED unless rc may do op on the
 // topic a Produce or Fetch names: by id from v13 on (an unknown id is left
 // to the lookup, UNKNOWN_TOPIC_ID), else by name; 0 when allowed.

@@ -35,7 +35,7 @@ func as(t *testing.T, b *Broker, principal string, req kmsg.Request) kmsg.Respon
 		t.Fatalf("api key %d not served", req.Key())
 	}
 	if req.GetVersion() == 0 {
-		req.SetVersion(entry.maxVersion)
+		req.SetVersion(entry.spec.maxVersion)
 	}
 	rc := &requestContext{principal: principal, host: "127.0.0.1", apiKey: req.Key(), version: req.GetVersion()}
 	resp, err := entry.handle(testCtx(t), rc, req)

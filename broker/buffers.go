@@ -7,19 +7,12 @@ import (
 )
 
 // Large buffers of the fetch path come from bufpool (see its package doc
-// for why they are reused) and have one owner at a time:
-//   - a response frame belongs to its slot until the connection's writer has
-//     written it and returned it with putFrameBuffer;
-//   - a hot segment read (hotlog.Log.ReadPooled) belongs to the request's
-//     pooledReads until the response is encoded into its frame (a copy):
-//     conn.run releases them then. Cold reads (the cold cache's blocks) are
-//     never pooled here.
-
-// getFrameBuffer returns an empty buffer for a frame of about hint bytes.
-func getFrameBuffer(hint int) []byte { return bufpool.Get(hint) }
-
-// putFrameBuffer returns a written frame's buffer.
-func putFrameBuffer(b []byte) { bufpool.Put(b) }
+// for why they are reused) and have one owner at a time. A response
+// frame's ownership is described in broker/wire (buffers.go). A hot
+// segment read (hotlog.Log.ReadPooled) belongs to the request's
+// pooledReads until the response is encoded into its frame (a copy):
+// conn.run releases them then. Cold reads (the cold cache's blocks) are
+// never pooled here.
 
 // pooledReads collects the pooled buffers one request's reads returned.
 // Reads may add from several goroutines; release runs once, after the

@@ -12,20 +12,20 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/wire"
 )
 
 // aLongTimeAgo is a read deadline in the past: it unblocks a pending Read.
 var aLongTimeAgo = time.Unix(1, 0)
 
 // conn is one client connection. The reader goroutine (readLoop) owns br,
-// auth and lastTurn; the writer goroutine (writeLoop) owns writes to nc.
+// auth and turns; the writer goroutine (writeLoop) owns writes to nc.
 // Each slot is written by exactly one goroutine (a handler, or the reader
-// for SASL requests) before it closes slot.done.
+// for SASL requests) before it is finished (wire.Slot).
 type conn struct {
 	b *Broker
 	// raw is the accepted socket: closing it or setting its read deadline
@@ -38,30 +38,15 @@ type conn struct {
 	l      ListenerConfig
 	host   string // the peer's IP address
 	log    *slog.Logger
-	queue  chan *slot // request order; capacity bounds requests in flight
+	queue  chan *wire.Slot // request order; capacity bounds requests in flight
 	ctx    context.Context
 	cancel context.CancelFunc
-	// lastTurn is closed when the newest request so far releases its turn;
-	// the next request's handler starts only then (reader-owned). It is nil
-	// before the first request.
-	lastTurn chan struct{}
+	// turns chains the handlers in request order (reader-owned).
+	turns wire.Turns
 	// auth is the connection's identity (reader-owned; sasl.go).
 	auth connAuth
-	// mutedUntil (unix nanoseconds) is when the reader may serve the next
-	// request after a throttled response (written by the writer).
-	mutedUntil atomic.Int64
-}
-
-// slot is one request's place in the response order.
-type slot struct {
-	done chan struct{}
-	// frame is the encoded response; nil for requests without a response.
-	frame []byte
-	// closeAfter: close the connection once the writer reached this slot
-	// (after writing frame, if any).
-	closeAfter bool
-	// throttleMs mutes the connection's reader after the frame is written.
-	throttleMs int32
+	// mute holds the reader after a throttled response (set by the writer).
+	mute wire.Mute
 }
 
 func newConn(b *Broker, nc net.Conn, l ListenerConfig, parent context.Context) *conn {
@@ -73,7 +58,7 @@ func newConn(b *Broker, nc net.Conn, l ListenerConfig, parent context.Context) *
 		l:      l,
 		host:   remoteHost(nc),
 		log:    b.log.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
-		queue:  make(chan *slot, b.cfg.MaxInFlightRequests),
+		queue:  make(chan *wire.Slot, b.cfg.MaxInFlightRequests),
 		ctx:    ctx,
 		cancel: cancel,
 		auth:   connAuth{principal: anonymousPrincipal, authenticated: !l.Security.usesSASL()},
@@ -138,7 +123,7 @@ func (c *conn) readLoop() {
 			c.logReadError(err)
 			return
 		}
-		c.waitUnmuted()
+		c.mute.Wait(c.ctx)
 		if !c.serveFrame(frame, reserved) {
 			return
 		}
@@ -156,17 +141,17 @@ func (c *conn) readRequest() (frame []byte, reserved int64, err error) {
 	if !c.auth.authenticated {
 		maxBytes = min(maxBytes, preAuthMaxRequestBytes)
 	}
-	// Out-of-range sizes reserve nothing: readFrame rejects them unread.
-	if size := int32(binary.BigEndian.Uint32(head)); size >= minRequestHeaderBytes && size <= maxBytes {
+	// Out-of-range sizes reserve nothing: ReadFrame rejects them unread.
+	if size := int32(binary.BigEndian.Uint32(head)); size >= wire.MinRequestHeaderBytes && size <= maxBytes {
 		charge := int64(size) * decodeAmplification // see decodeWithinBudget
-		if !c.b.queued.acquire(c.ctx, charge) {
+		if !c.b.queued.Acquire(c.ctx, charge) {
 			return nil, 0, c.ctx.Err()
 		}
 		reserved = charge
 	}
-	frame, err = readFrame(c.br, maxBytes)
+	frame, err = wire.ReadFrame(c.br, maxBytes)
 	if err != nil {
-		c.b.queued.release(reserved)
+		c.b.queued.Release(reserved)
 		return nil, 0, err
 	}
 	return frame, reserved, nil
@@ -177,26 +162,26 @@ func (c *conn) readRequest() (frame []byte, reserved int64, err error) {
 func (c *conn) serveFrame(frame []byte, reserved int64) bool {
 	d, reserved, err := c.decodeWithinBudget(frame, reserved)
 	if err != nil {
-		c.b.queued.release(reserved)
+		c.b.queued.Release(reserved)
 		c.log.Info("closing connection on bad request", "err", err)
 		return false
 	}
-	if !c.auth.authenticated && !preAuthAllowed(d.hdr.apiKey) {
-		c.b.queued.release(reserved)
-		c.log.Info("closing connection: request before SASL authentication", "api_key", d.hdr.apiKey)
+	if !c.auth.authenticated && !c.b.apis.preAuthAllowed(d.hdr.APIKey) {
+		c.b.queued.Release(reserved)
+		c.log.Info("closing connection: request before SASL authentication", "api_key", d.hdr.APIKey)
 		return false
 	}
-	s := &slot{done: make(chan struct{})}
+	s := wire.NewSlot()
 	select {
 	case c.queue <- s:
 	case <-c.ctx.Done():
-		c.b.queued.release(reserved)
+		c.b.queued.Release(reserved)
 		return false
 	}
-	if d.req != nil && (d.hdr.apiKey == saslHandshakeKey || d.hdr.apiKey == saslAuthenticateKey) {
+	if d.req != nil && (d.hdr.APIKey == saslHandshakeKey || d.hdr.APIKey == saslAuthenticateKey) {
 		closeAfter := c.serveSASL(d, s)
-		c.b.queued.release(reserved)
-		close(s.done)
+		c.b.queued.Release(reserved)
+		s.Finish()
 		return !closeAfter
 	}
 	c.dispatch(d, s, reserved)
@@ -207,7 +192,7 @@ func (c *conn) logReadError(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.Is(err, context.Canceled):
-	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrFrameTooSmall):
+	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameTooSmall):
 		c.log.Warn("closing connection on bad frame", "err", err)
 	default:
 		c.log.Debug("connection read ended", "err", err)
@@ -222,61 +207,59 @@ func (c *conn) logReadError(err error) {
 // effects are done (releaseOrder). The reader keeps reading ahead into
 // the queue, bounded by MaxInFlightRequests and the queued-bytes budget.
 // The handler releases reserved queued bytes when it ends.
-func (c *conn) dispatch(d decodedRequest, s *slot, reserved int64) {
+func (c *conn) dispatch(d decodedRequest, s *wire.Slot, reserved int64) {
 	if d.req == nil { // unsupported ApiVersions version: answer v0
-		s.frame = appendResponseFrame(nil, d.hdr.correlationID, c.b.apiVersionsFallback())
-		c.b.queued.release(reserved)
-		close(s.done)
+		s.Frame = wire.AppendResponseFrame(nil, d.hdr.CorrelationID, c.b.apis.apiVersionsFallback())
+		c.b.queued.Release(reserved)
+		s.Finish()
 		return
 	}
 	rc := &requestContext{
 		conn:          c.nc,
-		clientID:      d.hdr.clientID,
-		correlationID: d.hdr.correlationID,
-		apiKey:        d.hdr.apiKey,
-		version:       d.hdr.version,
+		clientID:      d.hdr.ClientID,
+		correlationID: d.hdr.CorrelationID,
+		apiKey:        d.hdr.APIKey,
+		version:       d.hdr.Version,
 		principal:     c.auth.principal,
 		host:          c.host,
 		listener:      c.l.Name,
 	}
-	prev := c.lastTurn
-	mine := make(chan struct{})
-	c.lastTurn = mine
-	rc.orderRelease = sync.OnceFunc(func() { close(mine) })
+	prev, release := c.turns.Next()
+	rc.orderRelease = release
 	c.b.inflight.Add(1)
 	go c.run(d, s, rc, prev, reserved)
 }
 
 // run executes one handler and fills its slot. A panic is recovered and
 // closes this connection only.
-func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan struct{}, reserved int64) {
+func (c *conn) run(d decodedRequest, s *wire.Slot, rc *requestContext, prev <-chan struct{}, reserved int64) {
 	defer c.b.inflight.Done()
-	defer c.b.queued.release(reserved)
-	defer c.requestDone(d.hdr.apiKey, time.Now(), s)
-	defer close(s.done)
+	defer c.b.queued.Release(reserved)
+	defer c.requestDone(d.hdr.APIKey, time.Now(), s)
+	defer s.Finish()
 	defer rc.releaseOrder()
 	// After the response is encoded into its frame (a copy) or abandoned,
 	// and before the slot is marked done: the reads' buffers go back.
 	defer func() { rc.reads.release() }()
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error("handler panic", "api_key", d.hdr.apiKey, "version", d.hdr.version,
+			c.log.Error("handler panic", "api_key", d.hdr.APIKey, "version", d.hdr.Version,
 				"panic", r, "stack", string(debug.Stack()))
-			s.frame, s.closeAfter = nil, true
+			s.Frame, s.CloseAfter = nil, true
 		}
 	}()
 	if prev != nil {
 		select {
 		case <-prev:
 		case <-c.ctx.Done():
-			s.closeAfter = true
+			s.CloseAfter = true
 			return
 		}
 	}
 	resp, err := d.entry.handle(c.ctx, rc, d.req)
 	if err != nil {
-		c.log.Info("closing connection on handler error", "api_key", d.hdr.apiKey, "err", err)
-		s.closeAfter = true
+		c.log.Info("closing connection on handler error", "api_key", d.hdr.APIKey, "err", err)
+		s.CloseAfter = true
 		return
 	}
 	if resp == nil {
@@ -285,8 +268,8 @@ func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan stru
 	resp.SetVersion(d.req.GetVersion())
 	c.b.applyThrottle(rc, resp)
 	c.b.rewriteEndpoints(rc.listener, resp)
-	s.throttleMs = rc.throttleMs
-	s.frame = appendResponseFrame(getFrameBuffer(responseSizeHint(resp)), d.hdr.correlationID, resp)
+	s.ThrottleMs = rc.throttleMs
+	s.Frame = wire.AppendResponseFrame(wire.GetFrameBuffer(wire.ResponseSizeHint(resp)), d.hdr.CorrelationID, resp)
 }
 
 // releaseOrder lets the next request of the connection start. The
@@ -305,27 +288,8 @@ func (rc *requestContext) releaseOrder() {
 // writeLoop writes responses in request order, then closes the connection.
 func (c *conn) writeLoop() {
 	defer c.close()
-	for s := range c.queue {
-		select {
-		case <-s.done:
-		case <-c.ctx.Done():
-			return
-		}
-		if s.frame != nil {
-			// Mute before writing: once the client has the answer it may send
-			// at once, and the reader must already see the mute.
-			c.mute(s.throttleMs)
-			_, err := c.nc.Write(s.frame)
-			putFrameBuffer(s.frame)
-			s.frame = nil
-			if err != nil {
-				c.log.Debug("connection write failed", "err", err)
-				return
-			}
-		}
-		if s.closeAfter {
-			return
-		}
+	if err := wire.WriteInOrder(c.ctx, c.queue, c.nc, &c.mute); err != nil {
+		c.log.Debug("connection write failed", "err", err)
 	}
 }
 
@@ -380,10 +344,10 @@ func (c *conn) decodeWithinBudget(frame []byte, reserved int64) (decodedRequest,
 		}
 		if n > maxProducePartitions {
 			return d, reserved, fmt.Errorf("%w: produce naming %d topics and partitions (at most %d)",
-				ErrMalformedBody, n, maxProducePartitions)
+				wire.ErrMalformedBody, n, maxProducePartitions)
 		}
 		if keep := int64(len(frame)) + 4; reserved > keep {
-			c.b.queued.release(reserved - keep)
+			c.b.queued.Release(reserved - keep)
 			reserved = keep
 		}
 	}

@@ -1,33 +1,17 @@
 // Package broker is Strata's Kafka front door: the listener, one reader and
-// one writer goroutine per connection, request framing, header and body
-// decoding with kmsg, the dispatch table (one file per API key, named
-// <key>_<api>.go), and the partition manager that mirrors the cluster
-// metadata into open local logs.
+// one writer goroutine per connection (framing is broker/wire's), body
+// decoding with kmsg, the API registry (apis.go: one row per API key with
+// its versions, handler and per-API facts; ApiVersions and the dispatcher
+// both read it) over one handler file per key, named <key>_<api>.go, and
+// the partition manager that mirrors the cluster metadata into open local
+// logs.
 //
 // # Wire framing
 //
-// Every request and response is a frame:
-//
-//	+----------------+------------------------------+
-//	| size int32 (BE)| size bytes: header + body    |
-//	+----------------+------------------------------+
-//
-// A request frame whose size is below minRequestHeaderBytes (10) or above
-// Config.SocketRequestMaxBytes closes the connection before anything is
-// allocated for it.
-//
-// Request header (v1, and v2 for flexible versions of the API):
-//
-//	api_key int16 | api_version int16 | correlation_id int32 |
-//	client_id nullable string (int16 length, -1 = null)      |
-//	[v2 only] tagged fields (uvarint count, then per field:
-//	          uvarint tag, uvarint size, size bytes)
-//
-// The body follows and is decoded by the kmsg request type for the key at
-// that version. Response header: correlation_id int32, plus an empty tagged
-// field section (one 0x00 byte) when the response version is flexible,
-// except for ApiVersions, whose response header is always v0 so that a
-// client can parse it before it knows which versions the broker speaks.
+// Frames, request headers, the response order and the connection limits
+// are package broker/wire's; its doc draws the formats. The connection
+// loop (conn.go) reads with wire.ReadFrame, decodes with the API registry
+// (apis.go) and writes with wire.WriteInOrder.
 //
 // # Errors
 //

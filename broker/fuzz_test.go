@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker/wire"
 )
 
 // seedRequests are valid requests at the versions clients send, encoded by
@@ -59,19 +61,19 @@ func FuzzRequestFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		for {
-			frame, err := readFrame(r, limit)
+			frame, err := wire.ReadFrame(r, limit)
 			if err != nil {
 				return
 			}
-			if len(frame) > limit || len(frame) < minRequestHeaderBytes {
+			if len(frame) > limit || len(frame) < wire.MinRequestHeaderBytes {
 				t.Fatalf("frame of %d bytes passed the bounds", len(frame))
 			}
 			d, err := tab.decode(frame)
 			if err != nil {
 				return
 			}
-			if d.req == nil && d.hdr.apiKey != apiVersionsKey {
-				t.Fatalf("nil request for key %d", d.hdr.apiKey)
+			if d.req == nil && d.hdr.APIKey != wire.APIVersionsKey {
+				t.Fatalf("nil request for key %d", d.hdr.APIKey)
 			}
 		}
 	})

@@ -1,15 +1,14 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"net"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -144,39 +143,6 @@ func TestRewriteEndpointsUsesTheClientsListener(t *testing.T) {
 	}
 }
 
-func TestByteBudgetWaitsForRoom(t *testing.T) {
-	q := newByteBudget(100)
-	ctx := context.Background()
-	if !q.acquire(ctx, 60) || !q.acquire(ctx, 40) {
-		t.Fatal("acquire within the budget failed")
-	}
-	got := make(chan bool, 1)
-	go func() { got <- q.acquire(ctx, 10) }()
-	select {
-	case <-got:
-		t.Fatal("acquire beyond the budget did not wait")
-	case <-time.After(50 * time.Millisecond):
-	}
-	q.release(60)
-	if ok := <-got; !ok || q.inUse() != 50 {
-		t.Fatalf("after release: ok %v, in use %d (want 50)", ok, q.inUse())
-	}
-	// A frame larger than the whole budget passes alone.
-	q.release(50)
-	if !q.acquire(ctx, 1000) {
-		t.Fatal("oversized frame refused with nothing held")
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if q.acquire(cctx, 1) {
-		t.Fatal("acquire succeeded after its context ended with the budget full")
-	}
-	q.release(1000)
-	if q.inUse() != 0 {
-		t.Fatalf("in use %d after releasing all", q.inUse())
-	}
-}
-
 func TestPeerAddressUsesTheInterBrokerListener(t *testing.T) {
 	b := &Broker{cfg: Config{NodeID: 1, InterBrokerListener: "INTERNAL", PeerAddresses: map[int32]string{3: "proxy:3"}}}
 	b.advertised = metadata.BrokerInfo{NodeID: 1, Host: "c1", Port: 1}
@@ -195,23 +161,23 @@ func TestPeerAddressUsesTheInterBrokerListener(t *testing.T) {
 func TestConnectionLimitSparesTheInterBrokerListener(t *testing.T) {
 	b := &Broker{cfg: Config{MaxConnections: 1, InterBrokerListener: "INTERNAL"}}
 	b.listeners = []*listener{{cfg: ListenerConfig{Name: "CLIENT"}}, {cfg: ListenerConfig{Name: "INTERNAL"}}}
-	b.conns.mu.Lock()
-	defer b.conns.mu.Unlock()
-	if !b.admitLocked("10.0.0.1", "CLIENT") {
+	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: b.cfg.MaxConnections})
+	if !b.admitConn("10.0.0.1", "CLIENT") {
 		t.Fatal("first client refused")
 	}
-	if b.admitLocked("10.0.0.2", "CLIENT") {
+	if b.admitConn("10.0.0.2", "CLIENT") {
 		t.Fatal("client beyond max connections admitted")
 	}
-	if !b.admitLocked("10.0.0.3", "INTERNAL") {
+	if !b.admitConn("10.0.0.3", "INTERNAL") {
 		t.Fatal("peer refused by the broker-wide limit")
 	}
-	if b.conns.counts.open != 2 || b.conns.counts.refusedTotal != 1 {
-		t.Fatalf("counts %+v", b.conns.counts)
+	if counts := b.ConnStats(); counts.Open != 2 || counts.RefusedTotal != 1 {
+		t.Fatalf("counts %+v", counts)
 	}
-	b.releaseLocked("10.0.0.1")
-	b.releaseLocked("10.0.0.3")
-	if b.conns.counts.open != 0 || len(b.conns.counts.perIP) != 0 {
-		t.Fatalf("counts after release %+v", b.conns.counts)
+	b.connLimits.Release("10.0.0.1")
+	b.connLimits.Release("10.0.0.3")
+	// (that no per-IP entry is left is wire's TestConnLimiter)
+	if counts := b.ConnStats(); counts.Open != 0 {
+		t.Fatalf("counts after release %+v", counts)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/replication"
 )
@@ -148,8 +149,8 @@ func (m *brokerMetrics) topic(name string) *topicCounters {
 
 // requestDone records a finished request (conn.run defers it with the
 // request's start time).
-func (c *conn) requestDone(apiKey int16, start time.Time, s *slot) {
-	c.b.metrics.observeRequest(apiKey, time.Since(start), s.closeAfter)
+func (c *conn) requestDone(apiKey int16, start time.Time, s *wire.Slot) {
+	c.b.metrics.observeRequest(apiKey, time.Since(start), s.CloseAfter)
 }
 
 // recordProduceBytes adds, per topic, the record bytes of the partitions

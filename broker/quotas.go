@@ -167,20 +167,12 @@ func (b *Broker) applyThrottle(rc *requestContext, resp kmsg.Response) {
 	}
 }
 
-// waitsInHandler are the APIs whose handlers park (long polls, acks=all,
-// rebalances): their wall time is not request-handler time.
-func waitsInHandler(key int16) bool {
-	switch key {
-	case 0, 1, 11, 14:
-		return true
-	}
-	return false
-}
-
 // withQuotas wraps a handler with quota accounting: produce bytes before
 // it runs, fetch bytes and handler time after, and the cold-read budget's
-// throttle carried out of the fetch's cold reads.
+// throttle carried out of the fetch's cold reads. The handler time of APIs
+// that park (apiSpec.waitsInHandler) is not counted.
 func (b *Broker) withQuotas(key int16, h handlerFunc) handlerFunc {
+	waitsInHandler := specOf(key).waitsInHandler
 	return func(ctx context.Context, rc *requestContext, req kmsg.Request) (kmsg.Response, error) {
 		start := time.Now()
 		if pr, ok := req.(*kmsg.ProduceRequest); ok {
@@ -198,23 +190,12 @@ func (b *Broker) withQuotas(key int16, h handlerFunc) handlerFunc {
 		if cold != nil {
 			rc.throttleMs = max(rc.throttleMs, cold.throttleMs.Load())
 		}
-		if !waitsInHandler(key) {
+		if !waitsInHandler {
 			// percent of one thread × seconds = elapsed µs / 10_000; kept
 			// in thousandths by recordQuota's division.
 			b.recordQuota(rc, quotaRequest, time.Since(start).Microseconds()/10)
 		}
 		return resp, err
-	}
-}
-
-// wrapQuotaHandlers wraps every handler in handlers with withQuotas.
-// Called once from newAPITable (server.go).
-func (b *Broker) wrapQuotaHandlers(handlers map[int16]handlerFunc) {
-	if b == nil {
-		return // decode-only tables in tests
-	}
-	for key, h := range handlers {
-		handlers[key] = b.withQuotas(key, h)
 	}
 }
 

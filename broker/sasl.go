@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/auth"
+	"github.com/strata-log/strata/broker/wire"
 )
 
 const (
@@ -41,24 +42,12 @@ const (
 	preAuthMaxRequestBytes = 512 << 10
 )
 
-// saslVersions are the served versions of the SASL APIs.
-var saslVersions = map[int16][2]int16{
-	saslHandshakeKey:    {0, 1},
-	saslAuthenticateKey: {0, 2},
-}
-
 // defaultSASLMechanisms are offered by a SASL listener configured without
 // mechanisms: PLAIN sends the password itself, so it is opt-in.
 var defaultSASLMechanisms = []string{auth.MechScramSHA256, auth.MechScramSHA512}
 
 func knownMechanism(m string) bool {
 	return m == auth.MechPlain || m == auth.MechScramSHA256 || m == auth.MechScramSHA512
-}
-
-// preAuthAllowed: the API may be served on a SASL listener before the
-// client authenticated.
-func preAuthAllowed(apiKey int16) bool {
-	return apiKey == apiVersionsKey || apiKey == saslHandshakeKey || apiKey == saslAuthenticateKey
 }
 
 // connAuth is a connection's identity. Owned by the connection's reader
@@ -89,7 +78,7 @@ func (c *conn) saslMechanisms() []string {
 
 // serveSASL answers a SaslHandshake or SaslAuthenticate request into s.
 // It reports whether the connection must close after the answer.
-func (c *conn) serveSASL(d decodedRequest, s *slot) (closeAfter bool) {
+func (c *conn) serveSASL(d decodedRequest, s *wire.Slot) (closeAfter bool) {
 	var resp kmsg.Response
 	switch req := d.req.(type) {
 	case *kmsg.SASLHandshakeRequest:
@@ -100,8 +89,8 @@ func (c *conn) serveSASL(d decodedRequest, s *slot) (closeAfter bool) {
 		return true
 	}
 	resp.SetVersion(d.req.GetVersion())
-	s.frame = appendResponseFrame(nil, d.hdr.correlationID, resp)
-	s.closeAfter = closeAfter
+	s.Frame = wire.AppendResponseFrame(nil, d.hdr.CorrelationID, resp)
+	s.CloseAfter = closeAfter
 	return closeAfter
 }
 
@@ -169,9 +158,9 @@ func (c *conn) serveRawToken() bool {
 		c.log.Info("SASL authentication failed", "mechanism", c.auth.mechanism, "err", err)
 		return false
 	}
-	s := &slot{done: make(chan struct{}), frame: binary.BigEndian.AppendUint32(nil, uint32(len(reply)))}
-	s.frame = append(s.frame, reply...)
-	close(s.done)
+	s := wire.NewSlot()
+	s.Frame = append(binary.BigEndian.AppendUint32(nil, uint32(len(reply))), reply...)
+	s.Finish()
 	select {
 	case c.queue <- s:
 	case <-c.ctx.Done():
@@ -192,7 +181,7 @@ func readRawToken(r io.Reader) ([]byte, error) {
 	}
 	n := binary.BigEndian.Uint32(size[:])
 	if n > auth.MaxMessageSize {
-		return nil, fmt.Errorf("%w: raw SASL token of %d bytes", ErrFrameTooLarge, n)
+		return nil, fmt.Errorf("%w: raw SASL token of %d bytes", wire.ErrFrameTooLarge, n)
 	}
 	token := make([]byte, n)
 	if _, err := io.ReadFull(r, token); err != nil {

@@ -291,10 +291,10 @@ func TestQueuedBytesAreReleased(t *testing.T) {
 	}
 	c.nc.Close()
 	deadline := time.Now().Add(5 * time.Second)
-	for b.queued.inUse() != 0 && time.Now().Before(deadline) {
+	for b.queued.InUse() != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := b.queued.inUse(); n != 0 {
+	if n := b.queued.InUse(); n != 0 {
 		t.Fatalf("%d queued bytes still held after every request was answered", n)
 	}
 }

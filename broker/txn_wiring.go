@@ -24,30 +24,6 @@ import (
 	"github.com/strata-log/strata/metadata"
 )
 
-// txnVersions are the versions of the transaction APIs. InitProducerId
-// (22) and FindCoordinator (10) are listed with the admin and group APIs.
-// EndTxn v5 bumps the epoch (KIP-890); clients use it only when the
-// cluster advertises transaction.version 2, which Strata does not yet
-// (produce v12's implicit AddPartitionsToTxn is not implemented).
-var txnVersions = map[int16][2]int16{
-	24: {0, 5}, // AddPartitionsToTxn (v4+ batched, verify-only form)
-	25: {0, 4}, // AddOffsetsToTxn
-	26: {0, 5}, // EndTxn
-	28: {0, 5}, // TxnOffsetCommit (v5+: the offsets partition is added implicitly, KIP-890 part 2)
-	61: {0, 0}, // DescribeProducers
-	65: {0, 0}, // DescribeTransactions
-	66: {0, 2}, // ListTransactions
-}
-
-// txnHandlers binds the transaction API handlers.
-func txnHandlers(b *Broker) map[int16]handlerFunc {
-	return map[int16]handlerFunc{
-		24: b.handleAddPartitionsToTxn, 25: b.handleAddOffsetsToTxn, 26: b.handleEndTxn,
-		28: b.handleTxnOffsetCommit, 61: b.handleDescribeProducers, 65: b.handleDescribeTransactions,
-		66: b.handleListTransactions,
-	}
-}
-
 // txnStateSegmentBytes is Kafka's transaction.state.log.segment.bytes.
 const txnStateSegmentBytes = 100 << 20
 

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -44,7 +45,8 @@ func newWireBrokerConfig(t *testing.T, cfg Config, store *metadata.Store, edit f
 		edit(b.apis)
 	}
 	b.conns.set = map[*conn]struct{}{}
-	b.queued = newByteBudget(cfg.QueuedMaxRequestBytes)
+	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
+	b.queued = wire.NewByteBudget(cfg.QueuedMaxRequestBytes)
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -153,13 +155,13 @@ func TestApiVersionsListsEveryKey(t *testing.T) {
 	}
 	for key, v := range want {
 		if key == 0 {
-			v = [2]int16{dataPathVersions[0][0], dataPathVersions[0][1]}
+			v = [2]int16{b.apis[0].spec.minVersion, b.apis[0].spec.maxVersion}
 		}
 		if got[key] != v {
 			t.Errorf("key %d: got %v want %v", key, got[key], v)
 		}
 	}
-	if n := len(b.apis); len(got) != n || n < len(dataPathVersions)+len(adminVersions)+len(groupVersions)+len(txnVersions)+len(saslVersions) {
+	if n := len(b.apis); len(got) != n || n < len(apiSpecs) {
 		t.Errorf("%d keys listed, want %d", len(got), n)
 	}
 }

@@ -1,10 +1,9 @@
-package broker
+package wire
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,22 +14,22 @@ func TestParseRequestHeader(t *testing.T) {
 		name     string
 		frame    []byte
 		flexible bool
-		want     requestHeader
+		want     RequestHeader
 		body     []byte
 		err      error
 	}{
 		{name: "v1 with client id",
 			frame: []byte{0, 3, 0, 5, 0, 0, 1, 0, 0, 2, 'i', 'd', 0xaa},
-			want:  requestHeader{apiKey: 3, version: 5, correlationID: 256, clientID: "id"}, body: []byte{0xaa}},
+			want:  RequestHeader{APIKey: 3, Version: 5, CorrelationID: 256, ClientID: "id"}, body: []byte{0xaa}},
 		{name: "v1 null client id",
 			frame: []byte{0, 18, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
-			want:  requestHeader{apiKey: 18, correlationID: -1}, body: []byte{}},
+			want:  RequestHeader{APIKey: 18, CorrelationID: -1}, body: []byte{}},
 		{name: "v2 empty tags",
 			frame: []byte{0, 3, 0, 12, 0, 0, 0, 9, 0, 1, 'c', 0, 0xbb}, flexible: true,
-			want: requestHeader{apiKey: 3, version: 12, correlationID: 9, clientID: "c"}, body: []byte{0xbb}},
+			want: RequestHeader{APIKey: 3, Version: 12, CorrelationID: 9, ClientID: "c"}, body: []byte{0xbb}},
 		{name: "v2 two tags skipped",
 			frame: []byte{0, 3, 0, 12, 0, 0, 0, 9, 0xff, 0xff, 2, 0, 1, 0x77, 5, 2, 1, 2, 0xcc}, flexible: true,
-			want: requestHeader{apiKey: 3, version: 12, correlationID: 9}, body: []byte{0xcc}},
+			want: RequestHeader{APIKey: 3, Version: 12, CorrelationID: 9}, body: []byte{0xcc}},
 		{name: "client id past end", frame: []byte{0, 3, 0, 1, 0, 0, 0, 1, 0, 9, 'a'}, err: ErrMalformedHeader},
 		{name: "negative client id length", frame: []byte{0, 3, 0, 1, 0, 0, 0, 1, 0xff, 0xfe}, err: ErrMalformedHeader},
 		{name: "tag size past end", frame: []byte{0, 3, 0, 12, 0, 0, 0, 9, 0xff, 0xff, 1, 0, 9, 1}, flexible: true, err: ErrMalformedHeader},
@@ -40,7 +39,7 @@ func TestParseRequestHeader(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			hdr, body, err := parseRequestHeader(tc.frame, tc.flexible)
+			hdr, body, err := ParseRequestHeader(tc.frame, tc.flexible)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("err %v, want %v", err, tc.err)
@@ -57,85 +56,31 @@ func TestParseRequestHeader(t *testing.T) {
 func TestReadFrameChecksSizeBeforeReading(t *testing.T) {
 	// Only the size prefix is present: a frame over the limit must fail on
 	// the prefix alone, not by trying to read (or allocate) 2 GiB.
-	_, err := readFrame(bytes.NewReader([]byte{0x7f, 0xff, 0xff, 0xff}), 1<<20)
+	_, err := ReadFrame(bytes.NewReader([]byte{0x7f, 0xff, 0xff, 0xff}), 1<<20)
 	if !errors.Is(err, ErrFrameTooLarge) {
 		t.Fatalf("err %v, want ErrFrameTooLarge", err)
 	}
-	_, err = readFrame(bytes.NewReader([]byte{0, 0, 0, 9}), 1<<20)
+	_, err = ReadFrame(bytes.NewReader([]byte{0, 0, 0, 9}), 1<<20)
 	if !errors.Is(err, ErrFrameTooSmall) {
 		t.Fatalf("err %v, want ErrFrameTooSmall", err)
 	}
-	frame, err := readFrame(bytes.NewReader([]byte{0, 0, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}), 10)
+	frame, err := ReadFrame(bytes.NewReader([]byte{0, 0, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}), 10)
 	if err != nil || len(frame) != 10 {
 		t.Fatalf("frame %x err %v", frame, err)
-	}
-}
-
-// TestDecodeRoundTrip: every supported request at every supported version,
-// encoded by kmsg with a client id, decodes to the same header and body.
-func TestDecodeRoundTrip(t *testing.T) {
-	tab := newAPITable(nil)
-	for key, e := range tab {
-		for v := e.minVersion; v <= e.maxVersion; v++ {
-			req := kmsg.RequestForKey(key)
-			req.SetVersion(v)
-			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("client-1")).AppendRequest(nil, req, 77)
-			d, err := tab.decode(frame[4:])
-			if err != nil {
-				t.Fatalf("key %d v%d: %v", key, v, err)
-			}
-			if d.hdr.clientID != "client-1" || d.hdr.correlationID != 77 || d.req.GetVersion() != v {
-				t.Fatalf("key %d v%d: header %+v", key, v, d.hdr)
-			}
-		}
 	}
 }
 
 func TestResponseHeaderFlexibility(t *testing.T) {
 	md := kmsg.NewPtrMetadataResponse()
 	md.Version = 12
-	flex := appendResponseFrame(nil, 5, md)
+	flex := AppendResponseFrame(nil, 5, md)
 	md.Version = 8
-	plain := appendResponseFrame(nil, 5, md)
+	plain := AppendResponseFrame(nil, 5, md)
 	av := kmsg.NewPtrApiVersionsResponse()
 	av.Version = 4
-	api := appendResponseFrame(nil, 5, av)
+	api := AppendResponseFrame(nil, 5, av)
 	if flex[8] != 0 || len(api) != 4+4+len(av.AppendTo(nil)) || len(plain) != 4+4+len(md.AppendTo(nil)) {
 		t.Fatalf("flexible header byte missing or ApiVersions header not v0: %x / %x", flex[:9], api)
-	}
-}
-
-func TestValidateTopicName(t *testing.T) {
-	good := []string{"a", "orders", "Orders.v2", "x_y-z", strings.Repeat("a", 249), "..a"}
-	bad := []string{"", ".", "..", strings.Repeat("a", 250), "a b", "a/b", "ä", "a\x00", "topic:1"}
-	for _, name := range good {
-		if err := validateTopicName(name); err != nil {
-			t.Errorf("%q rejected: %v", name, err)
-		}
-	}
-	for _, name := range bad {
-		if err := validateTopicName(name); !errors.Is(err, ErrInvalidTopicName) {
-			t.Errorf("%q accepted (err %v)", name, err)
-		}
-	}
-}
-
-func TestLooksLikePartitionDir(t *testing.T) {
-	for name, want := range map[string]bool{"orders-0": true, "my-topic-12": true, "etcd": false, "objects": false, "x-": false, "-1": false, "a b-1": false} {
-		if got := looksLikePartitionDir(name); got != want {
-			t.Errorf("%q: %v, want %v", name, got, want)
-		}
-	}
-}
-
-func TestEditList(t *testing.T) {
-	got := strings.Join(editList(splitList("delete"), splitList("compact, delete"), true), ",")
-	if got != "delete,compact" {
-		t.Fatalf("append: %q", got)
-	}
-	got = strings.Join(editList(splitList("delete,compact"), splitList("delete"), false), ",")
-	if got != "compact" {
-		t.Fatalf("subtract: %q", got)
 	}
 }
 
@@ -158,8 +103,8 @@ func TestResponseSizeHintCoversFetch(t *testing.T) {
 		}
 		resp.Topics = append(resp.Topics, topic)
 	}
-	hint := responseSizeHint(resp)
-	frame := appendResponseFrame(make([]byte, 0, hint), 7, resp)
+	hint := ResponseSizeHint(resp)
+	frame := AppendResponseFrame(make([]byte, 0, hint), 7, resp)
 	if cap(frame) != hint {
 		t.Fatalf("frame buffer grew from %d to %d bytes (encoded %d)", hint, cap(frame), len(frame))
 	}
