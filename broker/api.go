@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/broker/txn"
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
@@ -90,8 +91,9 @@ type Config struct {
 	// log start from the bucket (coldpath.go; tier.ColdConfig documents
 	// fields and defaults). Unused when ObjectStore is nil.
 	Cold tier.ColdConfig
-	// Cleaner configures the log cleaner of compacted topics (cleaner.go).
-	Cleaner CleanerConfig
+	// Cleaner configures the log cleaner of compacted topics
+	// (compaction.CleanerConfig documents fields and defaults).
+	Cleaner compaction.CleanerConfig
 	// Replication (issue 5; replica.go, fetcher.go).
 	//
 	// PeerAddresses overrides the host:port used to reach other brokers
@@ -199,7 +201,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	c.Tier = c.Tier.withDefaults()
-	c.Cleaner = c.Cleaner.withDefaults()
+	c.Cleaner = c.Cleaner.WithDefaults()
 	if c.TransactionVersion == 0 {
 		c.TransactionVersion = maxTransactionVersion
 	}
@@ -232,8 +234,8 @@ func (c Config) Validate() error {
 	if err := c.Tier.withDefaults().validate(); err != nil {
 		return err
 	}
-	if err := c.Cleaner.withDefaults().validate(); err != nil {
-		return err
+	if err := c.Cleaner.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := c.Group.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -309,8 +311,10 @@ type Broker struct {
 	// tiering is off). Set by New, closed by shutdown (coldpath.go).
 	cold *tier.ColdReader
 	// compactor rewrites tiered objects of compacted topics (nil when
-	// tiering is off; cleaner_tier.go).
+	// tiering is off), for the cleaner and the merge pass; cleaner is the
+	// log cleaner (cleaner.go). Set by New.
 	compactor *tier.Compactor
+	cleaner   *compaction.Cleaner
 	// tiering is the uploader's and tier retention's state (tiering.go).
 	tiering tieringState
 
@@ -351,8 +355,8 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	if err := b.initColdReader(); err != nil {
 		return nil, err
 	}
-	if err := b.startCompactor(); err != nil {
-		return nil, fmt.Errorf("broker: tiered compactor: %w", err)
+	if err := b.initCleaner(); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b.tiering.init(cfg.Tier.UploadConcurrency)
 	groups, err := b.newCoordinator()
@@ -452,7 +456,10 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	}
 	if !b.cfg.Cleaner.Disable {
 		b.loops.Add(1)
-		go b.cleanerLoop()
+		go func() {
+			defer b.loops.Done()
+			b.cleaner.Run(b.lifetime)
+		}()
 	}
 	go b.watchLost(reg.Lost)
 	return nil

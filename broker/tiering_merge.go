@@ -10,11 +10,11 @@ package broker
 //     rules: old enough by MergeGrace, at most segment.bytes and segment.ms
 //     per merged object, each merge at least halving or filling).
 //  2. Each run goes through the tiered compactor (tier.Compactor, shared
-//     with the cleaner, cleaner_tier.go) with tier.CopyBatches: batches
+//     with the cleaner, compaction/cleaner_tier.go) with tier.CopyBatches: batches
 //     copied unchanged into one object, indexes rebuilt, aborted entries
 //     kept, the last object's producer snapshot carried over, the manifest
 //     swapped in one etcd transaction, the old objects deleted after
-//     CleanerConfig.ObjectDeleteGrace (deleteCompactedObjects, from the
+//     compaction.CleanerConfig.ObjectDeleteGrace (deleteCompactedObjects, from the
 //     janitor's delete tick).
 //  3. The pass plans again from the swapped manifest until nothing is
 //     left to merge, so a second pass finds nothing until new objects age.
@@ -116,7 +116,7 @@ func (b *Broker) mergePartition(ctx context.Context, p *partition, now time.Time
 func (b *Broker) planMerges(p *partition, now time.Time) []tier.MergeRun {
 	cfg := p.config()
 	entries := p.manifest.Segments(p.topicID, p.index)
-	if len(entries) == 0 || (cfg.HasCompact() && b.tierCleanerDue(p, cfg, now)) {
+	if len(entries) == 0 || (cfg.HasCompact() && b.cleaner.TierDue(cleanerView{b, p}, now)) {
 		return nil
 	}
 	entries = entries[remoteDoomed(p, entries, cfg, now):]
@@ -127,21 +127,9 @@ func (b *Broker) planMerges(p *partition, now time.Time) []tier.MergeRun {
 	case keepsLocalLog(p.topic): // never tier-cleaned; its local start does not move with time
 		pol.Below, pol.Keep = math.MaxInt64, []int64{localStart}
 	case cfg.HasCompact():
-		pol.Keep = []int64{p.cleaned.tierCheckpoint.Load()}
+		pol.Keep = []int64{p.cleaned.TierCheckpoint()}
 	}
 	return tier.PlanMerges(entries, pol)
-}
-
-// tierCleanerDue: the tiered cleaner (cleanTierOnce) would pick p, by
-// dirty ratio or by tombstones due.
-func (b *Broker) tierCleanerDue(p *partition, cfg metadata.TopicConfig, now time.Time) bool {
-	if b.cfg.Cleaner.Disable || keepsLocalLog(p.topic) {
-		return false
-	}
-	clean, dirty := tierCleanableBytes(p)
-	ratio := float64(dirty) / float64(max(clean+dirty, 1))
-	return (dirty > 0 && ratio >= cfg.MinCleanableDirtyRatio) ||
-		tombstonesDue(&p.cleaned.tierKeptTombstoneTs, now, cfg.DeleteRetentionMs)
 }
 
 // mergeRun merges one run into one object and swaps it in; it returns the

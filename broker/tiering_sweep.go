@@ -216,17 +216,19 @@ func (b *Broker) addBucketLag(p *partition, st *PartitionTierStatus) {
 
 // addCleanerStatus fills the compaction fields of st.
 func (b *Broker) addCleanerStatus(p *partition, st *PartitionTierStatus) {
-	clean, dirty := p.log.CleanableBytes(b.firstUncleanable(p, time.Now()))
+	view := cleanerView{b, p}
+	clean, dirty := p.log.CleanableBytes(b.cleaner.FirstUncleanable(view, time.Now()))
 	if st.Tiered {
-		tclean, tdirty := tierCleanableBytes(p)
+		tclean, tdirty := b.cleaner.TierCleanableBytes(view)
 		clean, dirty = clean+tclean, dirty+tdirty
-		st.CleanedTieredEnd = max(min(p.cleaned.tierCheckpoint.Load(), st.TieredEnd), st.TieredStart)
+		st.CleanedTieredEnd = max(min(p.cleaned.TierCheckpoint(), st.TieredEnd), st.TieredStart)
 	}
 	st.Compacted, st.CleanedLocalEnd, st.DirtyBytes = true, p.log.CleanerCheckpoint(), dirty
 	if clean+dirty > 0 {
 		st.DirtyRatio = float64(dirty) / float64(clean+dirty)
 	}
-	st.CleanerPasses, st.CleanedBytesIn, st.CleanedBytesOut = p.cleaned.passes.Load(), p.cleaned.bytesIn.Load(), p.cleaned.bytesOut.Load()
+	totals := p.cleaned.Totals()
+	st.CleanerPasses, st.CleanedBytesIn, st.CleanedBytesOut = totals.Passes, totals.BytesIn, totals.BytesOut
 }
 
 // TierManifestView is the broker's tier manifest as `strata tier verify`

@@ -74,7 +74,7 @@ func (b *Broker) tierJanitorLoop() {
 			return
 		case now := <-deletes.C:
 			b.deleteDueObjects(b.lifetime, now)
-			b.deleteCompactedObjects(b.lifetime)
+			deleteCompactedObjects(b.lifetime, b.compactor, b.cold, b.log)
 		case now := <-sweep.C:
 			b.sweepOrphans(b.lifetime, now)
 		case now := <-merge:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
@@ -149,7 +150,7 @@ func (f *serveFlags) cleanerConfig(cfg *broker.Config) error {
 		return usageErrorf("--log-cleaner-dedupe-buffer-size must be ≥ 1024, --log-cleaner-io-max-bytes-per-second ≥ 0, " +
 			"--log-cleaner-backoff and --log-cleaner-object-delete-grace > 0")
 	}
-	cfg.Cleaner = broker.CleanerConfig{Disable: !f.cleanerEnable, DedupeBufferBytes: f.cleanerDedupeBytes,
+	cfg.Cleaner = compaction.CleanerConfig{Disable: !f.cleanerEnable, DedupeBufferBytes: f.cleanerDedupeBytes,
 		IOBytesPerSecond: f.cleanerIORate, Backoff: f.cleanerBackoff, ObjectDeleteGrace: f.cleanerObjectGrace}
 	return nil
 }
