@@ -50,7 +50,7 @@ type TierConfig struct {
 	// MergeInterval is how often the leader of each tiered partition looks
 	// for runs of small objects to merge into objects of up to
 	// segment.bytes (tiering_merge.go); the objects merged are deleted
-	// CleanerConfig.ObjectDeleteGrace after their swap. Default 1m;
+	// compaction.CleanerConfig.ObjectDeleteGrace after their swap. Default 1m;
 	// negative turns merging off.
 	MergeInterval time.Duration
 	// MergeGrace: an object is merged only once its newest record

@@ -17,7 +17,7 @@ import (
 
 // tieringEnabled reports whether a topic's sealed segments go to the bucket:
 // a bucket is configured and remote.storage.enable is on, for any cleanup
-// policy (compacted topics are cleaned in the bucket too, cleaner_tier.go).
+// policy (compacted topics are cleaned in the bucket too, compaction/cleaner_tier.go).
 // __consumer_offsets is tiered whenever a bucket is configured, whatever
 // its configs, so `strata restore --as-of` can read group offsets as of a
 // time from the bucket; it keeps its whole log locally too (keepsLocalLog).

@@ -73,7 +73,7 @@ type serveFlags struct {
 	transactionalIDExpiration time.Duration
 	transactionMaxTimeout     time.Duration
 	transactionVersion        int
-	// Log cleaner (broker/cleaner.go).
+	// Log cleaner (compaction.Cleaner).
 	cleanerEnable      bool
 	cleanerDedupeBytes int64
 	cleanerIORate      int64
