@@ -17,6 +17,7 @@ import (
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/broker/txn"
 	"github.com/strata-log/strata/broker/wire"
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
@@ -91,8 +92,9 @@ type Config struct {
 	// log start from the bucket (cold_wiring.go; tier.ColdConfig documents
 	// fields and defaults). Unused when ObjectStore is nil.
 	Cold tier.ColdConfig
-	// Cleaner configures the log cleaner of compacted topics (cleaner.go).
-	Cleaner CleanerConfig
+	// Cleaner configures the log cleaner of compacted topics
+	// (compaction.CleanerConfig documents fields and defaults).
+	Cleaner compaction.CleanerConfig
 	// Replication (issue 5; replica.go, fetcher.go).
 	//
 	// PeerAddresses overrides the host:port used to reach other brokers
@@ -200,7 +202,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	c.Tier = c.Tier.WithDefaults()
-	c.Cleaner = c.Cleaner.withDefaults()
+	c.Cleaner = c.Cleaner.WithDefaults()
 	if c.TransactionVersion == 0 {
 		c.TransactionVersion = maxTransactionVersion
 	}
@@ -233,8 +235,8 @@ func (c Config) Validate() error {
 	if err := c.Tier.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if err := c.Cleaner.withDefaults().validate(); err != nil {
-		return err
+	if err := c.Cleaner.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := c.Group.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -314,8 +316,10 @@ type Broker struct {
 	cold    *tier.ColdReader
 	coldSrc tier.ColdSource
 	// compactor rewrites tiered objects of compacted topics (nil when
-	// tiering is off; cleaner_tier.go).
+	// tiering is off), for the cleaner and the merge pass; cleaner is the
+	// log cleaner (cleaner.go). Set by New.
 	compactor *tier.Compactor
+	cleaner   *compaction.Cleaner
 	// tiering runs the uploader, retention across tiers, the sweeper and
 	// the merge pass (package tier; tier_wiring.go). Set by New.
 	tiering *tier.Service
@@ -357,8 +361,8 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	if err := b.initColdReader(); err != nil {
 		return nil, err
 	}
-	if err := b.startCompactor(); err != nil {
-		return nil, fmt.Errorf("broker: tiered compactor: %w", err)
+	if err := b.initCleaner(); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b.tiering = b.newTierService()
 	groups, err := b.newCoordinator()
@@ -461,7 +465,10 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	}
 	if !b.cfg.Cleaner.Disable {
 		b.loops.Add(1)
-		go b.cleanerLoop()
+		go func() {
+			defer b.loops.Done()
+			b.cleaner.Run(b.lifetime)
+		}()
 	}
 	go b.watchLost(reg.Lost)
 	return nil

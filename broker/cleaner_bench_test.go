@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
@@ -63,15 +64,15 @@ func benchCleaner(b *testing.B, codec kgo.CompressionCodec, dedupe int64) {
 	b.StopTimer()
 	for i := range b.N {
 		p := benchPartition(b, br, cl, fmt.Sprintf("bench-%d", i))
-		segs := p.log.CleanableSegments(br.firstUncleanable(p, time.Now()))
+		segs := p.log.CleanableSegments(br.cleaner.FirstUncleanable(cleanerView{br, p}, time.Now()))
 		in, read := readSegments(b, p, segs)
 		inputBytes, readTime = inputBytes+in, readTime+read
 
 		b.StartTimer()
 		start := time.Now()
 		for {
-			stats, err := br.cleanPartition(context.Background(), p, br.firstUncleanable(p, time.Now()), time.Now())
-			if errors.Is(err, errNothingToClean) {
+			stats, err := br.cleaner.CleanPartition(context.Background(), cleanerView{br, p}, time.Now())
+			if errors.Is(err, compaction.ErrNothingToClean) {
 				break
 			}
 			if err != nil {

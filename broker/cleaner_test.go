@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier/objstore"
 )
@@ -109,7 +109,7 @@ func TestCleanerCompactsKeyedTopic(t *testing.T) {
 	endpoints := metadatatest.StartEmbedded(t)
 	dir := t.TempDir()
 	fast := func(c *Config) {
-		c.Cleaner = CleanerConfig{Backoff: 50 * time.Millisecond, DedupeBufferBytes: 64 << 10}
+		c.Cleaner = compaction.CleanerConfig{Backoff: 50 * time.Millisecond, DedupeBufferBytes: 64 << 10}
 	}
 	tb := startTestBroker(t, endpoints, dir, fast)
 	adm, _ := adminClient(t, tb.b)
@@ -140,8 +140,8 @@ func TestCleanerCompactsKeyedTopic(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	p, _ := tb.b.lookupPartition("keyed", 0)
-	if p.cleaned.passes.Load() < 2 {
-		t.Fatalf("%d cleaning passes: the small map should have needed several", p.cleaned.passes.Load())
+	if p.cleaned.Totals().Passes < 2 {
+		t.Fatalf("%d cleaning passes: the small map should have needed several", p.cleaned.Totals().Passes)
 	}
 	checkpoint := p.log.CleanerCheckpoint()
 	empty := 0
@@ -178,7 +178,7 @@ func TestCleanerTieredObjects(t *testing.T) {
 	mem := objstore.NewMemStore()
 	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), func(c *Config) {
 		tierTestConfig(mem)(c)
-		c.Cleaner = CleanerConfig{Backoff: 50 * time.Millisecond, DedupeBufferBytes: 64 << 10, ObjectDeleteGrace: 300 * time.Millisecond}
+		c.Cleaner = compaction.CleanerConfig{Backoff: 50 * time.Millisecond, DedupeBufferBytes: 64 << 10, ObjectDeleteGrace: 300 * time.Millisecond}
 	})
 	adm, _ := adminClient(t, tb.b)
 	createDataTopic(t, adm, "tkeyed", 1, map[string]*string{
@@ -244,9 +244,9 @@ func TestCleanerTieredObjects(t *testing.T) {
 	// A leader that forgot its bucket checkpoint (restart, new leader)
 	// cleans again, finds nothing to change, and swaps nothing.
 	keys := tb.b.manifest.Keys()
-	passes := p.cleaned.passes.Load()
-	p.cleaned.tierCheckpoint.Store(0)
-	waitUntil(t, 20*time.Second, func() bool { return p.cleaned.passes.Load() > passes })
+	passes := p.cleaned.Totals().Passes
+	p.cleaned.SetTierCheckpoint(0)
+	waitUntil(t, 20*time.Second, func() bool { return p.cleaned.Totals().Passes > passes })
 	if after := tb.b.manifest.Keys(); fmt.Sprint(after) != fmt.Sprint(keys) {
 		t.Fatalf("a pass over already clean objects replaced them: %d keys before, %d after", len(keys), len(after))
 	}
@@ -299,7 +299,7 @@ func TestCleanerCompactsConsumerOffsets(t *testing.T) {
 	dir := t.TempDir()
 	cfg := func(c *Config) {
 		fastGroups(c)
-		c.Cleaner = CleanerConfig{Backoff: 50 * time.Millisecond}
+		c.Cleaner = compaction.CleanerConfig{Backoff: 50 * time.Millisecond}
 	}
 	tb := startTestBroker(t, endpoints, dir, cfg)
 	adm, _ := adminClient(t, tb.b)
@@ -352,28 +352,4 @@ func TestCleanerCompactsConsumerOffsets(t *testing.T) {
 	tb = startTestBroker(t, endpoints, dir, cfg)
 	adm, _ = adminClient(t, tb.b)
 	checkCommitted(adm)
-}
-
-func TestGroupSegments(t *testing.T) {
-	seg := func(base, end, size int64) hotlog.SegmentInfo {
-		return hotlog.SegmentInfo{BaseOffset: base, RangeEnd: end, NextOffset: end, Size: size}
-	}
-	run := []hotlog.SegmentInfo{seg(0, 10, 0), seg(10, 20, 400), seg(20, 30, 700), seg(30, 40, 100), seg(40, 50, 2000), seg(50, 60, 0)}
-	var got [][]int64
-	for _, g := range groupSegments(run, 1000) {
-		var bases []int64
-		for _, s := range g {
-			bases = append(bases, s.BaseOffset)
-		}
-		got = append(got, bases)
-	}
-	want := [][]int64{{0, 10}, {20, 30}, {40}, {50}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("groups %v, want %v", got, want)
-	}
-	// Offsets too far apart for one segment's 32-bit relative index.
-	far := []hotlog.SegmentInfo{seg(0, 10, 1), seg(10, 1<<32, 1)}
-	if n := len(groupSegments(far, 1<<30)); n != 2 {
-		t.Fatalf("%d groups for a run spanning 2^32 offsets, want 2", n)
-	}
 }

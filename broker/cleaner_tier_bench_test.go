@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
 	"github.com/strata-log/strata/tier/objstore"
@@ -76,7 +77,7 @@ func benchCleanerTiered(b *testing.B, codec kgo.CompressionCodec) {
 		tot.tierClean += time.Since(start)
 		b.StopTimer()
 
-		segs := p.log.CleanableSegments(br.firstUncleanable(p, time.Now()))
+		segs := p.log.CleanableSegments(br.cleaner.FirstUncleanable(cleanerView{br, p}, time.Now()))
 		for _, s := range segs {
 			tot.segmentBytes += s.Size
 		}
@@ -165,13 +166,13 @@ func cleanTieredFully(b *testing.B, br *Broker, p *partition) int64 {
 	var out int64
 	for pass := 0; ; pass++ {
 		entries := p.manifest.Segments(p.topicID, p.index)
-		if p.cleaned.tierCheckpoint.Load() > entries[len(entries)-1].LastOffset {
+		if p.cleaned.TierCheckpoint() > entries[len(entries)-1].LastOffset {
 			return out
 		}
 		if pass == 100 {
 			b.Fatalf("tiered cleaning not done after 100 passes")
 		}
-		stats, err := br.cleanTiered(context.Background(), p, time.Now())
+		stats, err := br.cleaner.CleanTiered(context.Background(), cleanerView{br, p}, time.Now())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -182,8 +183,8 @@ func cleanTieredFully(b *testing.B, br *Broker, p *partition) int64 {
 // cleanLocalFully runs local passes until none is left to run.
 func cleanLocalFully(b *testing.B, br *Broker, p *partition) {
 	for {
-		_, err := br.cleanPartition(context.Background(), p, br.firstUncleanable(p, time.Now()), time.Now())
-		if errors.Is(err, errNothingToClean) {
+		_, err := br.cleaner.CleanPartition(context.Background(), cleanerView{br, p}, time.Now())
+		if errors.Is(err, compaction.ErrNothingToClean) {
 			return
 		}
 		if err != nil {

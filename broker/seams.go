@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
@@ -66,9 +67,10 @@ type partition struct {
 	// uploadLag is the bytes of sealed segments not yet tiered, as of the
 	// uploader's last look (written by the uploader, read by Produce).
 	uploadLag atomic.Int64
-	// cleaned counts what the log cleaner did to this partition
-	// (cleaner.go), for metrics and status.
-	cleaned cleanerTotals
+	// cleaned is the log cleaner's memory of this partition (its
+	// checkpoints in the bucket, its totals for metrics and status); only
+	// the cleaner writes it.
+	cleaned compaction.PartitionState
 	// self is this broker's node id (the replica's id).
 	self int32
 	// replica is the partition's replication state machine and what the

@@ -51,7 +51,7 @@ func (b *Broker) newTierService() *tier.Service {
 
 // tieringEnabled reports whether a topic's sealed segments go to the bucket:
 // a bucket is configured and remote.storage.enable is on, for any cleanup
-// policy (compacted topics are cleaned in the bucket too, cleaner_tier.go).
+// policy (compacted topics are cleaned in the bucket too, compaction/cleaner_tier.go).
 // __consumer_offsets is tiered whenever a bucket is configured, whatever
 // its configs, so `strata restore --as-of` can read group offsets as of a
 // time from the bucket; it keeps its whole log locally too (keepsLocalLog).
@@ -140,24 +140,19 @@ func (r tierRegistry) Topics() []metadata.Topic {
 // tierCleaning is the log cleaner's tiered state as the merge pass reads it.
 type tierCleaning struct{ b *Broker }
 
-// TierCleanerDue: the tiered cleaner (cleanTierOnce) would pick p, by
-// dirty ratio or by tombstones due.
-func (c tierCleaning) TierCleanerDue(tpart tier.Partition, cfg metadata.TopicConfig, now time.Time) bool {
-	p := tpart.(tierPartition).p
-	if c.b.cfg.Cleaner.Disable || keepsLocalLog(p.topic) {
-		return false
-	}
-	clean, dirty := tierCleanableBytes(p)
-	ratio := float64(dirty) / float64(max(clean+dirty, 1))
-	return (dirty > 0 && ratio >= cfg.MinCleanableDirtyRatio) ||
-		tombstonesDue(&p.cleaned.tierKeptTombstoneTs, now, cfg.DeleteRetentionMs)
+// TierCleanerDue: the tiered cleaner would pick p next, by dirty ratio
+// or by tombstones due.
+func (c tierCleaning) TierCleanerDue(tpart tier.Partition, _ metadata.TopicConfig, now time.Time) bool {
+	return c.b.cleaner.TierDue(cleanerView{c.b, tpart.(tierPartition).p}, now)
 }
 
 func (c tierCleaning) TierCheckpoint(tpart tier.Partition) int64 {
-	return tpart.(tierPartition).p.cleaned.tierCheckpoint.Load()
+	return tpart.(tierPartition).p.cleaned.TierCheckpoint()
 }
 
-func (c tierCleaning) DeleteCompactedObjects(ctx context.Context) { c.b.deleteCompactedObjects(ctx) }
+func (c tierCleaning) DeleteCompactedObjects(ctx context.Context) {
+	deleteCompactedObjects(ctx, c.b.compactor, c.b.cold, c.b.log)
+}
 
 // TierCounters returns a snapshot of the tiering counters.
 func (b *Broker) TierCounters() TierCounters { return b.tiering.Counters() }
@@ -196,15 +191,17 @@ func (b *Broker) partitionTierStatus(p *partition) PartitionTierStatus {
 
 // addCleanerStatus fills the compaction fields of st.
 func (b *Broker) addCleanerStatus(p *partition, st *PartitionTierStatus) {
-	clean, dirty := p.log.CleanableBytes(b.firstUncleanable(p, time.Now()))
+	view := cleanerView{b, p}
+	clean, dirty := p.log.CleanableBytes(b.cleaner.FirstUncleanable(view, time.Now()))
 	if st.Tiered {
-		tclean, tdirty := tierCleanableBytes(p)
+		tclean, tdirty := b.cleaner.TierCleanableBytes(view)
 		clean, dirty = clean+tclean, dirty+tdirty
-		st.CleanedTieredEnd = max(min(p.cleaned.tierCheckpoint.Load(), st.TieredEnd), st.TieredStart)
+		st.CleanedTieredEnd = max(min(p.cleaned.TierCheckpoint(), st.TieredEnd), st.TieredStart)
 	}
 	st.Compacted, st.CleanedLocalEnd, st.DirtyBytes = true, p.log.CleanerCheckpoint(), dirty
 	if clean+dirty > 0 {
 		st.DirtyRatio = float64(dirty) / float64(clean+dirty)
 	}
-	st.CleanerPasses, st.CleanedBytesIn, st.CleanedBytesOut = p.cleaned.passes.Load(), p.cleaned.bytesIn.Load(), p.cleaned.bytesOut.Load()
+	totals := p.cleaned.Totals()
+	st.CleanerPasses, st.CleanedBytesIn, st.CleanedBytesOut = totals.Passes, totals.BytesIn, totals.BytesOut
 }

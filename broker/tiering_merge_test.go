@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier"
@@ -200,7 +201,7 @@ func TestTierMergeFromJanitor(t *testing.T) {
 		tierTestConfig(mem)(c)
 		c.Tier.MergeInterval = 50 * time.Millisecond
 		c.Tier.MergeGrace = time.Millisecond
-		c.Cleaner = CleanerConfig{Disable: true, ObjectDeleteGrace: 100 * time.Millisecond}
+		c.Cleaner = compaction.CleanerConfig{Disable: true, ObjectDeleteGrace: 100 * time.Millisecond}
 	})
 	adm, _ := adminClient(t, tb.b)
 	const records = 200
@@ -227,7 +228,7 @@ func TestTierMergeCompactedTopic(t *testing.T) {
 		tierTestConfig(mem)(c)
 		c.Tier.MergeInterval = -1 // this test runs the passes
 		c.Tier.MergeGrace = time.Millisecond
-		c.Cleaner = CleanerConfig{Backoff: time.Hour} // on, but it never gets to this topic
+		c.Cleaner = compaction.CleanerConfig{Backoff: time.Hour} // on, but it never gets to this topic
 	})
 	adm, _ := adminClient(t, tb.b)
 	const records = 300
@@ -242,7 +243,7 @@ func TestTierMergeCompactedTopic(t *testing.T) {
 	}
 	// Two thirds cleaned: not due; runs stay on one side of the checkpoint.
 	checkpoint := before[len(before)*2/3].BaseOffset
-	p.cleaned.tierCheckpoint.Store(checkpoint)
+	p.cleaned.SetTierCheckpoint(checkpoint)
 	runs := tb.b.tiering.PlanMerges(tierPartition{p, tb.b}, time.Now())
 	if len(runs) == 0 {
 		t.Fatal("nothing planned once the cleaner is not due")

@@ -172,7 +172,7 @@ func TestConsumerOffsetsTiered(t *testing.T) {
 	if start := p.localLogStartOffset(); start != 0 {
 		t.Fatalf("local log start %d: local retention deleted __consumer_offsets segments", start)
 	}
-	if tb.b.cleanTierOnce(testCtx(t), time.Now()) {
+	if tb.b.cleaner.CleanTierOnce(testCtx(t), time.Now()) {
 		t.Fatal("the bucket cleaner ran on __consumer_offsets")
 	}
 	if c := tb.b.TierCounters(); c.LocalSegmentsFreed != 0 {

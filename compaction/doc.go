@@ -1,8 +1,26 @@
-// Package compaction holds the pure logic of the log cleaner for
-// cleanup.policy=compact (DESIGN.md §7): a bounded key -> latest-offset map,
-// the scan that fills it, and the rewrite of record batches. It does no I/O
-// beyond io.Reader and []byte: the broker drives it over local segments
-// (hotlog's cleaned-segment writer) and over tiered objects (tier.Compactor).
+// Package compaction is the log cleaner for cleanup.policy=compact
+// (DESIGN.md §7). It has two layers:
+//
+//   - The algorithm, pure apart from io.Reader and []byte: a bounded key ->
+//     latest-offset map (OffsetMap), the scan that fills it (BuildMap), and
+//     the rewrite of record batches (Rewriter), described below.
+//   - The shell, Cleaner (cleaner*.go): one goroutine per broker that picks
+//     the dirtiest compacted partition and runs a pass over its local
+//     sealed segments (cleaner_local.go) or, on the leader of a tiered
+//     partition, over the bucket's objects (cleaner_tier.go). It sees the
+//     broker only through interfaces it owns: Partitions/Partition (the
+//     local replicas, their hotlog, topic config, HW, LSO, leadership),
+//     Log (the slice of *hotlog.Log it drives), Manifest (*tier.Manifest)
+//     and TierStore (tier.Compactor, verified object reads, the objects'
+//     aborted transactions). It never imports the broker.
+//
+// The cleaner's memory of a partition is PartitionState, owned by the
+// replica and written only by the goroutine running passes: the totals
+// (status, metrics), the tombstones kept by the last pass (a pass runs
+// again once they are past delete.retention.ms), and the tier checkpoint
+// (in memory only: a new leader re-cleans the bucket once, which is
+// idempotent and swaps nothing when nothing changes). The local checkpoint
+// is the hot log's own (hotlog.Log.CleanerCheckpoint, durable).
 //
 // # Terms
 //
@@ -110,6 +128,12 @@
 //
 // # Concurrency
 //
-// Nothing here is safe for concurrent use: an OffsetMap and a Rewriter belong
-// to the one cleaner goroutine that created them.
+// An OffsetMap and a Rewriter are not safe for concurrent use: they belong
+// to the one pass that created them. A Cleaner runs passes from one
+// goroutine (Run; at most one per Cleaner); its exported single-pass
+// methods (CleanPartition, CleanTiered, CleanOnce, CleanTierOnce) are for
+// callers that drive passes themselves (benchmarks, tests) where Run is off
+// or cannot pick the same partition: two passes on one partition at once
+// would race on its checkpoints. FirstUncleanable, TierCleanableBytes, TierDue and
+// PartitionState's readers are safe from any goroutine.
 package compaction

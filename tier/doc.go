@@ -149,7 +149,7 @@
 // lastOffset (firstOffset may lie in an earlier object), producerId >= 0,
 // lastStableOffset <= lastOffset+1. A read_committed cold read collects
 // the entries of the object it reads and of the following ones (see
-// broker/coldpath.go), as Kafka's remote fetch does.
+// tier.ColdSource), as Kafka's remote fetch does.
 //
 //	+------------------+------------------+------------------+------------------+
 //	| producerId i64   | firstOffset i64  | lastOffset i64   | lastStableOffset |

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
@@ -42,7 +43,7 @@ type serveFlags struct {
 	offsetsTopicPartitions     int
 	offsetsRetention           time.Duration
 	consumerGroups             consumerGroupFlags
-	// Tiered storage (broker/tiering.go).
+	// Tiered storage (tier.Config).
 	tierUploadMaxLagBytes int64
 	tierUploadMaxLag      time.Duration
 	tierMergeInterval     time.Duration
@@ -72,7 +73,7 @@ type serveFlags struct {
 	transactionalIDExpiration time.Duration
 	transactionMaxTimeout     time.Duration
 	transactionVersion        int
-	// Log cleaner (broker/cleaner.go).
+	// Log cleaner (compaction.Cleaner).
 	cleanerEnable      bool
 	cleanerDedupeBytes int64
 	cleanerIORate      int64
@@ -149,7 +150,7 @@ func (f *serveFlags) cleanerConfig(cfg *broker.Config) error {
 		return usageErrorf("--log-cleaner-dedupe-buffer-size must be ≥ 1024, --log-cleaner-io-max-bytes-per-second ≥ 0, " +
 			"--log-cleaner-backoff and --log-cleaner-object-delete-grace > 0")
 	}
-	cfg.Cleaner = broker.CleanerConfig{Disable: !f.cleanerEnable, DedupeBufferBytes: f.cleanerDedupeBytes,
+	cfg.Cleaner = compaction.CleanerConfig{Disable: !f.cleanerEnable, DedupeBufferBytes: f.cleanerDedupeBytes,
 		IOBytesPerSecond: f.cleanerIORate, Backoff: f.cleanerBackoff, ObjectDeleteGrace: f.cleanerObjectGrace}
 	return nil
 }
