@@ -59,8 +59,8 @@ type replicaCore struct {
 	applyMu sync.Mutex
 	retired bool // guarded by applyMu: the partition closed; inputs are refused
 	// fetching is true from a carried-out EpochQuery or Fetch until the
-	// fetchers are told to stop (guarded by applyMu), so a leader's hot
-	// path never touches the fetcher manager.
+	// followers are told to stop (guarded by applyMu), so a leader's hot
+	// path never touches the follower Manager.
 	fetching bool
 
 	mu sync.Mutex
@@ -212,21 +212,21 @@ func (b *Broker) carryOut(p *partition, rd replication.Ready, base metadata.Part
 	if rd.Truncate != nil {
 		b.truncateFollower(p, rd.Truncate.Offset)
 	}
-	if b.fetchers == nil {
+	if b.followers == nil {
 		return
 	}
 	if rd.EpochQuery != nil {
 		c.fetching = true
-		b.fetchers.query(p, *rd.EpochQuery)
+		b.followers.Query(followedPartition{p}, *rd.EpochQuery)
 	}
 	if rd.Fetch != nil {
 		c.fetching = true
-		b.fetchers.follow(p, *rd.Fetch)
+		b.followers.Follow(followedPartition{p}, *rd.Fetch)
 	}
 }
 
 // truncateFollower drops the log from offset on (KIP-101). A failure
-// fences the log (sticky, hotlog); it is logged, and the fetcher's next
+// fences the log (sticky, hotlog); it is logged, and the follower's next
 // append fails until the log is reopened.
 func (b *Broker) truncateFollower(p *partition, offset int64) {
 	before := p.log.LogEndOffset()
@@ -237,10 +237,10 @@ func (b *Broker) truncateFollower(p *partition, offset int64) {
 	b.log.Info("follower truncated", "topic", p.topic, "partition", p.index, "offset", offset, "leo_before", before)
 }
 
-// stopFollowing tells the fetchers to drop p (no-op when not fetching it).
+// stopFollowing tells the followers to drop p (no-op when not following it).
 func (b *Broker) stopFollowing(p *partition) {
-	if b.fetchers != nil {
-		b.fetchers.stop(p)
+	if b.followers != nil {
+		b.followers.Stop(followedPartition{p})
 	}
 }
 

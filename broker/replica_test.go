@@ -264,7 +264,7 @@ func TestOffsetForLeaderEpochFromFollower(t *testing.T) {
 }
 
 func TestNotLeaderAnswersNameTheLeader(t *testing.T) {
-	// The fake broker 2 is elected: broker 1 is a follower (its fetcher
+	// The fake broker 2 is elected: broker 1 is a follower (its follower
 	// cannot reach 2, which does not matter here).
 	rig := newReplicaRig(t, hotlog.DurabilityReplication, []int32{fakeFollower, 1}, nil)
 	var st metadata.PartitionState
