@@ -91,7 +91,7 @@ type fakeLeaderPartition struct {
 	log    *hotlog.Log
 	id     metadata.TopicID
 	epoch  int32
-	inject int16      // error code every fetch of it gets (0: none)
+	inject int16          // error code every fetch of it gets (0: none)
 	follow *testPartition // the follower's replica, to check fsync ordering
 }
 
