@@ -370,6 +370,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.queued = newByteBudget(cfg.QueuedMaxRequestBytes)
 	b.parts.init()
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
+	b.initReplicaShell()
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	return b, nil
 }

@@ -24,7 +24,7 @@ func newFollowers(b *Broker) *follower.Manager {
 		NodeID:            b.cfg.NodeID,
 		MaxWait:           b.cfg.ReplicaFetchMaxWait,
 		RegistrationEpoch: func() int64 { return b.registration().Epoch },
-		Replicas:          followerReplicas{b},
+		Replicas:          followerReplicas{},
 		Peers:             followerPeers{b},
 		ProducerSnapshots: followerSnapshots{b},
 		Logger:            b.log,
@@ -43,11 +43,12 @@ func (f followedPartition) TopicID() metadata.TopicID { return f.p.topicID }
 func (f followedPartition) Index() int32              { return f.p.index }
 func (f followedPartition) Log() follower.Log         { return f.p.log }
 
-// followerReplicas runs the Manager's inputs through withReplica.
-type followerReplicas struct{ b *Broker }
+// followerReplicas runs the Manager's inputs through the partition's
+// replica.Core.
+type followerReplicas struct{}
 
-func (a followerReplicas) WithReplica(fp follower.Partition, fn func(r *replication.Replica) error) error {
-	return a.b.withReplica(fp.(followedPartition).p, fn)
+func (followerReplicas) WithReplica(fp follower.Partition, fn func(r *replication.Replica) error) error {
+	return fp.(followedPartition).p.replica.WithReplica(fn)
 }
 
 // followerPeers resolves and dials leaders for the Manager.

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/replication/replica"
 )
 
 // ackWait is an appended acks=all partition waiting for the HW.
@@ -35,7 +36,7 @@ type ackWait struct {
 func (b *Broker) appendAsLeader(p *partition, records []byte, acksAll bool, timeoutMs int64) (hotlog.AppendResult, *ackWait, error) {
 	var res hotlog.AppendResult
 	var wait *ackWait
-	err := b.withReplica(p, func(r *replication.Replica) error {
+	err := p.replica.WithReplica(func(r *replication.Replica) error {
 		if r.Role() != replication.RoleLeader {
 			return replication.ErrNotLeader
 		}
@@ -48,22 +49,22 @@ func (b *Broker) appendAsLeader(p *partition, records []byte, acksAll bool, time
 		if res, err = p.log.Append(records, r.LeaderEpoch()); err != nil {
 			return err
 		}
-		if err := b.reportLocalLogLocked(p, r); err != nil {
+		if err := p.replica.ReportLocalLogLocked(r); err != nil {
 			return err
 		}
 		if !acksAll {
 			return nil
 		}
-		id, ch := b.parts.repl.acks.register()
+		id, ch := b.parts.repl.Acks().Register()
 		w := replication.AckWaiter{ID: id, RequiredOffset: res.LastOffset + 1, TimeoutMs: max(timeoutMs, 0)}
 		if err := r.WaitForAcks(w); err != nil {
-			b.parts.repl.acks.forget(id)
+			b.parts.repl.Acks().Forget(id)
 			return err
 		}
 		wait = &ackWait{id: id, result: ch}
 		return nil
 	})
-	if errors.Is(err, errPartitionClosed) {
+	if errors.Is(err, replica.ErrClosed) {
 		err = hotlog.ErrClosed
 	}
 	return res, wait, err
@@ -84,10 +85,10 @@ func (b *Broker) awaitAck(ctx context.Context, w *ackWait, deadline <-chan time.
 	case err := <-w.result:
 		return err
 	case <-ctx.Done():
-		b.parts.repl.acks.forget(w.id)
+		b.parts.repl.Acks().Forget(w.id)
 		return ctx.Err()
 	case <-deadline:
-		b.parts.repl.acks.forget(w.id)
+		b.parts.repl.Acks().Forget(w.id)
 		return replication.ErrTimedOut
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/replication/replica"
 )
 
 // replicaUpdate is one state to apply to one open partition's replica.
@@ -36,7 +36,7 @@ func replicaUpdates(e *topicEntry) []replicaUpdate {
 }
 
 // applyReplicaUpdates applies states collected under b.parts.mu, after it
-// is released (withReplica may do I/O and take b.parts.mu).
+// is released (WithReplica may do I/O, and its outputs take b.parts.mu).
 // REQUIRES: b.parts.applyMu held (states are applied in metadata order).
 func (b *Broker) applyReplicaUpdates(work []replicaUpdate) {
 	for _, u := range work {
@@ -74,14 +74,14 @@ func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg
 	if b.leadsState(st) {
 		restart = b.prepareLeaderRestart(p) // may read the bucket: before the replica mutex
 	}
-	err := b.withReplica(p, func(r *replication.Replica) error {
-		if err := r.SetMinInsyncReplicas(minInsync(cfg)); err != nil {
+	err := p.replica.WithReplica(func(r *replication.Replica) error {
+		if err := r.SetMinInsyncReplicas(replica.MinInsync(cfg)); err != nil {
 			return err
 		}
-		if st.Version < p.replica.appliedVersion {
+		if st.Version < p.replica.AppliedLocked().Version {
 			return nil // read before a newer state was applied
 		}
-		p.replica.appliedVersion = st.Version
+		p.replica.AppliedLocked().Version = st.Version
 		switch {
 		case b.leadsState(st):
 			return b.becomeLeaderLocked(p, r, st, restart)
@@ -91,10 +91,10 @@ func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg
 				LEO: p.log.LogEndOffset(), HighWatermark: r.HighWatermark(),
 			})
 		}
-		return stepDown(r, st.LeaderEpoch, p.log)
+		return replica.StepDown(r, st.LeaderEpoch, p.log)
 	})
 	switch {
-	case err == nil, errors.Is(err, errPartitionClosed):
+	case err == nil, errors.Is(err, replica.ErrClosed):
 	case errors.Is(err, replication.ErrStaleEpoch):
 		// An older state than the replica knows (a late event), or a
 		// restarted replica asked to lead an epoch its log holds: the
@@ -111,7 +111,7 @@ func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg
 // remembers the state the replica then leads with (the ISR CAS base). A
 // replica not leading yet whose log ends below the tiered end first
 // restarts it there (restart: prepareLeaderRestart's answer).
-// REQUIRES: p.replica.mu held.
+// REQUIRES: inside p.replica.WithReplica.
 func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st metadata.PartitionState, restart leaderRestart) error {
 	if committedProposal(r, st) {
 		// The watch brought our own ISR write before the CAS answer did:
@@ -121,7 +121,7 @@ func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st met
 		if err := r.ISRCommitted(st.Version); err != nil {
 			return err
 		}
-		p.replica.led = st
+		p.replica.AppliedLocked().Led = st
 		return nil
 	}
 	if err := b.restartAtTieredEndLocked(p, r, restart); err != nil {
@@ -137,14 +137,14 @@ func (b *Broker) becomeLeaderLocked(p *partition, r *replication.Replica, st met
 		return err
 	}
 	if s := r.Status(); s.Role == replication.RoleLeader && s.LeaderEpoch == st.LeaderEpoch && s.Version == st.Version {
-		p.replica.led = st
+		p.replica.AppliedLocked().Led = st
 		// Report through the machine, never by storing the log's positions
 		// as reported: a repeated state (the same epoch and version applied
 		// again, as after registering) leaves the machine as it was, and a
 		// stored "reported" above what it was told would hide the progress
 		// from the watcher and the tick for good (acks=all waiters then
 		// time out with the data on disk).
-		return b.reportLocalLogLocked(p, r)
+		return p.replica.ReportLocalLogLocked(r)
 	}
 	return nil
 }
@@ -178,23 +178,4 @@ func (b *Broker) inheritedHighWatermark(p *partition, r *replication.Replica) in
 		hw = max(hw, end)
 	}
 	return hw
-}
-
-// stepDown makes r neither lead nor fetch: BecomeFollower of no leader. A
-// leader moves past the epoch it led (a replica may not follow in an epoch
-// it led); a replica that never had a role keeps RoleNone, and with it the
-// machine's restart rule.
-// REQUIRES: the partition's replica mu held.
-func stepDown(r *replication.Replica, epoch int32, l *hotlog.Log) error {
-	switch r.Role() {
-	case replication.RoleNone:
-		return nil
-	case replication.RoleLeader:
-		epoch = max(epoch, r.LeaderEpoch()+1)
-	default:
-		epoch = max(epoch, r.LeaderEpoch(), 0)
-	}
-	return r.BecomeFollower(replication.FollowerState{
-		Epoch: epoch, Leader: -1, LEO: l.LogEndOffset(), HighWatermark: r.HighWatermark(),
-	})
 }

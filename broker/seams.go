@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/replication/replica"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -73,7 +74,7 @@ type partition struct {
 	self int32
 	// replica is the partition's replication state machine and what the
 	// shell publishes from it (replica.go). Set at open, never nil.
-	replica *replicaCore
+	replica *replica.Core
 	// state (config, leader epoch, ...) lives in partitions.go.
 	partitionState
 }
@@ -94,8 +95,9 @@ type partition struct {
 // Lookups on the broker (implemented in partitions.go), returning a Kafka
 // error code (0 when found): UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
 // NOT_LEADER_OR_FOLLOWER (found only where this node's replica leads).
-// Replication (replica*.go): withReplica drives a partition's
-// replication.Replica; appendAsLeader appends as leader.
+// Replication (replica*.go): p.replica (a replication/replica.Core)
+// drives the partition's replication.Replica through WithReplica;
+// appendAsLeader appends as leader.
 //
 //	func (b *Broker) lookupPartition(topic string, index int32) (*partition, int16)
 //	func (b *Broker) lookupPartitionByID(id metadata.TopicID, index int32) (*partition, int16)
