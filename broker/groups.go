@@ -91,7 +91,7 @@ func (l offsetsLog) Append(batch []byte) (int64, error) {
 	if !l.p.isLeader() {
 		return 0, group.ErrNotLeader
 	}
-	res, err := l.b.appendLeader(l.p, batch)
+	res, err := l.p.appendLeader(batch)
 	if err != nil {
 		if _, ok := replicationErrorCode(err); ok {
 			return 0, fmt.Errorf("%w: %v", group.ErrNotLeader, err)

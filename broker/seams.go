@@ -97,7 +97,7 @@ type partition struct {
 // NOT_LEADER_OR_FOLLOWER (found only where this node's replica leads).
 // Replication (replica*.go): p.replica (a replication/replica.Core)
 // drives the partition's replication.Replica through WithReplica;
-// appendAsLeader appends as leader.
+// p.appendAsLeader appends as leader.
 //
 //	func (b *Broker) lookupPartition(topic string, index int32) (*partition, int16)
 //	func (b *Broker) lookupPartitionByID(id metadata.TopicID, index int32) (*partition, int16)

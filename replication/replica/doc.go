@@ -32,10 +32,10 @@
 // before the acks it completes are answered). mu guards the Replica itself
 // and is held only around calls into it, so queries (Status) never wait
 // for the I/O done under applyMu (truncation). One exception, deliberate:
-// a leader's local append runs inside WithReplica's function, under mu,
-// as Kafka appends under its leaderIsrUpdateLock, so a batch is never
-// stamped with an epoch this replica no longer leads; that is a page-cache
-// write, never an fsync.
+// a leader's local append (AppendAsLeader) runs under mu, as Kafka
+// appends under its leaderIsrUpdateLock, so a batch is never stamped with
+// an epoch this replica no longer leads; that is a page-cache write, never
+// an fsync.
 //
 // Lock order: the consumer's locks taken before WithReplica (the broker's
 // partition manager applyMu, then its mu) → Core.applyMu → Core.mu → the
