@@ -2,7 +2,7 @@ package broker
 
 // Wiring of the follower side (package replication/follower): the broker
 // hands each Ready's EpochQuery and Fetch to the follower Manager
-// (carryOut, replica.go) and implements the Manager's interfaces with the
+// (replicaOutputs, replica.go) and implements the Manager's interfaces with the
 // thin adapters below.
 
 import (

@@ -29,7 +29,7 @@ type partitionState struct {
 }
 
 // highWatermark is what consumers may read up to (exclusive): the HW
-// published by the partition's replica (replica.go). Leader: the minimum
+// published by the partition's replica (replication/replica). Leader: the minimum
 // LEO over the ISR, where the leader's own is its flushed offset with
 // fsync durability; follower: the leader's HW as last fetched, capped by
 // the local LEO. A single replica is its own ISR, so HW = flushed offset
@@ -116,8 +116,8 @@ type partitionManager struct {
 	byName  map[string]*topicEntry
 	byID    map[metadata.TopicID]*topicEntry
 	deleted map[metadata.TopicID]struct{} // ids this broker saw deleted
-	// repl is the broker-wide part of the replication shell (replica.go);
-	// not reset by init.
+	// repl is the broker-wide part of the replication shell
+	// (replication/replica); not reset by init.
 	repl replica.Shell
 }
 

@@ -73,7 +73,8 @@ type partition struct {
 	// self is this broker's node id (the replica's id).
 	self int32
 	// replica is the partition's replication state machine and what the
-	// shell publishes from it (replica.go). Set at open, never nil.
+	// shell publishes from it (replication/replica, wired in replica.go).
+	// Set at open, never nil.
 	replica *replica.Core
 	// state (config, leader epoch, ...) lives in partitions.go.
 	partitionState

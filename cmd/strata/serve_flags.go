@@ -58,7 +58,7 @@ type serveFlags struct {
 	coldBytesPerSecond int64
 	// coldClientBytesPerSecond is the per-client cold-read budget (issue 9).
 	coldClientBytesPerSecond int64
-	// Replication (broker/replica.go, replication/follower; controller).
+	// Replication (broker/replica.go, replication/replica and follower; controller).
 	peerAddresses                 string
 	leaseTTL                      time.Duration
 	replicaLagTimeMax             time.Duration
