@@ -411,7 +411,7 @@ func TestReappliedLeaderStateReportsProgress(t *testing.T) {
 		if err := p.log.WaitFlushed(testCtx(t), res.LastOffset); err != nil {
 			return err
 		}
-		if err := rig.b.becomeLeaderLocked(p, r, p.replica.AppliedLocked().Led, leaderRestart{}); err != nil {
+		if err := p.replica.BecomeLeaderLocked(r, p.replica.AppliedLocked().Led, leadership{b: rig.b, p: p}); err != nil {
 			return err
 		}
 		// What counts as reported is what the machine was told: otherwise

@@ -6,7 +6,8 @@
 // broker-wide part (acks=all purgatory, background goroutines, counters,
 // the etcd store for ISR changes) is the Shell.
 //
-// What a Core does by itself: publish the HW, role and epoch; write ISR
+// What a Core does by itself: apply partition states from metadata (lead,
+// follow or step down; ApplyState), publish the HW, role and epoch; write ISR
 // proposals to etcd (a compare-and-swap on the partition state's version,
 // Kafka's AlterPartition) and feed the outcome back; answer acks=all
 // waiters; truncate the follower's log; report the leader's log progress
@@ -22,6 +23,9 @@
 //     its read-back (metadata.Store implements it).
 //   - Outputs: per partition, where the fetch outputs and leadership
 //     changes go (the broker: replication/follower and its coordinators).
+//   - Leadership: while a state is applied, whether this broker leads it
+//     (the consumer's rule, against its live registration), how to ready
+//     the log before leading, and the HW a new leader inherits.
 //
 // # Ownership and lock order
 //

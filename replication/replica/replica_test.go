@@ -273,3 +273,63 @@ func TestFollowerOutputsAndRetire(t *testing.T) {
 	}
 	rg.core.Retire() // idempotent
 }
+
+// leadsIf is a Leadership twin: this broker leads states naming leader 1
+// with LeaderBrokerEpoch 9 (its "registration"); the HW brought into
+// leadership is hw.
+type leadsIf struct {
+	hw       int64
+	prepared *int
+}
+
+func (l leadsIf) Leads(st metadata.PartitionState) bool {
+	return st.Leader == 1 && st.LeaderBrokerEpoch == 9
+}
+
+func (l leadsIf) PrepareToLead(*replication.Replica) error {
+	*l.prepared++
+	return nil
+}
+
+func (l leadsIf) InheritedHighWatermark(r *replication.Replica) int64 {
+	return max(r.HighWatermark(), l.hw)
+}
+
+func TestApplyStateFollowsTheRule(t *testing.T) {
+	rg := newRig(t, metadata.PartitionState{})
+	rg.log.grow(20)
+	prepared := 0
+	lead := leadsIf{hw: 12, prepared: &prepared}
+	led := metadata.PartitionState{Leader: 1, LeaderBrokerEpoch: 9, LeaderEpoch: 4, Version: 10, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+	rg.core.ApplyState(led, 1, lead)
+	if s := rg.core.Status(); s.Role != replication.RoleLeader || s.LeaderEpoch != 4 || s.HighWatermark != 12 || prepared != 1 {
+		t.Fatalf("status %+v prepared %d: want leader of epoch 4 with the inherited HW 12, prepared once", s, prepared)
+	}
+	// An older state read late is ignored.
+	rg.core.ApplyState(metadata.PartitionState{Leader: 2, LeaderEpoch: 3, Version: 9, Replicas: []int32{1, 2}}, 1, lead)
+	if !rg.core.IsLeader() {
+		t.Fatal("a stale state deposed the leader")
+	}
+	// A state naming this broker by a stale registration: step down.
+	rg.core.ApplyState(metadata.PartitionState{Leader: 1, LeaderBrokerEpoch: 8, LeaderEpoch: 5, Version: 11, Replicas: []int32{1, 2}}, 1, lead)
+	if s := rg.core.Status(); s.Role != replication.RoleFollower || s.Leader != -1 {
+		t.Fatalf("status %+v: want a follower of nobody", s)
+	}
+	// Another leader, this broker a replica: follow it.
+	rg.core.ApplyState(metadata.PartitionState{Leader: 2, LeaderBrokerEpoch: 3, LeaderEpoch: 6, Version: 12, Replicas: []int32{1, 2}}, 1, lead)
+	if s := rg.core.Status(); s.Role != replication.RoleFollower || s.Leader != 2 {
+		t.Fatalf("status %+v: want a follower of 2", s)
+	}
+	if c := rg.out.counts(); c[0]+c[1] == 0 {
+		t.Fatalf("outputs %v: following 2 started no fetch or epoch query", c)
+	}
+	err := rg.core.WithReplica(func(*replication.Replica) error {
+		if a := rg.core.AppliedLocked(); a.Version != 12 || a.Led.Version != 10 {
+			t.Errorf("applied %+v: want version 12 applied, led at version 10", a)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
