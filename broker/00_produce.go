@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/replication/replica"
 )
 
 // Produce: v3-12 (RecordBatch v2 only; versions in apis.go).
@@ -63,7 +64,7 @@ import (
 // pendingAck is an appended partition that waits for the HW (acks=-1).
 type pendingAck struct {
 	topic, partition int // indexes into the response
-	wait             *ackWait
+	wait             *replica.AckWait
 }
 
 func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -139,7 +140,7 @@ func (b *Broker) produceAuthCode(rc *requestContext, req *kmsg.ProduceRequest, r
 // topic's authorization answer: nonzero fails the partition untouched.
 func (b *Broker) producePartition(ctx context.Context, req *kmsg.ProduceRequest, rt *kmsg.ProduceRequestTopic,
 	rp *kmsg.ProduceRequestTopicPartition, now int64, denied int16,
-) (kmsg.ProduceResponseTopicPartition, *ackWait) {
+) (kmsg.ProduceResponseTopicPartition, *replica.AckWait) {
 	sp := kmsg.NewProduceResponseTopicPartition()
 	sp.Partition = rp.Partition
 	if denied != 0 {
@@ -177,7 +178,7 @@ func (b *Broker) producePartition(ctx context.Context, req *kmsg.ProduceRequest,
 // (NOT_ENOUGH_REPLICAS) and the returned waiter completes when the HW
 // passes the batches. Transactional batches are verified first
 // (txn_verify.go), without holding any lock.
-func (b *Broker) appendProduced(ctx context.Context, p *partition, req *kmsg.ProduceRequest, records []byte, now int64) (hotlog.AppendResult, int64, *ackWait, error) {
+func (b *Broker) appendProduced(ctx context.Context, p *partition, req *kmsg.ProduceRequest, records []byte, now int64) (hotlog.AppendResult, int64, *replica.AckWait, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return hotlog.AppendResult{}, -1, nil, fmt.Errorf("%w: acks %d", errInvalidAcks, req.Acks)
 	}
@@ -189,7 +190,7 @@ func (b *Broker) appendProduced(ctx context.Context, p *partition, req *kmsg.Pro
 	if err := b.verifyProduceTxn(ctx, p, req.TransactionID, batches, req.Version >= 12); err != nil {
 		return hotlog.AppendResult{}, -1, nil, err
 	}
-	res, wait, err := b.appendAsLeader(p, batches.records, req.Acks == -1, int64(req.TimeoutMillis))
+	res, wait, err := p.appendAsLeader(batches.records, req.Acks == -1, int64(req.TimeoutMillis))
 	if err != nil {
 		return res, -1, nil, err
 	}
@@ -209,7 +210,7 @@ func (b *Broker) waitAcks(ctx context.Context, timeoutMillis int32, resp *kmsg.P
 	backstop := time.NewTimer(time.Duration(max(timeoutMillis, 0))*time.Millisecond + ackBackstop)
 	defer backstop.Stop()
 	for _, w := range pending {
-		if err := b.awaitAck(ctx, w.wait, backstop.C); err != nil {
+		if err := w.wait.Await(ctx, backstop.C); err != nil {
 			b.setProduceError(&resp.Topics[w.topic].Partitions[w.partition], err)
 		}
 	}

@@ -103,7 +103,7 @@ func (b *Broker) followerEpochEndOffset(ctx context.Context, p *partition,
 ) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	var epoch int32
 	var end int64
-	err := b.withReplica(p, func(r *replication.Replica) error {
+	err := p.replica.WithReplica(func(r *replication.Replica) error {
 		var err error
 		epoch, end, err = r.LeaderEpochEndOffset(rp.LeaderEpoch)
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/replication/replica"
 )
 
 // WriteTxnMarkers: v0-1. The transaction coordinator (broker/txn, on any
@@ -45,7 +46,7 @@ const markerAckTimeout = 30 * time.Second
 // markerSlot is one appended partition of the response waiting for its HW.
 type markerSlot struct {
 	sp        *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
-	wait      *ackWait
+	wait      *replica.AckWait
 	p         *partition
 	offsets   bool // a __consumer_offsets partition: tell the group coordinator
 	producer  int64
@@ -100,7 +101,7 @@ func (b *Broker) writeMarker(m *kmsg.WriteTxnMarkersRequestMarker, topic string,
 		return markerSlot{}, false
 	}
 	batch := hotlog.MarkerBatch(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, now)
-	_, wait, err := b.appendAsLeader(p, batch, true, markerAckTimeout.Milliseconds())
+	_, wait, err := p.appendAsLeader(batch, true, markerAckTimeout.Milliseconds())
 	if err != nil {
 		sp.ErrorCode = b.markerErrorCode(topic, sp.Partition, err)
 		return markerSlot{}, false
@@ -119,7 +120,7 @@ func (b *Broker) awaitMarkers(ctx context.Context, slots []markerSlot) {
 	backstop := time.NewTimer(markerAckTimeout + ackBackstop)
 	defer backstop.Stop()
 	for _, s := range slots {
-		if err := b.awaitAck(ctx, s.wait, backstop.C); err != nil {
+		if err := s.wait.Await(ctx, backstop.C); err != nil {
 			s.sp.ErrorCode = b.markerErrorCode("", s.sp.Partition, err)
 			continue
 		}

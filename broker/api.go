@@ -21,6 +21,7 @@ import (
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/replication/follower"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -95,7 +96,7 @@ type Config struct {
 	// Cleaner configures the log cleaner of compacted topics
 	// (compaction.CleanerConfig documents fields and defaults).
 	Cleaner compaction.CleanerConfig
-	// Replication (issue 5; replica.go, fetcher.go).
+	// Replication (replica.go; followers: replication/follower).
 	//
 	// PeerAddresses overrides the host:port used to reach other brokers
 	// for replication, by node id (default: their advertised address).
@@ -328,8 +329,9 @@ type Broker struct {
 	// partition states this broker may lead). Guarded by regMu.
 	regMu sync.Mutex
 	reg   metadata.Registration
-	// fetchers are the follower fetchers, one per leader (fetcher.go).
-	fetchers *fetcherManager
+	// followers fetch the partitions this node follows from their leaders
+	// (replication/follower; wiring in follower.go).
+	followers *follower.Manager
 	// ctrl is this broker's controller candidate (controller package);
 	// nil until Start.
 	ctrl *controller.Controller
@@ -356,7 +358,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
 	b.drainStart, b.draining = context.WithCancel(context.Background())
-	b.fetchers = newFetcherManager(b)
+	b.followers = newFollowers(b)
 	b.manifest, b.objects = tier.NewManifest(), cfg.ObjectStore
 	if err := b.initColdReader(); err != nil {
 		return nil, err
@@ -379,6 +381,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.queued = wire.NewByteBudget(cfg.QueuedMaxRequestBytes)
 	b.parts.init()
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
+	b.initReplicaShell()
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	return b, nil
 }
@@ -564,7 +567,7 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	waitTimeout(&b.inflight, time.Second)
 	b.lifetimeCancel()
 	b.loops.Wait()
-	b.fetchers.close()
+	b.followers.Close()
 	b.closeColdReader()
 	closeErr := b.parts.closeAll(b.log)
 	b.log.Info("broker stopped")

@@ -112,7 +112,7 @@
 // ResetTo), then becomes leader: new records get offsets from that end on,
 // and everything below it is served from the bucket. The restart of a
 // follower at its leader's local start shares the helpers
-// (fetcher_snapshot.go).
+// (follower.RestartSnapshot and RestartLog; wiring in follower.go).
 //
 // Log start across tiers: partition.logStartOffset() = max(tiered log
 // start, min(first tiered offset, hot log start))

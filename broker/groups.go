@@ -63,7 +63,7 @@ func (l offsetsLog) Append(batch []byte) (int64, error) {
 	if !l.p.isLeader() {
 		return 0, coordinator.ErrNotLed
 	}
-	res, err := l.b.appendLeader(l.p, batch)
+	res, err := l.p.appendLeader(batch)
 	if err != nil {
 		if _, ok := replicationErrorCode(err); ok {
 			return 0, fmt.Errorf("%w: %v", coordinator.ErrNotLed, err)

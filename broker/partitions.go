@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/replication/replica"
 )
 
 // maxPartitions bounds a topic's partition count from a request before
@@ -28,12 +29,12 @@ type partitionState struct {
 }
 
 // highWatermark is what consumers may read up to (exclusive): the HW
-// published by the partition's replica (replica.go). Leader: the minimum
+// published by the partition's replica (replication/replica). Leader: the minimum
 // LEO over the ISR, where the leader's own is its flushed offset with
 // fsync durability; follower: the leader's HW as last fetched, capped by
 // the local LEO. A single replica is its own ISR, so HW = flushed offset
 // (fsync) or LEO (replication durability).
-func (p *partition) highWatermark() int64 { return p.replica.hw.Load() }
+func (p *partition) highWatermark() int64 { return p.replica.HighWatermark() }
 
 // lastStableOffset is Kafka's LSO: min(first offset of the earliest open
 // transaction, HW). read_committed reads and ListOffsets stop there. The
@@ -77,7 +78,7 @@ func (p *partition) leader() int32 {
 
 // changed is closed the next time the published HW moves (what a
 // consumer's long poll waits for).
-func (p *partition) changed() <-chan struct{} { return p.replica.hwChanged.wait() }
+func (p *partition) changed() <-chan struct{} { return p.replica.HWChanged() }
 
 // waitHighWatermark blocks until highWatermark() > offset or ctx ends.
 func (p *partition) waitHighWatermark(ctx context.Context, offset int64) error {
@@ -115,9 +116,9 @@ type partitionManager struct {
 	byName  map[string]*topicEntry
 	byID    map[metadata.TopicID]*topicEntry
 	deleted map[metadata.TopicID]struct{} // ids this broker saw deleted
-	// repl is the broker-wide part of the replication shell (replica.go);
-	// not reset by init.
-	repl replicaManager
+	// repl is the broker-wide part of the replication shell
+	// (replication/replica); not reset by init.
+	repl replica.Shell
 }
 
 func (m *partitionManager) init() {
@@ -199,7 +200,7 @@ func (m *partitionManager) localPartitions() []*partition {
 // waits for those goroutines (some may need m.mu to finish).
 func (m *partitionManager) closeAll(log *slog.Logger) error {
 	err := m.closeLogs(log)
-	m.repl.waitBackground(5 * time.Second)
+	m.repl.WaitBackground(5 * time.Second)
 	return err
 }
 
@@ -212,7 +213,7 @@ func (m *partitionManager) closeLogs(log *slog.Logger) error {
 			if p == nil {
 				continue
 			}
-			p.replica.owner.retireReplica(p)
+			p.replica.Retire()
 			if err := p.log.Close(); err != nil && !errors.Is(err, hotlog.ErrClosed) {
 				log.Error("closing log", "topic", p.topic, "partition", p.index, "err", err)
 				errs = append(errs, err)

@@ -268,7 +268,7 @@ func (b *Broker) missingPartitions(t metadata.Topic) []int32 {
 // discardOpened closes logs opened for a topic that turned out to be gone.
 func (b *Broker) discardOpened(opened map[int32]*partition) {
 	for _, p := range opened {
-		b.retireReplica(p)
+		p.replica.Retire()
 		if err := p.log.Close(); err != nil {
 			b.log.Warn("closing unused log", "topic", p.topic, "partition", p.index, "err", err)
 		}
@@ -311,7 +311,7 @@ func (b *Broker) syncPartitionsLocked(e *topicEntry, opened map[int32]*partition
 				o.mu.Lock()
 				o.state, o.cfg = e.states[i], e.cfg
 				o.mu.Unlock()
-				b.startLogWatcher(o)
+				o.replica.StartLogWatcher()
 			}
 			continue
 		}
@@ -338,12 +338,11 @@ func (b *Broker) openPartition(t metadata.Topic, cfg metadata.TopicConfig, state
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", name, index, err)
 	}
-	core, err := b.newReplicaCore(l, cfg)
-	if err != nil {
+	p := &partition{topic: name, topicID: t.ID, index: index, log: l, manifest: b.manifest, self: b.cfg.NodeID}
+	if p.replica, err = b.newReplicaCore(p, cfg); err != nil {
 		_ = l.Close()
 		return nil, fmt.Errorf("broker: replica %s-%d: %w", name, index, err)
 	}
-	p := &partition{topic: name, topicID: t.ID, index: index, log: l, manifest: b.manifest, self: b.cfg.NodeID, replica: core}
 	p.durability = b.cfg.Durability
 	p.state, p.cfg = state, cfg
 	return p, nil
@@ -428,7 +427,7 @@ func (b *Broker) removeEntryLocked(e *topicEntry) {
 		if p == nil {
 			continue
 		}
-		b.retireReplica(p)
+		p.replica.Retire()
 		if err := p.log.Remove(); err != nil && !errors.Is(err, hotlog.ErrClosed) {
 			b.log.Error("removing log", "topic", p.topic, "partition", p.index, "err", err)
 		}

@@ -38,7 +38,7 @@ func (b *Broker) followerFetchPartition(version int16, replicaID int32, rt *kmsg
 		}
 		return nil, kerr.OffsetOutOfRange.Code
 	}
-	err := b.withReplica(p, func(r *replication.Replica) error {
+	err := p.replica.WithReplica(func(r *replication.Replica) error {
 		return r.FollowerFetch(replicaID, rp.FetchOffset, rp.CurrentLeaderEpoch)
 	})
 	if err != nil {

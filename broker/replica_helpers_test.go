@@ -1,10 +1,15 @@
 package broker
 
 import (
+	"bytes"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/strata-log/strata/hotlog"
 )
 
 // Helpers for tests that need the controller (started by Broker.Start)
@@ -48,4 +53,34 @@ func waitLookup(t *testing.T, b *Broker, topic string, index int32) *partition {
 		return code == 0
 	})
 	return p
+}
+
+var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// sameLog fails unless a and b hold the same bytes from offset from on.
+func sameLog(t *testing.T, a, b *hotlog.Log, from int64) {
+	t.Helper()
+	if a.LogEndOffset() != b.LogEndOffset() {
+		t.Fatalf("log ends differ: %d vs %d", a.LogEndOffset(), b.LogEndOffset())
+	}
+	for off := from; off < a.LogEndOffset(); {
+		x, err1 := a.Read(off, 1, a.LogEndOffset())
+		y, err2 := b.Read(off, 1, b.LogEndOffset())
+		if err1 != nil || err2 != nil || !bytes.Equal(x, y) || len(x) == 0 {
+			t.Fatalf("logs differ at %d: %v %v", off, err1, err2)
+		}
+		h, _ := hotlog.ParseBatchHeader(x)
+		off = h.LastOffset() + 1
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -6,7 +6,6 @@ package broker
 // the current leader and its endpoint, where the protocol allows).
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"time"
@@ -17,53 +16,25 @@ import (
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/replication/replica"
 )
 
-// ackWait is an appended acks=all partition waiting for the HW.
-type ackWait struct {
-	id     uint64
-	result chan error
-}
-
 // appendAsLeader appends validated batches while p's replica leads, stamped
-// with its epoch, and reports the new LEO. With acksAll it first checks
-// min.insync.replicas (ErrNotEnoughReplicas, nothing appended) and then
-// registers an acks=all waiter for the appended batches (timeoutMs of
-// logical time). Errors: replication.ErrNotLeader, the machine's, or the
-// log's. A retried idempotent batch (res.Duplicate) appends nothing and
-// res holds the original offsets, so its waiter waits for the original.
-func (b *Broker) appendAsLeader(p *partition, records []byte, acksAll bool, timeoutMs int64) (hotlog.AppendResult, *ackWait, error) {
+// with its epoch, and reports the new LEO (replica.Core.AppendAsLeader:
+// with acksAll, min.insync.replicas is checked first and an acks=all
+// waiter registered for timeoutMs of logical time). Errors:
+// replication.ErrNotLeader, the machine's, or the log's (hotlog.ErrClosed
+// once the partition closed). A retried idempotent batch (res.Duplicate)
+// appends nothing and res holds the original offsets, so its waiter waits
+// for the original.
+func (p *partition) appendAsLeader(records []byte, acksAll bool, timeoutMs int64) (hotlog.AppendResult, *replica.AckWait, error) {
 	var res hotlog.AppendResult
-	var wait *ackWait
-	err := b.withReplica(p, func(r *replication.Replica) error {
-		if r.Role() != replication.RoleLeader {
-			return replication.ErrNotLeader
-		}
-		if acksAll {
-			if err := r.CheckAcksAll(); err != nil {
-				return err
-			}
-		}
+	wait, err := p.replica.AppendAsLeader(acksAll, timeoutMs, func(epoch int32) (int64, error) {
 		var err error
-		if res, err = p.log.Append(records, r.LeaderEpoch()); err != nil {
-			return err
-		}
-		if err := b.reportLocalLogLocked(p, r); err != nil {
-			return err
-		}
-		if !acksAll {
-			return nil
-		}
-		id, ch := b.parts.repl.acks.register()
-		w := replication.AckWaiter{ID: id, RequiredOffset: res.LastOffset + 1, TimeoutMs: max(timeoutMs, 0)}
-		if err := r.WaitForAcks(w); err != nil {
-			b.parts.repl.acks.forget(id)
-			return err
-		}
-		wait = &ackWait{id: id, result: ch}
-		return nil
+		res, err = p.log.Append(records, epoch)
+		return res.LastOffset + 1, err
 	})
-	if errors.Is(err, errPartitionClosed) {
+	if errors.Is(err, replica.ErrClosed) {
 		err = hotlog.ErrClosed
 	}
 	return res, wait, err
@@ -72,27 +43,12 @@ func (b *Broker) appendAsLeader(p *partition, records []byte, acksAll bool, time
 // appendLeader appends batches to p while its replica leads (acks=1
 // semantics): the path for the broker's own writes, such as the group
 // coordinator's offsets log.
-func (b *Broker) appendLeader(p *partition, records []byte) (hotlog.AppendResult, error) {
-	res, _, err := b.appendAsLeader(p, records, false, 0)
+func (p *partition) appendLeader(records []byte) (hotlog.AppendResult, error) {
+	res, _, err := p.appendAsLeader(records, false, 0)
 	return res, err
 }
 
-// awaitAck waits for w's result. The replica answers by its own timeout
-// (Tick); the wall-clock deadline is a backstop should it never answer.
-func (b *Broker) awaitAck(ctx context.Context, w *ackWait, deadline <-chan time.Time) error {
-	select {
-	case err := <-w.result:
-		return err
-	case <-ctx.Done():
-		b.parts.repl.acks.forget(w.id)
-		return ctx.Err()
-	case <-deadline:
-		b.parts.repl.acks.forget(w.id)
-		return replication.ErrTimedOut
-	}
-}
-
-// ackBackstop is added to a produce timeout for awaitAck's deadline: the
+// ackBackstop is added to a produce timeout for AckWait.Await's deadline: the
 // replica's own timeout normally answers first (within a tick).
 const ackBackstop = time.Second
 

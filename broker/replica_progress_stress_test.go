@@ -76,7 +76,7 @@ func TestLogProgressNeverMissedUnderLoad(t *testing.T) {
 // must still report their progress itself.
 func holdReplicaLockAtTimes(ctx context.Context, b *Broker, p *partition) error {
 	for ctx.Err() == nil {
-		err := b.withReplica(p, func(*replication.Replica) error {
+		err := p.replica.WithReplica(func(*replication.Replica) error {
 			time.Sleep(150 * time.Millisecond)
 			return nil
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/replication/replica"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -82,7 +83,7 @@ func (rig *replicaRig) followerFetch(t *testing.T, replica int32, offset int64, 
 	return fetchOnePartition(t, rig.cl, req)
 }
 
-func (rig *replicaRig) epoch(t *testing.T) int32 { return rig.partition(t).replica.epoch.Load() }
+func (rig *replicaRig) epoch(t *testing.T) int32 { return rig.partition(t).replica.Epoch() }
 
 func (rig *replicaRig) storedISR(t *testing.T) []int32 {
 	t.Helper()
@@ -264,7 +265,7 @@ func TestOffsetForLeaderEpochFromFollower(t *testing.T) {
 }
 
 func TestNotLeaderAnswersNameTheLeader(t *testing.T) {
-	// The fake broker 2 is elected: broker 1 is a follower (its fetcher
+	// The fake broker 2 is elected: broker 1 is a follower (its follower
 	// cannot reach 2, which does not matter here).
 	rig := newReplicaRig(t, hotlog.DurabilityReplication, []int32{fakeFollower, 1}, nil)
 	var st metadata.PartitionState
@@ -399,7 +400,7 @@ func TestReappliedLeaderStateReportsProgress(t *testing.T) {
 	rig := newReplicaRig(t, hotlog.DurabilityFsync, []int32{1}, nil)
 	p := rig.partition(t)
 	var leo int64
-	err := rig.b.withReplica(p, func(r *replication.Replica) error {
+	err := p.replica.WithReplica(func(r *replication.Replica) error {
 		// Appended behind the machine's back: the watcher cannot report
 		// it while we hold the replica lock.
 		res, err := p.log.Append(buildBatch(batchSpec{records: 3, timestamp: 1}), r.LeaderEpoch())
@@ -410,14 +411,15 @@ func TestReappliedLeaderStateReportsProgress(t *testing.T) {
 		if err := p.log.WaitFlushed(testCtx(t), res.LastOffset); err != nil {
 			return err
 		}
-		if err := rig.b.becomeLeaderLocked(p, r, p.replica.led, leaderRestart{}); err != nil {
+		if err := p.replica.BecomeLeaderLocked(r, p.replica.AppliedLocked().Led, leadership{b: rig.b, p: p}); err != nil {
 			return err
 		}
 		// What counts as reported is what the machine was told: otherwise
 		// neither the watcher nor the tick reports the rest.
-		if s := r.Status(); s.LEO != p.replica.reportedLEO.Load() || s.DurableOffset != p.replica.reportedFlushed.Load() {
+		reportedLEO, reportedFlushed := p.replica.Reported()
+		if s := r.Status(); s.LEO != reportedLEO || s.DurableOffset != reportedFlushed {
 			t.Errorf("machine LEO %d durable %d, recorded as reported %d and %d",
-				s.LEO, s.DurableOffset, p.replica.reportedLEO.Load(), p.replica.reportedFlushed.Load())
+				s.LEO, s.DurableOffset, reportedLEO, reportedFlushed)
 		}
 		return nil
 	})
@@ -435,7 +437,7 @@ func TestReappliedLeaderStateReportsProgress(t *testing.T) {
 func TestTickReportsOnlyProgressOwedForAWholeTick(t *testing.T) {
 	rig := newReplicaRig(t, hotlog.DurabilityFsync, []int32{1}, nil)
 	p := rig.partition(t)
-	err := rig.b.withReplica(p, func(r *replication.Replica) error {
+	err := p.replica.WithReplica(func(r *replication.Replica) error {
 		// Appended behind the machine's back: the watcher cannot report
 		// it while we hold the replica lock.
 		res, err := p.log.Append(buildBatch(batchSpec{records: 3, timestamp: 1}), r.LeaderEpoch())
@@ -446,15 +448,15 @@ func TestTickReportsOnlyProgressOwedForAWholeTick(t *testing.T) {
 			return err
 		}
 		for range 2 {
-			if err := rig.b.reportMissedProgressLocked(p, r); err != nil {
+			if err := p.replica.ReportMissedProgressLocked(r); err != nil {
 				return err
 			}
 		}
 		if got := rig.b.ReplicaStats().MissedProgress; got != 0 {
 			t.Errorf("two checks in quick succession counted %d misses, want 0", got)
 		}
-		time.Sleep(replicaTickInterval)
-		if err := rig.b.reportMissedProgressLocked(p, r); err != nil {
+		time.Sleep(replica.TickInterval)
+		if err := p.replica.ReportMissedProgressLocked(r); err != nil {
 			return err
 		}
 		if got := rig.b.ReplicaStats().MissedProgress; got != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/replication/replica"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -74,8 +75,9 @@ type partition struct {
 	// self is this broker's node id (the replica's id).
 	self int32
 	// replica is the partition's replication state machine and what the
-	// shell publishes from it (replica.go). Set at open, never nil.
-	replica *replicaCore
+	// shell publishes from it (replication/replica, wired in replica.go).
+	// Set at open, never nil.
+	replica *replica.Core
 	// state (config, leader epoch, ...) lives in partitions.go.
 	partitionState
 }
@@ -96,8 +98,9 @@ type partition struct {
 // Lookups on the broker (implemented in partitions.go), returning a Kafka
 // error code (0 when found): UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
 // NOT_LEADER_OR_FOLLOWER (found only where this node's replica leads).
-// Replication (replica*.go): withReplica drives a partition's
-// replication.Replica; appendAsLeader appends as leader.
+// Replication (replica*.go): p.replica (a replication/replica.Core)
+// drives the partition's replication.Replica through WithReplica;
+// p.appendAsLeader appends as leader.
 //
 //	func (b *Broker) lookupPartition(topic string, index int32) (*partition, int16)
 //	func (b *Broker) lookupPartitionByID(id metadata.TopicID, index int32) (*partition, int16)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/strata-log/strata/broker/txn"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/replication/peer"
 )
 
 // txnStateSegmentBytes is Kafka's transaction.state.log.segment.bytes.
@@ -135,7 +136,7 @@ func (b *Broker) txnCoordinatorOf(ctx context.Context, id string) (metadata.Brok
 // txnPeer is a peer client and the address it was made for.
 type txnPeer struct {
 	addr string
-	cl   peerClient
+	cl   peer.Client
 }
 
 // txnPeerSet holds the marker sender's clients, one per broker (this one
@@ -146,7 +147,7 @@ type txnPeerSet struct {
 }
 
 // peer returns the client for node, dialling anew when its address changed.
-func (s *txnPeerSet) peer(b *Broker, node int32) (peerClient, error) {
+func (s *txnPeerSet) peer(b *Broker, node int32) (peer.Client, error) {
 	addr := b.peerAddress(node)
 	if node == b.cfg.NodeID && b.ln != nil && b.cfg.PeerAddresses[node] == "" {
 		addr = b.interBrokerBoundAddr() // ourselves: the bound inter-broker listener
@@ -163,7 +164,7 @@ func (s *txnPeerSet) peer(b *Broker, node int32) (peerClient, error) {
 		p.cl.Close()
 		delete(s.clients, node)
 	}
-	cl, err := b.dialPeerWithOverhead(node, addr, markerAckTimeout+peerRequestOverhead)
+	cl, err := b.dialPeerWithOverhead(node, addr, markerAckTimeout+peer.RequestOverhead)
 	if err != nil {
 		return nil, err
 	}

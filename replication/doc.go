@@ -3,7 +3,7 @@
 // Kafka's ISR / high-watermark rules, leader epochs and KIP-101/KIP-279
 // truncation. It does no I/O, reads no clock and starts no goroutines
 // (the structure of etcd raft's RawNode and tracker.Progress; not raft's
-// majority rule). The shells built on it — the follower fetcher, the
+// majority rule). The shells built on it — the followers (replication/follower), the
 // broker's produce/fetch paths and the etcd controller — feed it inputs and
 // carry out its outputs.
 //

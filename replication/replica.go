@@ -190,7 +190,7 @@ type EpochQuery struct {
 	Epoch        int32
 }
 
-// FetchStart tells the follower's fetcher to fetch from Leader at Offset
+// FetchStart tells the follower (replication/follower) to fetch from Leader at Offset
 // with CurrentLeaderEpoch = Epoch.
 type FetchStart struct {
 	Leader int32

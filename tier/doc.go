@@ -139,7 +139,7 @@
 // with hotlog.CheckProducerSnapshot (which bounds every count by the bytes
 // present) and the offset; a follower that restarts its log at a leader's
 // local log start S installs the snapshot of the object ending exactly at
-// S (broker/fetcher_snapshot.go), so it still recognises retried batches
+// S (replication/follower/restart.go), so it still recognises retried batches
 // written before S.
 //
 // Aborted-transaction entry (Kafka's .txnindex without its version field):

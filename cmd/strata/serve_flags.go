@@ -59,7 +59,7 @@ type serveFlags struct {
 	coldBytesPerSecond int64
 	// coldClientBytesPerSecond is the per-client cold-read budget.
 	coldClientBytesPerSecond int64
-	// Replication (broker/replica.go, fetcher.go; controller).
+	// Replication (broker/replica.go, replication/replica and follower; controller).
 	peerAddresses                 string
 	leaseTTL                      time.Duration
 	replicaLagTimeMax             time.Duration

@@ -16,11 +16,11 @@ import (
 )
 
 // Two real brokers over one embedded etcd: the follower replicates the
-// leader's partition through its fetcher, then the roles swap (states
+// leader's partition through its followers, then the roles swap (states
 // written straight into etcd, as the controller would).
 
-// startReplicaBroker is startTestBroker with follower fetchers wired (if
-// New does not wire them yet) and closed before the logs close.
+// startReplicaBroker is startTestBroker with the followers wired (if New
+// does not wire them yet) and closed before the logs close.
 func startReplicaBroker(t *testing.T, endpoints []string, node int32, durability hotlog.Durability, peers map[int32]string) *testBroker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -36,8 +36,8 @@ func startReplicaBroker(t *testing.T, endpoints []string, node int32, durability
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.fetchers == nil {
-		b.fetchers = newFetcherManager(b)
+	if b.followers == nil {
+		b.followers = newFollowers(b)
 	}
 	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func startReplicaBroker(t *testing.T, endpoints []string, node int32, durability
 	tb := &testBroker{b: b, store: store}
 	t.Cleanup(func() {
 		if tb.b != nil {
-			tb.b.fetchers.close()
+			tb.b.followers.Close()
 		}
 		tb.stop(t)
 	})
@@ -112,7 +112,7 @@ func caughtUp(t *testing.T, leader, follower *partition) {
 	sameLog(t, leader.log, follower.log, 0)
 }
 
-func TestFetcherTwoBrokers(t *testing.T) {
+func TestFollowerTwoBrokers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and two brokers")
 	}
@@ -152,12 +152,12 @@ func createReplicatedTopic(t *testing.T, b1, b2 *testBroker) (metadata.Topic, *p
 	return topic, hostedPartition(b1.b, "rep", 0), hostedPartition(b2.b, "rep", 0)
 }
 
-// TestFetcherTwoBrokersTruncatesDivergentLeader: broker 2 cannot reach
+// TestFollowerTwoBrokersTruncatesDivergentLeader: broker 2 cannot reach
 // broker 1 (its peer address refuses connections), so broker 1's epoch-1
 // writes (acks=1) never reach it. Once broker 2 leads epoch 2, broker 1
 // must drop them (KIP-101 through the real OffsetForLeaderEpoch) and
 // replicate broker 2's log exactly.
-func TestFetcherTwoBrokersTruncatesDivergentLeader(t *testing.T) {
+func TestFollowerTwoBrokersTruncatesDivergentLeader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and two brokers")
 	}

@@ -1,4 +1,4 @@
-package broker
+package follower
 
 // The follower's other requests: OffsetForLeaderEpoch for truncation
 // (KIP-101) and ListOffsets(-4) to restart a log at the leader's local log
@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/replication/peer"
 )
 
 // earliestLocalTimestamp is ListOffsets' timestamp -4 (KIP-405).
@@ -19,21 +20,21 @@ const earliestLocalTimestamp = -4
 // sendQueries asks the leader OffsetForLeaderEpoch for every query and
 // feeds each answer to its replica. A returned error is a connection-level
 // failure (the queries are retried after the peer's back-off).
-func (f *peerFetcher) sendQueries(cl peerClient, queries []taskSnapshot) error {
+func (f *leaderFollower) sendQueries(cl peer.Client, queries []taskSnapshot) error {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.ReplicaID = f.m.nodeID
+	req.ReplicaID = f.m.cfg.NodeID
 	byTopic := map[string]int{}
 	for _, s := range queries {
-		i, ok := byTopic[s.p.topic]
+		i, ok := byTopic[s.p.Topic()]
 		if !ok {
 			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			rt.Topic = s.p.topic
+			rt.Topic = s.p.Topic()
 			i = len(req.Topics)
-			byTopic[s.p.topic] = i
+			byTopic[s.p.Topic()] = i
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = s.p.index, s.query.CurrentEpoch, s.query.Epoch
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = s.p.Index(), s.query.CurrentEpoch, s.query.Epoch
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	resp, err := f.request(cl, req, 0)
@@ -52,10 +53,10 @@ func (f *peerFetcher) sendQueries(cl peerClient, queries []taskSnapshot) error {
 // applyEpochAnswers feeds each partition's answer to its replica. A query
 // left unanswered, or whose answer the replica did not turn into a new
 // task, is retried after a back-off.
-func (f *peerFetcher) applyEpochAnswers(resp *kmsg.OffsetForLeaderEpochResponse, queries []taskSnapshot) {
+func (f *leaderFollower) applyEpochAnswers(resp *kmsg.OffsetForLeaderEpochResponse, queries []taskSnapshot) {
 	sent := make(map[fetchKey]taskSnapshot, len(queries))
 	for _, s := range queries {
-		sent[fetchKey{topic: s.p.topic, partition: s.p.index}] = s
+		sent[fetchKey{topic: s.p.Topic(), partition: s.p.Index()}] = s
 	}
 	for ti := range resp.Topics {
 		rt := &resp.Topics[ti]
@@ -75,7 +76,7 @@ func (f *peerFetcher) applyEpochAnswers(resp *kmsg.OffsetForLeaderEpochResponse,
 
 // applyEpochAnswer hands one answer to HandleEpochEndOffset; the Ready
 // that follows truncates and calls follow or query, replacing the task.
-func (f *peerFetcher) applyEpochAnswer(s taskSnapshot, rp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
+func (f *leaderFollower) applyEpochAnswer(s taskSnapshot, rp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
 	if rp.ErrorCode != 0 {
 		f.partitionError(s, rp.ErrorCode)
 		return
@@ -88,7 +89,7 @@ func (f *peerFetcher) applyEpochAnswer(s taskSnapshot, rp *kmsg.OffsetForLeaderE
 		return r.HandleEpochEndOffset(answer)
 	})
 	if err != nil && err != errStaleTask {
-		f.m.log.Warn("epoch answer not applied", "topic", s.p.topic, "partition", s.p.index,
+		f.m.log.Warn("epoch answer not applied", "topic", s.p.Topic(), "partition", s.p.Index(),
 			"leader", f.leader, "epoch", s.query.Epoch, "answer_epoch", rp.LeaderEpoch, "end_offset", rp.EndOffset, "err", err)
 	}
 	// A no-op when the answer replaced the task (the usual case).
@@ -100,13 +101,13 @@ func (f *peerFetcher) applyEpochAnswer(s taskSnapshot, rp *kmsg.OffsetForLeaderE
 // the fetch offset, the follower's log restarts empty there (its history
 // is in the bucket or deleted) and fetching continues from it. The
 // producer state at the new start comes from the tiered object ending
-// exactly there when there is one (fetcher_snapshot.go), else it is empty.
-func (f *peerFetcher) resetToLeaderStart(cl peerClient, s taskSnapshot) {
+// exactly there when there is one (restart.go), else it is empty.
+func (f *leaderFollower) resetToLeaderStart(cl peer.Client, s taskSnapshot) {
 	start, err := f.leaderLocalStart(cl, s)
 	if err != nil || start <= s.offset {
 		if f.m.delay(s, kerr.OffsetOutOfRange.Code) {
 			f.m.log.Warn("fetch offset out of range on the leader, but not below its local log start; retrying",
-				"topic", s.p.topic, "partition", s.p.index, "leader", f.leader, "offset", s.offset, "leader_local_start", start, "err", err)
+				"topic", s.p.Topic(), "partition", s.p.Index(), "leader", f.leader, "offset", s.offset, "leader_local_start", start, "err", err)
 		}
 		return
 	}
@@ -127,21 +128,21 @@ func (f *peerFetcher) resetToLeaderStart(cl peerClient, s taskSnapshot) {
 	})
 	if err == nil {
 		f.m.counters.resets.Add(1)
-		f.m.log.Info("follower log restarted at the leader's local log start", "topic", s.p.topic,
-			"partition", s.p.index, "leader", f.leader, "from", s.offset, "to", start)
+		f.m.log.Info("follower log restarted at the leader's local log start", "topic", s.p.Topic(),
+			"partition", s.p.Index(), "leader", f.leader, "from", s.offset, "to", start)
 	}
 	f.fetchOutcome(s, err, nil)
 }
 
 // leaderLocalStart asks the leader for the partition's local log start
 // (ListOffsets timestamp -4, as a replica).
-func (f *peerFetcher) leaderLocalStart(cl peerClient, s taskSnapshot) (int64, error) {
+func (f *leaderFollower) leaderLocalStart(cl peer.Client, s taskSnapshot) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = f.m.nodeID
+	req.ReplicaID = f.m.cfg.NodeID
 	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = s.p.topic
+	rt.Topic = s.p.Topic()
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.p.index, s.epoch, earliestLocalTimestamp
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = s.p.Index(), s.epoch, earliestLocalTimestamp
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := f.request(cl, req, 0)
@@ -154,7 +155,7 @@ func (f *peerFetcher) leaderLocalStart(cl peerClient, s taskSnapshot) (int64, er
 	}
 	for _, t := range lr.Topics {
 		for _, p := range t.Partitions {
-			if t.Topic != s.p.topic || p.Partition != s.p.index {
+			if t.Topic != s.p.Topic() || p.Partition != s.p.Index() {
 				continue
 			}
 			if p.ErrorCode != 0 {
@@ -163,5 +164,5 @@ func (f *peerFetcher) leaderLocalStart(cl peerClient, s taskSnapshot) (int64, er
 			return p.Offset, nil
 		}
 	}
-	return -1, fmt.Errorf("%w: ListOffsets did not answer %s-%d", errPeerAnswer, s.p.topic, s.p.index)
+	return -1, fmt.Errorf("%w: ListOffsets did not answer %s-%d", errPeerAnswer, s.p.Topic(), s.p.Index())
 }

@@ -1,9 +1,9 @@
-package broker
+package replica
 
 // ISR changes proposed by a leading replica are written to the partition
 // state in etcd with a compare-and-swap on the state's version (Kafka's
 // AlterPartition). The write runs on its own goroutine; its outcome goes
-// back into the replica through withReplica (ISRCommitted / ISRRejected).
+// back into the replica through WithReplica (ISRCommitted / ISRRejected).
 
 import (
 	"context"
@@ -28,44 +28,43 @@ const (
 // its Version must be prop.ExpectedVersion (else the proposal is stale by
 // construction and is rejected, which fences the replica until the next
 // state arrives).
-func (b *Broker) proposeISR(p *partition, prop replication.ISRProposal, base metadata.PartitionState) {
+func (c *Core) proposeISR(prop replication.ISRProposal, base metadata.PartitionState) {
 	want := base
 	want.ISR = slices.Clone(prop.ISR)
 	want.Version = prop.ExpectedVersion
-	b.log.Info("proposing ISR change", "topic", p.topic, "partition", p.index, "change", prop.Change.String(),
+	c.shell.cfg.Logger.Info("proposing ISR change", "topic", c.part.Topic, "partition", c.part.Index, "change", prop.Change.String(),
 		"isr", prop.ISR, "changed", prop.Changed, "epoch", prop.LeaderEpoch, "version", prop.ExpectedVersion)
-	b.parts.repl.bg.Add(1)
-	go func() {
-		defer b.parts.repl.bg.Done()
+	c.shell.Go(func() {
 		if base.Version != prop.ExpectedVersion || base.LeaderEpoch != prop.LeaderEpoch {
-			b.isrOutcome(p, prop, 0, false)
+			c.isrOutcome(prop, 0, false)
 			return
 		}
-		version, ok, done := b.writeISR(p, want)
+		version, ok, done := c.writeISR(want)
 		if done {
-			b.isrOutcome(p, prop, version, ok)
+			c.isrOutcome(prop, version, ok)
 		}
-	}()
+	})
 }
 
 // writeISR compare-and-swaps want until the outcome is known: (new
 // version, true) written; (_, false) the state changed under us (deposed,
-// or the controller changed it). done is false when the broker stops
-// first. After an attempt whose answer was lost, a failed CAS may mean our
-// own write landed: the stored state is compared with want.
-func (b *Broker) writeISR(p *partition, want metadata.PartitionState) (version int64, ok, done bool) {
+// or the controller changed it). done is false when the shell's lifetime
+// ends first. After an attempt whose answer was lost, a failed CAS may
+// mean our own write landed: the stored state is compared with want.
+func (c *Core) writeISR(want metadata.PartitionState) (version int64, ok, done bool) {
+	lifetime := c.shell.cfg.Lifetime
 	backoff := isrRetryBackoff
 	uncertain := false
-	for b.lifetime.Err() == nil {
-		ctx, cancel := context.WithTimeout(b.lifetime, isrWriteTimeout)
-		v, err := b.store.CASPartitionState(ctx, p.topicID, p.index, want)
+	for lifetime.Err() == nil {
+		ctx, cancel := context.WithTimeout(lifetime, isrWriteTimeout)
+		v, err := c.shell.cfg.Store.CASPartitionState(ctx, c.part.TopicID, c.part.Index, want)
 		cancel()
 		switch {
 		case err == nil:
 			return v, true, true
 		case errors.Is(err, metadata.ErrCASFailed):
 			if uncertain {
-				if v, landed := b.storedAs(p, want); landed {
+				if v, landed := c.storedAs(want); landed {
 					return v, true, true
 				}
 			}
@@ -74,9 +73,9 @@ func (b *Broker) writeISR(p *partition, want metadata.PartitionState) (version i
 			return 0, false, true
 		}
 		uncertain = true
-		b.log.Warn("writing ISR change; retrying", "topic", p.topic, "partition", p.index, "err", err)
+		c.shell.cfg.Logger.Warn("writing ISR change; retrying", "topic", c.part.Topic, "partition", c.part.Index, "err", err)
 		select {
-		case <-b.lifetime.Done():
+		case <-lifetime.Done():
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, isrMaxRetryBackoff)
@@ -86,14 +85,14 @@ func (b *Broker) writeISR(p *partition, want metadata.PartitionState) (version i
 
 // storedAs reports whether the stored state is want (our write landed) and
 // its version.
-func (b *Broker) storedAs(p *partition, want metadata.PartitionState) (int64, bool) {
-	ctx, cancel := context.WithTimeout(b.lifetime, isrWriteTimeout)
+func (c *Core) storedAs(want metadata.PartitionState) (int64, bool) {
+	ctx, cancel := context.WithTimeout(c.shell.cfg.Lifetime, isrWriteTimeout)
 	defer cancel()
-	states, err := b.store.PartitionStates(ctx, p.topicID)
-	if err != nil || int(p.index) >= len(states) {
+	states, err := c.shell.cfg.Store.PartitionStates(ctx, c.part.TopicID)
+	if err != nil || int(c.part.Index) >= len(states) {
 		return 0, false
 	}
-	st := states[p.index]
+	st := states[c.part.Index]
 	same := st.Leader == want.Leader && st.LeaderEpoch == want.LeaderEpoch &&
 		st.LeaderBrokerEpoch == want.LeaderBrokerEpoch && slices.Equal(st.ISR, want.ISR) &&
 		slices.Equal(st.Replicas, want.Replicas)
@@ -102,8 +101,8 @@ func (b *Broker) storedAs(p *partition, want metadata.PartitionState) (int64, bo
 
 // isrOutcome reports a CAS outcome to the replica, unless the proposal is
 // no longer the one in flight (a newer state resolved it meanwhile).
-func (b *Broker) isrOutcome(p *partition, prop replication.ISRProposal, version int64, committed bool) {
-	err := b.withReplica(p, func(r *replication.Replica) error {
+func (c *Core) isrOutcome(prop replication.ISRProposal, version int64, committed bool) {
+	err := c.WithReplica(func(r *replication.Replica) error {
 		cur := r.Status().Proposal
 		if cur == nil || cur.LeaderEpoch != prop.LeaderEpoch || cur.ExpectedVersion != prop.ExpectedVersion ||
 			!slices.Equal(cur.ISR, prop.ISR) {
@@ -115,17 +114,18 @@ func (b *Broker) isrOutcome(p *partition, prop replication.ISRProposal, version 
 		if err := r.ISRCommitted(version); err != nil {
 			return err
 		}
-		p.replica.led.ISR = slices.Clone(prop.ISR)
-		p.replica.led.Version = version
-		p.replica.appliedVersion = max(p.replica.appliedVersion, version)
+		c.applied.Led.ISR = slices.Clone(prop.ISR)
+		c.applied.Led.Version = version
+		c.applied.Version = max(c.applied.Version, version)
 		return nil
 	})
+	log := c.shell.cfg.Logger
 	switch {
 	case err == nil:
-		b.log.Info("ISR change done", "topic", p.topic, "partition", p.index, "committed", committed,
+		log.Info("ISR change done", "topic", c.part.Topic, "partition", c.part.Index, "committed", committed,
 			"isr", prop.ISR, "version", version)
-	case errors.Is(err, replication.ErrNoProposal), errors.Is(err, errPartitionClosed):
+	case errors.Is(err, replication.ErrNoProposal), errors.Is(err, ErrClosed):
 	default:
-		b.log.Warn("ISR change outcome", "topic", p.topic, "partition", p.index, "err", err)
+		log.Warn("ISR change outcome", "topic", c.part.Topic, "partition", c.part.Index, "err", err)
 	}
 }

@@ -1,7 +1,7 @@
-package broker
+package follower
 
-// The follower's fetch: building one FetchRequest for a peer's partitions
-// and applying each partition's answer (see fetcher.go for the rules).
+// The follower's fetch: building one FetchRequest for a leader's partitions
+// and applying each partition's answer (doc.go states the rules).
 
 import (
 	"encoding/binary"
@@ -15,6 +15,7 @@ import (
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/replication/peer"
 )
 
 // fetchKey names a partition in a response: by topic id (Fetch v13+) or,
@@ -36,11 +37,11 @@ func responseKey(topic string, id [16]byte, partition int32) fetchKey {
 // flushed: the leader counts a fetch offset as this replica's LEO, which
 // must only count durable data. Flushes run in the logs' own flushers, so
 // the waits overlap. Partitions whose log fails are left out.
-func (f *peerFetcher) flushedBeforeFetch(fetches []taskSnapshot) []taskSnapshot {
+func (f *leaderFollower) flushedBeforeFetch(fetches []taskSnapshot) []taskSnapshot {
 	out := fetches[:0]
 	for _, s := range fetches {
-		if s.offset > 0 && s.p.log.FlushedOffset() < s.offset {
-			if err := s.p.log.WaitFlushed(f.m.ctx, s.offset-1); err != nil {
+		if s.offset > 0 && s.p.Log().FlushedOffset() < s.offset {
+			if err := s.p.Log().WaitFlushed(f.m.ctx, s.offset-1); err != nil {
 				f.m.delay(s, -1)
 				continue
 			}
@@ -52,33 +53,33 @@ func (f *peerFetcher) flushedBeforeFetch(fetches []taskSnapshot) []taskSnapshot 
 
 // buildFetch is one FetchRequest for fetches, as a follower (replica id =
 // this node in v<15, ReplicaState in v15+; kgo picks the version).
-func (f *peerFetcher) buildFetch(fetches []taskSnapshot) *kmsg.FetchRequest {
+func (f *leaderFollower) buildFetch(fetches []taskSnapshot) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = f.m.nodeID
-	req.ReplicaState.ID = f.m.nodeID
-	if epoch := f.m.registrationEpoch(); epoch > 0 {
+	req.ReplicaID = f.m.cfg.NodeID
+	req.ReplicaState.ID = f.m.cfg.NodeID
+	if epoch := f.m.cfg.RegistrationEpoch(); epoch > 0 {
 		req.ReplicaState.Epoch = epoch
 	}
-	req.MaxWaitMillis = int32(f.m.maxWait.Milliseconds())
+	req.MaxWaitMillis = int32(f.m.cfg.MaxWait.Milliseconds())
 	req.MinBytes = 1
 	req.MaxBytes = replicaFetchMaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1 // sessionless full fetches
 	byTopic := map[metadata.TopicID]int{}
 	for _, s := range fetches {
-		i, ok := byTopic[s.p.topicID]
+		i, ok := byTopic[s.p.TopicID()]
 		if !ok {
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = s.p.topic, s.p.topicID
+			rt.Topic, rt.TopicID = s.p.Topic(), s.p.TopicID()
 			i = len(req.Topics)
-			byTopic[s.p.topicID] = i
+			byTopic[s.p.TopicID()] = i
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = s.p.index
+		rp.Partition = s.p.Index()
 		rp.CurrentLeaderEpoch = s.epoch
 		rp.FetchOffset = s.offset
 		rp.LastFetchedEpoch = -1 // truncation is by OffsetForLeaderEpoch (KIP-101), not KIP-595
-		rp.LogStartOffset = s.p.log.LogStartOffset()
+		rp.LogStartOffset = s.p.Log().LogStartOffset()
 		rp.PartitionMaxBytes = replicaFetchPartitionMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
@@ -86,11 +87,11 @@ func (f *peerFetcher) buildFetch(fetches []taskSnapshot) *kmsg.FetchRequest {
 }
 
 // fetch sends one fetch for fetches and applies the answer.
-func (f *peerFetcher) fetch(cl peerClient, fetches []taskSnapshot) error {
+func (f *leaderFollower) fetch(cl peer.Client, fetches []taskSnapshot) error {
 	if len(fetches) == 0 {
 		return nil
 	}
-	resp, err := f.request(cl, f.buildFetch(fetches), f.m.maxWait)
+	resp, err := f.request(cl, f.buildFetch(fetches), f.m.cfg.MaxWait)
 	if err != nil {
 		return err
 	}
@@ -118,11 +119,11 @@ type appendedFetch struct {
 // applyFetch applies every partition's answer: appends first (so the
 // flushes of all partitions overlap), then flush waits and reports, then
 // the out-of-range resets (which send requests of their own).
-func (f *peerFetcher) applyFetch(cl peerClient, fr *kmsg.FetchResponse, fetches []taskSnapshot) {
+func (f *leaderFollower) applyFetch(cl peer.Client, fr *kmsg.FetchResponse, fetches []taskSnapshot) {
 	sent := make(map[fetchKey]taskSnapshot, 2*len(fetches))
 	for _, s := range fetches {
-		sent[fetchKey{id: s.p.topicID, partition: s.p.index}] = s
-		sent[fetchKey{topic: s.p.topic, partition: s.p.index}] = s
+		sent[fetchKey{id: s.p.TopicID(), partition: s.p.Index()}] = s
+		sent[fetchKey{topic: s.p.Topic(), partition: s.p.Index()}] = s
 	}
 	var appended []appendedFetch
 	var outOfRange []taskSnapshot
@@ -155,16 +156,16 @@ func (f *peerFetcher) applyFetch(cl peerClient, fr *kmsg.FetchResponse, fetches 
 }
 
 // partitionError handles a retriable or fencing error code of one
-// partition (see fetcher.go).
-func (f *peerFetcher) partitionError(s taskSnapshot, code int16) {
+// partition (see doc.go).
+func (f *leaderFollower) partitionError(s taskSnapshot, code int16) {
 	if code == kerr.FencedLeaderEpoch.Code {
 		f.m.log.Info("leader has a newer epoch; pausing until the next partition state",
-			"topic", s.p.topic, "partition", s.p.index, "leader", f.leader, "epoch", s.epoch)
+			"topic", s.p.Topic(), "partition", s.p.Index(), "leader", f.leader, "epoch", s.epoch)
 		f.m.pause(s)
 		return
 	}
 	if f.m.delay(s, code) {
-		f.m.log.Info("follower fetch refused; retrying", "topic", s.p.topic, "partition", s.p.index,
+		f.m.log.Info("follower fetch refused; retrying", "topic", s.p.Topic(), "partition", s.p.Index(),
 			"leader", f.leader, "epoch", s.epoch, "err", kerr.ErrorForCode(code))
 	}
 }
@@ -173,7 +174,7 @@ func (f *peerFetcher) partitionError(s taskSnapshot, code int16) {
 // the state machine accepts the fetch. When the log is flushed up to the
 // new LEO (replication durability, or nothing appended) Fetched is
 // reported at once; else the caller flushes first (pending).
-func (f *peerFetcher) appendFetched(s taskSnapshot, rp *kmsg.FetchResponseTopicPartition) (appendedFetch, bool) {
+func (f *leaderFollower) appendFetched(s taskSnapshot, rp *kmsg.FetchResponseTopicPartition) (appendedFetch, bool) {
 	records, badErr := replicaBatches(rp.RecordBatches, s.offset)
 	a := appendedFetch{s: s, leo: s.offset, leaderHW: rp.HighWatermark}
 	pending := false
@@ -182,14 +183,14 @@ func (f *peerFetcher) appendFetched(s taskSnapshot, rp *kmsg.FetchResponseTopicP
 			return err
 		}
 		if len(records) > 0 {
-			res, err := s.p.log.AppendReplicated(records)
+			res, err := s.p.Log().AppendReplicated(records)
 			if err != nil {
 				return err
 			}
 			a.leo = res.LastOffset + 1
 			f.m.counters.appendedBytes.Add(int64(len(records)))
 		}
-		if s.p.log.FlushedOffset() < a.leo {
+		if s.p.Log().FlushedOffset() < a.leo {
 			pending = true
 			return nil
 		}
@@ -202,22 +203,22 @@ func (f *peerFetcher) appendFetched(s taskSnapshot, rp *kmsg.FetchResponseTopicP
 // checkFetch: s is still the partition's task, the state machine expects
 // this fetch, and the log ends where the fetch began.
 // REQUIRES: the partition's replica mutex (inside withReplica).
-func (f *peerFetcher) checkFetch(r *replication.Replica, s taskSnapshot) error {
+func (f *leaderFollower) checkFetch(r *replication.Replica, s taskSnapshot) error {
 	if r == nil || !f.m.isCurrent(s) {
 		return errStaleTask
 	}
 	if err := r.ValidateFetch(s.epoch, s.offset); err != nil {
 		return err
 	}
-	if leo := s.p.log.LogEndOffset(); leo != s.offset {
-		return fmt.Errorf("broker: follower log ends at %d, fetched at %d", leo, s.offset)
+	if leo := s.p.Log().LogEndOffset(); leo != s.offset {
+		return fmt.Errorf("follower: follower log ends at %d, fetched at %d", leo, s.offset)
 	}
 	return nil
 }
 
 // fetched reports an applied fetch and moves the task's fetch offset.
 // REQUIRES: the partition's replica mutex (inside withReplica).
-func (f *peerFetcher) fetched(r *replication.Replica, a appendedFetch) error {
+func (f *leaderFollower) fetched(r *replication.Replica, a appendedFetch) error {
 	if err := r.Fetched(a.s.epoch, a.leo, a.leaderHW); err != nil {
 		return err
 	}
@@ -226,8 +227,8 @@ func (f *peerFetcher) fetched(r *replication.Replica, a appendedFetch) error {
 }
 
 // reportFlushed waits for an appended fetch's flush, then reports it.
-func (f *peerFetcher) reportFlushed(a appendedFetch) {
-	if err := a.s.p.log.WaitFlushed(f.m.ctx, a.leo-1); err != nil {
+func (f *leaderFollower) reportFlushed(a appendedFetch) {
+	if err := a.s.p.Log().WaitFlushed(f.m.ctx, a.leo-1); err != nil {
 		f.fetchOutcome(a.s, err, nil)
 		return
 	}
@@ -242,10 +243,10 @@ func (f *peerFetcher) reportFlushed(a appendedFetch) {
 
 // fetchOutcome logs and backs off after a failed apply; answers that
 // became stale are dropped silently (the state machine moved on).
-func (f *peerFetcher) fetchOutcome(s taskSnapshot, err, badRecords error) {
+func (f *leaderFollower) fetchOutcome(s taskSnapshot, err, badRecords error) {
 	if badRecords != nil && f.m.delay(s, kerr.CorruptMessage.Code) {
-		f.m.log.Warn("leader sent a corrupt batch; appended the good prefix only", "topic", s.p.topic,
-			"partition", s.p.index, "leader", f.leader, "offset", s.offset, "err", badRecords)
+		f.m.log.Warn("leader sent a corrupt batch; appended the good prefix only", "topic", s.p.Topic(),
+			"partition", s.p.Index(), "leader", f.leader, "offset", s.offset, "err", badRecords)
 	}
 	switch {
 	case err == nil, errors.Is(err, errStaleTask), errors.Is(err, replication.ErrStaleFetch),
@@ -253,7 +254,7 @@ func (f *peerFetcher) fetchOutcome(s taskSnapshot, err, badRecords error) {
 		return
 	}
 	if f.m.delay(s, kerr.UnknownServerError.Code) && f.m.ctx.Err() == nil {
-		f.m.log.Warn("applying a follower fetch failed; retrying", "topic", s.p.topic, "partition", s.p.index,
+		f.m.log.Warn("applying a follower fetch failed; retrying", "topic", s.p.Topic(), "partition", s.p.Index(),
 			"leader", f.leader, "offset", s.offset, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package follower
 
 import (
 	"bytes"
@@ -18,24 +18,43 @@ import (
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/replication/peer"
 )
 
-// Unit tests of the follower fetcher against an in-process fake leader (a
+// Unit tests of the followers against an in-process fake leader (a
 // hotlog answering Fetch, OffsetForLeaderEpoch and ListOffsets) and a test
 // replica shell (real replication.Replica per partition), so they need
-// neither the network nor the leader side of the broker.
+// neither the network nor a broker.
 
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// testShell stands in for Broker.withReplica: one mutex for all
+// testPartition is a followed partition over a real log.
+type testPartition struct {
+	topic   string
+	topicID metadata.TopicID
+	index   int32
+	log     *hotlog.Log
+}
+
+var _ Partition = (*testPartition)(nil)
+
+func (p *testPartition) Topic() string             { return p.topic }
+func (p *testPartition) TopicID() metadata.TopicID { return p.topicID }
+func (p *testPartition) Index() int32              { return p.index }
+func (p *testPartition) Log() Log                  { return p.log }
+
+// testShell stands in for the broker's replica shell: one mutex for all
 // partitions, Ready carried out in doc order.
 type testShell struct {
 	mu       sync.Mutex
-	m        *fetcherManager
-	replicas map[*partition]*replication.Replica
+	m        *Manager
+	replicas map[*testPartition]*replication.Replica
 }
 
-func (s *testShell) withReplica(p *partition, fn func(r *replication.Replica) error) error {
+var _ Replicas = (*testShell)(nil)
+
+func (s *testShell) WithReplica(fp Partition, fn func(r *replication.Replica) error) error {
+	p := fp.(*testPartition)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.replicas[p]
@@ -48,17 +67,17 @@ func (s *testShell) withReplica(p *partition, fn func(r *replication.Replica) er
 			}
 		}
 		if rd.EpochQuery != nil {
-			s.m.query(p, *rd.EpochQuery)
+			s.m.Query(p, *rd.EpochQuery)
 		}
 		if rd.Fetch != nil {
-			s.m.follow(p, *rd.Fetch)
+			s.m.Follow(p, *rd.Fetch)
 		}
 		r.Advance(rd)
 	}
 	return err
 }
 
-// fakeLeader is a leader broker in-process: a peerClient answering from
+// fakeLeader is a leader broker in-process: a peer.Client answering from
 // its own logs. Its methods are safe for concurrent use.
 type fakeLeader struct {
 	mu       sync.Mutex
@@ -72,11 +91,11 @@ type fakeLeaderPartition struct {
 	log    *hotlog.Log
 	id     metadata.TopicID
 	epoch  int32
-	inject int16      // error code every fetch of it gets (0: none)
-	follow *partition // the follower's replica, to check fsync ordering
+	inject int16          // error code every fetch of it gets (0: none)
+	follow *testPartition // the follower's replica, to check fsync ordering
 }
 
-var _ peerClient = (*fakeLeader)(nil)
+var _ peer.Client = (*fakeLeader)(nil)
 
 func (l *fakeLeader) Close() {
 	l.mu.Lock()
@@ -240,48 +259,49 @@ func (l *fakeLeader) check(t *testing.T) {
 	}
 }
 
-// fetcherRig is a follower (node 1) with a fetcherManager wired to fake
-// leaders by node id, and a test shell.
-type fetcherRig struct {
-	m       *fetcherManager
+// followerRig is a follower (node 1) with a Manager wired to fake leaders
+// by node id, and a test shell.
+type followerRig struct {
+	m       *Manager
 	shell   *testShell
 	leaders map[int32]*fakeLeader
 	dials   map[int32]int // guarded by dialMu
 	dialMu  sync.Mutex
 }
 
-func newFetcherRig(t *testing.T, leaders map[int32]*fakeLeader) *fetcherRig {
-	rig := &fetcherRig{leaders: leaders, dials: map[int32]int{}}
-	b := &Broker{cfg: Config{NodeID: 1, ReplicaFetchMaxWait: 50 * time.Millisecond}, log: discardLogger}
-	rig.m = newFetcherManager(b)
-	rig.shell = &testShell{m: rig.m, replicas: map[*partition]*replication.Replica{}}
-	rig.m.withReplica = rig.shell.withReplica
-	rig.m.address = func(node int32) string {
-		if _, ok := leaders[node]; ok {
-			return "fake"
-		}
-		return ""
+// Address and Dial make the rig the Manager's Peers.
+func (rig *followerRig) Address(node int32) string {
+	if _, ok := rig.leaders[node]; ok {
+		return "fake"
 	}
-	rig.m.dial = func(node int32, addr string) (peerClient, error) {
-		rig.dialMu.Lock()
-		defer rig.dialMu.Unlock()
-		rig.dials[node]++
-		return leaders[node], nil
-	}
-	t.Cleanup(rig.m.close)
+	return ""
+}
+
+func (rig *followerRig) Dial(node int32, addr string) (peer.Client, error) {
+	rig.dialMu.Lock()
+	defer rig.dialMu.Unlock()
+	rig.dials[node]++
+	return rig.leaders[node], nil
+}
+
+func newFollowerRig(t *testing.T, leaders map[int32]*fakeLeader) *followerRig {
+	rig := &followerRig{leaders: leaders, dials: map[int32]int{}}
+	rig.shell = &testShell{replicas: map[*testPartition]*replication.Replica{}}
+	rig.m = New(Config{NodeID: 1, MaxWait: 50 * time.Millisecond, Replicas: rig.shell, Peers: rig, Logger: discardLogger})
+	rig.shell.m = rig.m
+	t.Cleanup(rig.m.Close)
 	return rig
 }
 
 // followerPartition opens a follower replica of topic over a new log.
-func (rig *fetcherRig) followerPartition(t *testing.T, topic string, id metadata.TopicID, durability hotlog.Durability) *partition {
+func (rig *followerRig) followerPartition(t *testing.T, topic string, id metadata.TopicID, durability hotlog.Durability) *testPartition {
 	t.Helper()
 	l, err := hotlog.Open(hotlog.Config{Dir: t.TempDir(), SegmentBytes: 4096, Durability: durability, Logger: discardLogger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	p := &partition{topic: topic, topicID: id, index: 0, log: l}
-	p.durability = durability
+	p := &testPartition{topic: topic, topicID: id, index: 0, log: l}
 	r, err := replication.New(replication.Config{ReplicaID: 1, FsyncDurability: durability == hotlog.DurabilityFsync}, l)
 	if err != nil {
 		t.Fatal(err)
@@ -293,9 +313,9 @@ func (rig *fetcherRig) followerPartition(t *testing.T, topic string, id metadata
 }
 
 // becomeFollower feeds the controller's state (epoch, leader) to p.
-func (rig *fetcherRig) becomeFollower(t *testing.T, p *partition, epoch, leader int32) {
+func (rig *followerRig) becomeFollower(t *testing.T, p *testPartition, epoch, leader int32) {
 	t.Helper()
-	err := rig.shell.withReplica(p, func(r *replication.Replica) error {
+	err := rig.shell.WithReplica(p, func(r *replication.Replica) error {
 		return r.BecomeFollower(replication.FollowerState{Epoch: epoch, Leader: leader, LEO: p.log.LogEndOffset()})
 	})
 	if err != nil {
@@ -303,7 +323,7 @@ func (rig *fetcherRig) becomeFollower(t *testing.T, p *partition, epoch, leader 
 	}
 }
 
-func (rig *fetcherRig) status(p *partition) replication.Status {
+func (rig *followerRig) status(p *testPartition) replication.Status {
 	rig.shell.mu.Lock()
 	defer rig.shell.mu.Unlock()
 	return rig.shell.replicas[p].Status()
@@ -361,10 +381,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 var testTopicID = metadata.TopicID{1, 2, 3}
 
-func TestFetcherReplicatesAndTruncatesDivergentSuffix(t *testing.T) {
+func TestFollowerReplicatesAndTruncatesDivergentSuffix(t *testing.T) {
 	for _, durability := range []hotlog.Durability{hotlog.DurabilityReplication, hotlog.DurabilityFsync} {
 		leader := &fakeLeader{parts: map[string]*fakeLeaderPartition{}}
-		rig := newFetcherRig(t, map[int32]*fakeLeader{2: leader})
+		rig := newFollowerRig(t, map[int32]*fakeLeader{2: leader})
 		p := rig.followerPartition(t, "t", testTopicID, durability)
 		// Common history: epoch 1 at 0..8. The follower then holds an
 		// epoch-1 suffix the leader never had (9..17, tagged 100+); the
@@ -393,13 +413,13 @@ func TestFetcherReplicatesAndTruncatesDivergentSuffix(t *testing.T) {
 			})
 		}
 		leader.check(t)
-		rig.m.close()
+		rig.m.Close()
 	}
 }
 
-func TestFetcherResetsToLeaderLocalStart(t *testing.T) {
+func TestFollowerResetsToLeaderLocalStart(t *testing.T) {
 	leader := &fakeLeader{parts: map[string]*fakeLeaderPartition{}}
-	rig := newFetcherRig(t, map[int32]*fakeLeader{2: leader})
+	rig := newFollowerRig(t, map[int32]*fakeLeader{2: leader})
 	p := rig.followerPartition(t, "t", testTopicID, hotlog.DurabilityReplication)
 	appendEpochs(t, p.log, 0, 1) // a stale follower at 3; the leader's disk starts at 600
 	ll := leaderLog(t)
@@ -417,15 +437,15 @@ func TestFetcherResetsToLeaderLocalStart(t *testing.T) {
 	sameLog(t, ll, p.log, 600)
 	waitFor(t, "the HW", func() bool { return rig.status(p).HighWatermark == ll.LogEndOffset() })
 	leader.check(t)
-	if st := rig.m.stats(); st.Resets != 1 || st.AppendedBytes != ll.Size() || st.Peers != 1 || st.Partitions != 1 ||
+	if st := rig.m.Stats(); st.Resets != 1 || st.AppendedBytes != ll.Size() || st.Peers != 1 || st.Partitions != 1 ||
 		st.EpochQueries != 1 {
 		t.Fatalf("stats %+v: want 1 reset, 1 epoch query, %d bytes appended, 1 peer and partition", st, ll.Size())
 	}
 }
 
-func TestFetcherPausesWhenFencedAndRetriesNotLeader(t *testing.T) {
+func TestFollowerPausesWhenFencedAndRetriesNotLeader(t *testing.T) {
 	leader := &fakeLeader{parts: map[string]*fakeLeaderPartition{}}
-	rig := newFetcherRig(t, map[int32]*fakeLeader{2: leader})
+	rig := newFollowerRig(t, map[int32]*fakeLeader{2: leader})
 	p := rig.followerPartition(t, "t", testTopicID, hotlog.DurabilityReplication)
 	ll := leaderLog(t, 4, 4)
 	leader.parts["t"] = &fakeLeaderPartition{log: ll, id: testTopicID, epoch: 5}
@@ -451,13 +471,13 @@ func TestFetcherPausesWhenFencedAndRetriesNotLeader(t *testing.T) {
 	leader.check(t)
 }
 
-func TestFetcherBookkeeping(t *testing.T) {
+func TestFollowerBookkeeping(t *testing.T) {
 	leaders := map[int32]*fakeLeader{2: {parts: map[string]*fakeLeaderPartition{}}, 3: {parts: map[string]*fakeLeaderPartition{}}}
 	for _, l := range leaders {
 		l.parts["a"] = &fakeLeaderPartition{log: leaderLog(t), epoch: 1}
 		l.parts["b"] = &fakeLeaderPartition{log: leaderLog(t), epoch: 1}
 	}
-	rig := newFetcherRig(t, leaders)
+	rig := newFollowerRig(t, leaders)
 	m := rig.m
 	pa := rig.followerPartition(t, "a", metadata.TopicID{1}, hotlog.DurabilityReplication)
 	pb := rig.followerPartition(t, "b", metadata.TopicID{2}, hotlog.DurabilityReplication)
@@ -465,15 +485,15 @@ func TestFetcherBookkeeping(t *testing.T) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		out := map[int32]int{}
-		for id, peer := range m.mu.peers {
-			out[id] = len(peer.tasks)
+		for id, lf := range m.mu.leaders {
+			out[id] = len(lf.tasks)
 		}
 		return out
 	}
-	m.follow(pa, replication.FetchStart{Leader: 2, Epoch: 1})
-	m.follow(pb, replication.FetchStart{Leader: 2, Epoch: 1})
+	m.Follow(pa, replication.FetchStart{Leader: 2, Epoch: 1})
+	m.Follow(pb, replication.FetchStart{Leader: 2, Epoch: 1})
 	if got := peers(); len(got) != 1 || got[2] != 2 {
-		t.Fatalf("peers %v, want one fetcher for leader 2 with both partitions", got)
+		t.Fatalf("peers %v, want one leaderFollower for leader 2 with both partitions", got)
 	}
 	waitFor(t, "both partitions fetched from 2", func() bool { return leaders[2].fetchesOf("a") > 0 && leaders[2].fetchesOf("b") > 0 })
 
@@ -481,7 +501,7 @@ func TestFetcherBookkeeping(t *testing.T) {
 	m.mu.Lock()
 	stale := taskSnapshot{p: pa, gen: m.mu.tasks[pa].gen}
 	m.mu.Unlock()
-	m.query(pa, replication.EpochQuery{Leader: 3, CurrentEpoch: 2, Epoch: 1})
+	m.Query(pa, replication.EpochQuery{Leader: 3, CurrentEpoch: 2, Epoch: 1})
 	if got := peers(); len(got) != 2 || got[2] != 1 || got[3] != 1 {
 		t.Fatalf("peers %v after the leader change", got)
 	}
@@ -494,8 +514,8 @@ func TestFetcherBookkeeping(t *testing.T) {
 	}
 	m.mu.Unlock()
 
-	// The last partition of a leader stops: that fetcher exits and closes its client.
-	m.stop(pb)
+	// The last partition of a leader stops: its leaderFollower exits and closes its client.
+	m.Stop(pb)
 	if got := peers(); len(got) != 1 || got[3] != 1 {
 		t.Fatalf("peers %v after stop", got)
 	}
@@ -504,19 +524,19 @@ func TestFetcherBookkeeping(t *testing.T) {
 		defer leaders[2].mu.Unlock()
 		return leaders[2].closed == 1
 	})
-	// Invalid leaders are refused without a fetcher.
-	m.follow(pb, replication.FetchStart{Leader: 1, Epoch: 1})
-	m.follow(pb, replication.FetchStart{Leader: -1, Epoch: 1})
+	// Invalid leaders are refused without a leaderFollower.
+	m.Follow(pb, replication.FetchStart{Leader: 1, Epoch: 1})
+	m.Follow(pb, replication.FetchStart{Leader: -1, Epoch: 1})
 	if got := peers(); len(got) != 1 {
 		t.Fatalf("peers %v after invalid leaders", got)
 	}
-	m.close()
+	m.Close()
 	if got := peers(); len(got) != 0 {
 		t.Fatalf("peers %v after close", got)
 	}
-	m.follow(pa, replication.FetchStart{Leader: 2, Epoch: 1})
+	m.Follow(pa, replication.FetchStart{Leader: 2, Epoch: 1})
 	if got := peers(); len(got) != 0 {
-		t.Fatalf("follow after close started a fetcher: %v", got)
+		t.Fatalf("follow after close started a leaderFollower: %v", got)
 	}
 	leaders[3].mu.Lock()
 	defer leaders[3].mu.Unlock()
