@@ -19,6 +19,7 @@ import (
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/quota"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -326,9 +327,9 @@ type Broker struct {
 
 	// metrics are the request and topic counters (metrics.go; atomics).
 	metrics brokerMetrics
-	// quotas are the client quotas and their rates (quotas.go; zero
-	// value ready).
-	quotas quotaState
+	// quotas are the client quotas and their rates (quotas.go; loads
+	// from store, attached by New).
+	quotas quota.Manager
 	// authz is the ACL snapshot (authz.go).
 	authz authzState
 
@@ -368,6 +369,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.queued = newByteBudget(cfg.QueuedMaxRequestBytes)
 	b.parts.init()
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
+	b.quotas.Attach(store, b.lifetime, b.log)
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	return b, nil
 }

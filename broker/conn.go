@@ -283,7 +283,7 @@ func (c *conn) run(d decodedRequest, s *slot, rc *requestContext, prev chan stru
 		return
 	}
 	resp.SetVersion(d.req.GetVersion())
-	c.b.applyThrottle(rc, resp)
+	applyThrottle(rc, resp)
 	c.b.rewriteEndpoints(rc.listener, resp)
 	s.throttleMs = rc.throttleMs
 	s.frame = appendResponseFrame(getFrameBuffer(responseSizeHint(resp)), d.hdr.correlationID, resp)
