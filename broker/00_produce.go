@@ -88,7 +88,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.recordProduceBytes(req, resp)
+	b.metrics.recordProduceBytes(req, resp, b.topicName)
 	rc.releaseOrder()
 	switch req.Acks {
 	case 0:

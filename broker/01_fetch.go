@@ -87,7 +87,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 			fillFollowerPositions(sp, p)
 		}
 	}
-	b.recordFetchBytes(resp, slots, results)
+	b.metrics.recordFetchBytes(resp, slots, results, b.topicName)
 	b.addFetchLeaders(req, resp)
 	return resp, nil
 }
