@@ -128,7 +128,7 @@ func (b *Broker) produceAuthCode(rc *requestContext, req *kmsg.ProduceRequest, r
 	if !b.cfg.Authorizer {
 		return 0
 	}
-	if id := derefStr(req.TransactionID); id != "" && !b.authorizedTxnID(rc, auth.OpWrite, id) {
+	if id := derefStr(req.TransactionID); id != "" && !b.authz.allowedTxnID(rc, auth.OpWrite, id) {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	return b.topicAuthCode(rc, auth.OpWrite, req.Version >= 13, rt.Topic, rt.TopicID)

@@ -32,7 +32,7 @@ func (b *Broker) handleDescribeClientQuotas(ctx context.Context, rc *requestCont
 		resp.ErrorCode, resp.ErrorMessage = code, kmsg.StringPtr(msg)
 		return resp, nil
 	}
-	if !b.quotaAdminAllowed(rc, false) {
+	if !quotaAdminAllowed(&b.authz, rc, false) {
 		return fail(kerr.ClusterAuthorizationFailed.Code, "not authorized to describe client quotas")
 	}
 	filter, err := quota.ParseFilter(req.Components, req.Strict)
@@ -56,9 +56,9 @@ func (b *Broker) handleDescribeClientQuotas(ctx context.Context, rc *requestCont
 
 // quotaAdminAllowed: DescribeClientQuotas needs DescribeConfigs on the
 // cluster, AlterClientQuotas AlterConfigs, as in Kafka.
-func (b *Broker) quotaAdminAllowed(rc *requestContext, alter bool) bool {
+func quotaAdminAllowed(z *authorizer, rc *requestContext, alter bool) bool {
 	if alter {
-		return b.authorizedCluster(rc, auth.OpAlterConfigs)
+		return z.allowedCluster(rc, auth.OpAlterConfigs)
 	}
-	return b.authorizedCluster(rc, auth.OpDescribeConfigs)
+	return z.allowedCluster(rc, auth.OpDescribeConfigs)
 }

@@ -17,7 +17,7 @@ import (
 func (b *Broker) handleAlterClientQuotas(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
-	allowed := b.quotaAdminAllowed(rc, true)
+	allowed := quotaAdminAllowed(&b.authz, rc, true)
 	for _, entry := range req.Entries {
 		out := kmsg.NewAlterClientQuotasResponseEntry()
 		for _, c := range entry.Entity {

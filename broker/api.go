@@ -330,8 +330,9 @@ type Broker struct {
 	// quotas are the client quotas and their rates (quotas.go; loads
 	// from store, attached by New).
 	quotas quota.Manager
-	// authz is the ACL snapshot (authz.go).
-	authz authzState
+	// authz checks requests against the ACL snapshot (authz.go;
+	// configured by New).
+	authz authorizer
 
 	startOnce, shutdownOnce sync.Once
 }
@@ -370,6 +371,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.parts.init()
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.quotas.Attach(store, b.lifetime, b.log)
+	b.authz.configure(cfg.Authorizer, cfg.SuperUsers, store, b.log)
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	return b, nil
 }
@@ -423,7 +425,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	if err := b.startPartitions(ctx); err != nil {
 		return err
 	}
-	if err := b.startAuthorizer(ctx); err != nil {
+	if err := b.authz.start(ctx, b.lifetime, &b.loops); err != nil {
 		return fmt.Errorf("broker: loading ACLs: %w", err)
 	}
 	b.groups.Start()
