@@ -89,7 +89,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.recordProduceBytes(req, resp)
+	b.metrics.recordProduceBytes(req, resp, b.topicName)
 	rc.releaseOrder()
 	switch req.Acks {
 	case 0:
@@ -129,7 +129,7 @@ func (b *Broker) produceAuthCode(rc *requestContext, req *kmsg.ProduceRequest, r
 	if !b.cfg.Authorizer {
 		return 0
 	}
-	if id := derefStr(req.TransactionID); id != "" && !b.authorizedTxnID(rc, auth.OpWrite, id) {
+	if id := derefStr(req.TransactionID); id != "" && !b.authz.allowedTxnID(rc, auth.OpWrite, id) {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	return b.topicAuthCode(rc, auth.OpWrite, req.Version >= 13, rt.Topic, rt.TopicID)

@@ -87,7 +87,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 			fillFollowerPositions(sp, p)
 		}
 	}
-	b.recordFetchBytes(resp, slots, results)
+	b.metrics.recordFetchBytes(resp, slots, results, b.topicName)
 	b.addFetchLeaders(req, resp)
 	return resp, nil
 }
@@ -136,7 +136,7 @@ func (b *Broker) planFetch(rc *requestContext, req *kmsg.FetchRequest, resp *kms
 	if replicaID >= 0 {
 		freq.Isolation = fetch.ReadUncommitted // a follower reads up to the LEO
 	}
-	followerAllowed := replicaID >= 0 && b.authorizedCluster(rc, auth.OpClusterAction)
+	followerAllowed := replicaID >= 0 && b.authz.allowedCluster(rc, auth.OpClusterAction)
 	var slots []fetchSlot
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]

@@ -57,7 +57,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *requestContext, kreq
 		rt := &req.Topics[ti]
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		allowed := b.authorizedTopic(rc, auth.OpDescribe, rt.Topic)
+		allowed := b.authz.allowedTopic(rc, auth.OpDescribe, rt.Topic)
 		for pi := range rt.Partitions {
 			if !allowed {
 				sp := kmsg.NewListOffsetsResponseTopicPartition()

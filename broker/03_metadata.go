@@ -42,7 +42,7 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *requestContext, kreq km
 	defer b.addTopicAuthorizedOperations(rc, req, resp)
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range b.parts.allTopics() {
-			if b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, t.topic.Name) {
+			if b.authz.allowedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, t.topic.Name) {
 				resp.Topics = append(resp.Topics, metadataTopic(t, view))
 			}
 		}
@@ -58,10 +58,10 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *requestContext, kreq km
 // clusterAuthorizedOperations is the Cluster's authorized_operations: 0
 // without Describe on it, as Kafka.
 func (b *Broker) clusterAuthorizedOperations(rc *requestContext) int32 {
-	if !b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceCluster, auth.ClusterResourceName) {
+	if !b.authz.allowedQuiet(rc, auth.OpDescribe, auth.ResourceCluster, auth.ClusterResourceName) {
 		return 0
 	}
-	return b.authorizedOperations(rc, auth.ResourceCluster, auth.ClusterResourceName)
+	return b.authz.operations(rc, auth.ResourceCluster, auth.ClusterResourceName)
 }
 
 // addTopicAuthorizedOperations fills the described topics'
@@ -72,7 +72,7 @@ func (b *Broker) addTopicAuthorizedOperations(rc *requestContext, req *kmsg.Meta
 	}
 	for i := range resp.Topics {
 		if mt := &resp.Topics[i]; mt.ErrorCode == 0 && mt.Topic != nil {
-			mt.AuthorizedOperations = b.authorizedOperations(rc, auth.ResourceTopic, *mt.Topic)
+			mt.AuthorizedOperations = b.authz.operations(rc, auth.ResourceTopic, *mt.Topic)
 		}
 	}
 }
@@ -81,7 +81,7 @@ func (b *Broker) addTopicAuthorizedOperations(rc *requestContext, req *kmsg.Meta
 func (b *Broker) metadataForRequested(ctx context.Context, rc *requestContext, rt kmsg.MetadataRequestTopic, autoCreate bool, view brokerView) kmsg.MetadataResponseTopic {
 	if rt.Topic == nil {
 		t, ok := b.parts.topicByID(rt.TopicID)
-		if ok && b.authorizedTopic(rc, auth.OpDescribe, t.topic.Name) {
+		if ok && b.authz.allowedTopic(rc, auth.OpDescribe, t.topic.Name) {
 			return metadataTopic(t, view)
 		}
 		code := kerr.UnknownTopicID.Code
@@ -100,7 +100,7 @@ func (b *Broker) metadataForRequested(ctx context.Context, rc *requestContext, r
 		mt.AuthorizedOperations = authorizedOperationsUnknown
 		return mt
 	}
-	if !b.authorizedTopic(rc, auth.OpDescribe, name) {
+	if !b.authz.allowedTopic(rc, auth.OpDescribe, name) {
 		return errTopic(kerr.TopicAuthorizationFailed.Code)
 	}
 	if t, ok := b.parts.topic(name); ok {
@@ -112,7 +112,7 @@ func (b *Broker) metadataForRequested(ctx context.Context, rc *requestContext, r
 	if !autoCreate {
 		return errTopic(kerr.UnknownTopicOrPartition.Code)
 	}
-	if !b.authorizedCluster(rc, auth.OpCreate) && !b.authorizedTopic(rc, auth.OpCreate, name) {
+	if !b.authz.allowedCluster(rc, auth.OpCreate) && !b.authz.allowedTopic(rc, auth.OpCreate, name) {
 		return errTopic(kerr.TopicAuthorizationFailed.Code)
 	}
 	t, err := b.autoCreateTopic(ctx, name)

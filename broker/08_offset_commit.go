@@ -32,13 +32,13 @@ func (b *Broker) handleOffsetCommit(_ context.Context, rc *requestContext, kreq 
 		in.Generation = -1
 	}
 	now := time.Now().UnixMilli()
-	groupAllowed := b.authorizedGroup(rc, auth.OpRead, req.Group)
+	groupAllowed := b.authz.allowedGroup(rc, auth.OpRead, req.Group)
 	for _, rt := range req.Topics {
 		denied := int16(0)
 		switch {
 		case !groupAllowed:
 			denied = kerr.GroupAuthorizationFailed.Code
-		case !b.authorizedTopic(rc, auth.OpRead, rt.Topic):
+		case !b.authz.allowedTopic(rc, auth.OpRead, rt.Topic):
 			denied = kerr.TopicAuthorizationFailed.Code
 		}
 		resp.Topics = append(resp.Topics, b.offsetCommitTopic(req.Version, rt, in.Offsets, now, denied))

@@ -78,7 +78,7 @@ func setOffsetFetchV0Error(resp *kmsg.OffsetFetchResponse, req *kmsg.OffsetFetch
 func (b *Broker) offsetFetchGroup(rc *requestContext, rg kmsg.OffsetFetchRequestGroup, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = rg.Group
-	if !b.authorizedGroup(rc, auth.OpDescribe, rg.Group) {
+	if !b.authz.allowedGroup(rc, auth.OpDescribe, rg.Group) {
 		g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return g
 	}
@@ -107,7 +107,7 @@ func (b *Broker) offsetFetchGroup(rc *requestContext, rg kmsg.OffsetFetchRequest
 	}
 	if tps == nil {
 		for tp := range offsets {
-			if b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, tp.Topic) {
+			if b.authz.allowedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, tp.Topic) {
 				tps = append(tps, tp)
 			}
 		}
@@ -130,7 +130,7 @@ func (b *Broker) offsetFetchGroup(rc *requestContext, rg kmsg.OffsetFetchRequest
 // offset, for the partitions of topics the principal may not Describe.
 func (b *Broker) hideUnauthorizedOffsets(rc *requestContext, topics []kmsg.OffsetFetchResponseGroupTopic) {
 	for ti := range topics {
-		if b.authorizedTopic(rc, auth.OpDescribe, topics[ti].Topic) {
+		if b.authz.allowedTopic(rc, auth.OpDescribe, topics[ti].Topic) {
 			continue
 		}
 		for pi := range topics[ti].Partitions {

@@ -53,9 +53,9 @@ func (b *Broker) findCoordinator(ctx context.Context, rc *requestContext, keyTyp
 	switch {
 	case keyType == coordinatorTypeGroup && key == "":
 		return fail(kerr.InvalidGroupID.Code, "empty group id")
-	case keyType == coordinatorTypeGroup && !b.authorizedGroup(rc, auth.OpDescribe, key):
+	case keyType == coordinatorTypeGroup && !b.authz.allowedGroup(rc, auth.OpDescribe, key):
 		return fail(kerr.GroupAuthorizationFailed.Code, "not authorized to describe the group")
-	case keyType == coordinatorTypeTransaction && key != "" && !b.authorizedTxnID(rc, auth.OpDescribe, key):
+	case keyType == coordinatorTypeTransaction && key != "" && !b.authz.allowedTxnID(rc, auth.OpDescribe, key):
 		return fail(kerr.TransactionalIDAuthorizationFailed.Code, "not authorized to describe the transactional id")
 	case keyType == coordinatorTypeGroup:
 		info, code, msg = b.coordinatorOf(ctx, key)

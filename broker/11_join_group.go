@@ -19,7 +19,7 @@ import (
 func (b *Broker) handleJoinGroup(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	if !b.authorizedGroup(rc, auth.OpRead, req.Group) {
+	if !b.authz.allowedGroup(rc, auth.OpRead, req.Group) {
 		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
 		return resp, nil
 	}

@@ -15,7 +15,7 @@ import (
 func (b *Broker) handleHeartbeat(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if !b.authorizedGroup(rc, auth.OpRead, req.Group) {
+	if !b.authz.allowedGroup(rc, auth.OpRead, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}

@@ -17,7 +17,7 @@ import (
 func (b *Broker) handleLeaveGroup(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if !b.authorizedGroup(rc, auth.OpRead, req.Group) {
+	if !b.authz.allowedGroup(rc, auth.OpRead, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}

@@ -17,7 +17,7 @@ import (
 func (b *Broker) handleSyncGroup(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	if !b.authorizedGroup(rc, auth.OpRead, req.Group) {
+	if !b.authz.allowedGroup(rc, auth.OpRead, req.Group) {
 		resp.ErrorCode, resp.MemberAssignment = kerr.GroupAuthorizationFailed.Code, []byte{}
 		return resp, nil
 	}

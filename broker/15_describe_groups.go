@@ -24,7 +24,7 @@ func (b *Broker) handleDescribeGroups(_ context.Context, rc *requestContext, kre
 	for _, name := range req.Groups {
 		g := kmsg.NewDescribeGroupsResponseGroup()
 		g.Group, g.AuthorizedOperations = name, authorizedOperationsUnknown
-		if !b.authorizedGroup(rc, auth.OpDescribe, name) {
+		if !b.authz.allowedGroup(rc, auth.OpDescribe, name) {
 			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			resp.Groups = append(resp.Groups, g)
 			continue
@@ -32,7 +32,7 @@ func (b *Broker) handleDescribeGroups(_ context.Context, rc *requestContext, kre
 		if b.groups.IsConsumerGroup(name) {
 			b.describeConsumerAsClassic(&g, name)
 			if req.IncludeAuthorizedOperations {
-				g.AuthorizedOperations = b.authorizedOperations(rc, auth.ResourceGroup, name)
+				g.AuthorizedOperations = b.authz.operations(rc, auth.ResourceGroup, name)
 			}
 			resp.Groups = append(resp.Groups, g)
 			continue
@@ -41,7 +41,7 @@ func (b *Broker) handleDescribeGroups(_ context.Context, rc *requestContext, kre
 		g.ErrorCode, g.State = code, d.State.String()
 		g.ProtocolType, g.Protocol = d.ProtocolType, d.Protocol
 		if req.IncludeAuthorizedOperations {
-			g.AuthorizedOperations = b.authorizedOperations(rc, auth.ResourceGroup, name)
+			g.AuthorizedOperations = b.authz.operations(rc, auth.ResourceGroup, name)
 		}
 		for _, m := range d.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()

@@ -21,8 +21,8 @@ import (
 func (b *Broker) handleListGroups(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	all := b.authorizedCluster(rc, auth.OpDescribe)
-	visible := func(id string) bool { return all || b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceGroup, id) }
+	all := b.authz.allowedCluster(rc, auth.OpDescribe)
+	visible := func(id string) bool { return all || b.authz.allowedQuiet(rc, auth.OpDescribe, auth.ResourceGroup, id) }
 	consumers, code := b.groups.ListConsumer()
 	resp.ErrorCode = code
 	isConsumer := map[string]bool{}

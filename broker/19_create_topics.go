@@ -33,17 +33,17 @@ func (b *Broker) handleCreateTopics(ctx context.Context, rc *requestContext, kre
 	for _, rt := range req.Topics {
 		counts[rt.Topic]++
 	}
-	clusterCreate := b.authorizedQuiet(rc, auth.OpCreate, auth.ResourceCluster, auth.ClusterResourceName)
+	clusterCreate := b.authz.allowedQuiet(rc, auth.OpCreate, auth.ResourceCluster, auth.ClusterResourceName)
 	for _, rt := range req.Topics {
 		var st kmsg.CreateTopicsResponseTopic
 		switch {
 		case counts[rt.Topic] > 1:
 			st = createTopicError(rt.Topic, kerr.InvalidRequest.Code, "duplicate topic name in request")
-		case !clusterCreate && !b.authorizedTopic(rc, auth.OpCreate, rt.Topic):
+		case !clusterCreate && !b.authz.allowedTopic(rc, auth.OpCreate, rt.Topic):
 			st = createTopicError(rt.Topic, kerr.TopicAuthorizationFailed.Code, "not authorized to create the topic")
 		default:
 			st = b.createOneTopic(ctx, rt, req.ValidateOnly)
-			if st.ErrorCode == 0 && !b.authorizedTopic(rc, auth.OpDescribeConfigs, rt.Topic) {
+			if st.ErrorCode == 0 && !b.authz.allowedTopic(rc, auth.OpDescribeConfigs, rt.Topic) {
 				st.Configs, st.ConfigErrorCode = nil, kerr.TopicAuthorizationFailed.Code
 			}
 		}

@@ -40,14 +40,14 @@ func (b *Broker) deleteOneTopic(ctx context.Context, rc *requestContext, rt kmsg
 		st.ErrorCode, st.ErrorMessage = code, kmsg.StringPtr(msg)
 		return st
 	}
-	if rt.Topic != nil && !b.authorizedTopic(rc, auth.OpDelete, *rt.Topic) {
+	if rt.Topic != nil && !b.authz.allowedTopic(rc, auth.OpDelete, *rt.Topic) {
 		return fail(kerr.TopicAuthorizationFailed.Code, "not authorized to delete the topic")
 	}
 	t, code, msg := b.resolveDeleteTarget(rt)
 	if code != 0 {
 		return fail(code, msg)
 	}
-	if !b.authorizedTopic(rc, auth.OpDelete, t.topic.Name) {
+	if !b.authz.allowedTopic(rc, auth.OpDelete, t.topic.Name) {
 		return fail(kerr.TopicAuthorizationFailed.Code, "not authorized to delete the topic")
 	}
 	st.Topic, st.TopicID = kmsg.StringPtr(t.topic.Name), t.topic.ID

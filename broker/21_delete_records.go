@@ -36,7 +36,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, rc *requestContext, kr
 		rt := &req.Topics[ti]
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		allowed := b.authorizedTopic(rc, auth.OpDelete, rt.Topic)
+		allowed := b.authz.allowedTopic(rc, auth.OpDelete, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition

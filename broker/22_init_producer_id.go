@@ -30,7 +30,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, rc *requestContext, k
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return resp, nil
 		}
-		if !b.authorizedTxnID(rc, auth.OpWrite, *req.TransactionalID) {
+		if !b.authz.allowedTxnID(rc, auth.OpWrite, *req.TransactionalID) {
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return resp, nil
 		}
@@ -43,7 +43,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, rc *requestContext, k
 		resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch
 		return resp, nil
 	}
-	if b.cfg.Authorizer && !b.authorizedIdempotentWrite(rc) {
+	if b.cfg.Authorizer && !b.authz.allowedIdempotentWrite(rc) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}

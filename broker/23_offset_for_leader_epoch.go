@@ -37,12 +37,12 @@ import (
 func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	cluster := b.authorizedCluster(rc, auth.OpClusterAction)
+	cluster := b.authz.allowedCluster(rc, auth.OpClusterAction)
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		allowed := cluster || b.authorizedTopic(rc, auth.OpDescribe, rt.Topic)
+		allowed := cluster || b.authz.allowedTopic(rc, auth.OpDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			if !allowed {
 				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()

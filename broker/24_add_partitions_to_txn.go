@@ -26,7 +26,7 @@ import (
 func (b *Broker) handleAddPartitionsToTxn(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	if req.Version >= 4 && !b.authorizedCluster(rc, auth.OpClusterAction) {
+	if req.Version >= 4 && !b.authz.allowedCluster(rc, auth.OpClusterAction) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
@@ -97,13 +97,13 @@ func (b *Broker) addPartitionsAuthCodes(rc *requestContext, rt kmsg.AddPartition
 	}
 	var tps []txn.TopicPartition
 	var codes []int16
-	idAllowed := b.authorizedTxnID(rc, auth.OpWrite, rt.TransactionalID)
+	idAllowed := b.authz.allowedTxnID(rc, auth.OpWrite, rt.TransactionalID)
 	denied := !idAllowed
 	for _, t := range rt.Topics {
 		code := kerr.TransactionalIDAuthorizationFailed.Code
 		if idAllowed {
 			code = kerr.OperationNotAttempted.Code
-			if !b.authorizedTopic(rc, auth.OpWrite, t.Topic) {
+			if !b.authz.allowedTopic(rc, auth.OpWrite, t.Topic) {
 				code, denied = kerr.TopicAuthorizationFailed.Code, true
 			}
 		}

@@ -20,10 +20,10 @@ func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, rc *requestContext, 
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	switch {
-	case !b.authorizedTxnID(rc, auth.OpWrite, req.TransactionalID):
+	case !b.authz.allowedTxnID(rc, auth.OpWrite, req.TransactionalID):
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
-	case !b.authorizedGroup(rc, auth.OpRead, req.Group):
+	case !b.authz.allowedGroup(rc, auth.OpRead, req.Group):
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}

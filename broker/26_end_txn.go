@@ -19,7 +19,7 @@ import (
 func (b *Broker) handleEndTxn(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-	if !b.authorizedTxnID(rc, auth.OpWrite, req.TransactionalID) {
+	if !b.authz.allowedTxnID(rc, auth.OpWrite, req.TransactionalID) {
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.TransactionalIDAuthorizationFailed.Code, -1, -1
 		return resp, nil
 	}

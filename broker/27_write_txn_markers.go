@@ -56,7 +56,7 @@ type markerSlot struct {
 func (b *Broker) handleWriteTxnMarkers(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	allowed := b.authorizedCluster(rc, auth.OpClusterAction)
+	allowed := b.authz.allowedCluster(rc, auth.OpClusterAction)
 	now := time.Now().UnixMilli()
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
 	var slots []markerSlot

@@ -46,7 +46,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, rc *requestContext, 
 	now := time.Now().UnixMilli()
 	maxMeta := b.cfg.Group.WithDefaults().OffsetMetadataMaxBytes
 	for _, t := range req.Topics {
-		if !b.authorizedTopic(rc, auth.OpRead, t.Topic) {
+		if !b.authz.allowedTopic(rc, auth.OpRead, t.Topic) {
 			deniedTopics[t.Topic] = true
 			continue
 		}
@@ -93,9 +93,9 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, rc *requestContext, 
 // allowed).
 func (b *Broker) txnOffsetCommitAuthCode(rc *requestContext, req *kmsg.TxnOffsetCommitRequest) int16 {
 	switch {
-	case !b.authorizedTxnID(rc, auth.OpWrite, req.TransactionalID):
+	case !b.authz.allowedTxnID(rc, auth.OpWrite, req.TransactionalID):
 		return kerr.TransactionalIDAuthorizationFailed.Code
-	case !b.authorizedGroup(rc, auth.OpRead, req.Group):
+	case !b.authz.allowedGroup(rc, auth.OpRead, req.Group):
 		return kerr.GroupAuthorizationFailed.Code
 	}
 	return 0

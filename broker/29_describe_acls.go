@@ -22,7 +22,7 @@ import (
 func (b *Broker) handleDescribeACLs(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	if !b.authorizedCluster(rc, auth.OpDescribe) {
+	if !b.authz.allowedCluster(rc, auth.OpDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}

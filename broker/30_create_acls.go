@@ -22,7 +22,7 @@ func (b *Broker) handleCreateACLs(ctx context.Context, rc *requestContext, kreq 
 	req := kreq.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
-	if !b.authorizedCluster(rc, auth.OpAlter) {
+	if !b.authz.allowedCluster(rc, auth.OpAlter) {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		}
@@ -73,7 +73,7 @@ func (b *Broker) reloadAfterSecurityChange(ctx context.Context) {
 	if !b.cfg.Authorizer {
 		return
 	}
-	if err := b.reloadAuthorizer(ctx); err != nil {
+	if err := b.authz.reload(ctx); err != nil {
 		b.log.Warn("reloading ACLs after a change; the watch will retry", "err", err)
 	}
 }

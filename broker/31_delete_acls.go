@@ -20,7 +20,7 @@ func (b *Broker) handleDeleteACLs(ctx context.Context, rc *requestContext, kreq 
 	req := kreq.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	if !b.authorizedCluster(rc, auth.OpAlter) {
+	if !b.authz.allowedCluster(rc, auth.OpAlter) {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		}

@@ -44,11 +44,11 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, rc *requestContext, kr
 func (b *Broker) configAuthCode(rc *requestContext, op auth.Operation, typ kmsg.ConfigResourceType, name string) int16 {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if !b.authorizedTopic(rc, op, name) {
+		if !b.authz.allowedTopic(rc, op, name) {
 			return kerr.TopicAuthorizationFailed.Code
 		}
 	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
-		if !b.authorizedCluster(rc, op) {
+		if !b.authz.allowedCluster(rc, op) {
 			return kerr.ClusterAuthorizationFailed.Code
 		}
 	}

@@ -24,7 +24,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, rc *requestContext,
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		code, msg := kerr.InvalidRequest.Code, "duplicate topic name in request"
-		if !b.authorizedTopic(rc, auth.OpAlter, rt.Topic) {
+		if !b.authz.allowedTopic(rc, auth.OpAlter, rt.Topic) {
 			code, msg = kerr.TopicAuthorizationFailed.Code, "not authorized to alter the topic"
 		} else if counts[rt.Topic] == 1 {
 			code, msg = b.createPartitions(ctx, rt, req.ValidateOnly)

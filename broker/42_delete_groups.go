@@ -19,7 +19,7 @@ func (b *Broker) handleDeleteGroups(_ context.Context, rc *requestContext, kreq 
 	for _, name := range req.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
 		g.Group, g.ErrorCode = name, kerr.GroupAuthorizationFailed.Code
-		if b.authorizedGroup(rc, auth.OpDelete, name) {
+		if b.authz.allowedGroup(rc, auth.OpDelete, name) {
 			g.ErrorCode = b.groups.DeleteGroup(name)
 		}
 		resp.Groups = append(resp.Groups, g)

@@ -19,14 +19,14 @@ import (
 func (b *Broker) handleOffsetDelete(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if !b.authorizedGroup(rc, auth.OpDelete, req.Group) {
+	if !b.authz.allowedGroup(rc, auth.OpDelete, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
 	var tps []group.TopicPartition
 	allowed := make([]bool, len(req.Topics))
 	for ti, rt := range req.Topics {
-		if allowed[ti] = b.authorizedTopic(rc, auth.OpRead, rt.Topic); !allowed[ti] {
+		if allowed[ti] = b.authz.allowedTopic(rc, auth.OpRead, rt.Topic); !allowed[ti] {
 			continue
 		}
 		for _, rp := range rt.Partitions {

@@ -33,7 +33,7 @@ func scramMechanismName(code int8) string {
 func (b *Broker) handleDescribeUserSCRAMCredentials(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	if !b.authorizedCluster(rc, auth.OpDescribe) {
+	if !b.authz.allowedCluster(rc, auth.OpDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}

@@ -46,7 +46,7 @@ func (b *Broker) handleAlterUserSCRAMCredentials(ctx context.Context, rc *reques
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	changes := collectScramChanges(req)
-	allowed := b.authorizedCluster(rc, auth.OpAlter)
+	allowed := b.authz.allowedCluster(rc, auth.OpAlter)
 	for _, ch := range changes {
 		if !allowed {
 			ch.code, ch.msg = kerr.ClusterAuthorizationFailed.Code, ""

@@ -21,7 +21,7 @@ func (b *Broker) handleDescribeProducers(_ context.Context, rc *requestContext, 
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		allowed := b.authorizedTopic(rc, auth.OpRead, rt.Topic)
+		allowed := b.authz.allowedTopic(rc, auth.OpRead, rt.Topic)
 		for _, idx := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = idx

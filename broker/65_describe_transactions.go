@@ -21,7 +21,7 @@ func (b *Broker) handleDescribeTransactions(_ context.Context, rc *requestContex
 	for _, id := range req.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch = id, -1, -1
-		if !b.authorizedTxnID(rc, auth.OpDescribe, id) {
+		if !b.authz.allowedTxnID(rc, auth.OpDescribe, id) {
 			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
@@ -35,7 +35,7 @@ func (b *Broker) handleDescribeTransactions(_ context.Context, rc *requestContex
 		st.State, st.TimeoutMillis, st.StartTimestamp = txn.StateName(meta.State), meta.TimeoutMs, meta.StartMs
 		st.ProducerID, st.ProducerEpoch = meta.ProducerID, meta.ProducerEpoch
 		for _, tp := range meta.Partitions {
-			if !b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, tp.Topic) {
+			if !b.authz.allowedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, tp.Topic) {
 				continue
 			}
 			if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {

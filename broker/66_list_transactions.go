@@ -55,7 +55,7 @@ func (b *Broker) handleListTransactions(_ context.Context, rc *requestContext, k
 			return false
 		case req.Version >= 1 && req.DurationFilterMillis >= 0 && (m.StartMs < 0 || now-m.StartMs < req.DurationFilterMillis):
 			return false
-		case !b.authorizedQuiet(rc, auth.OpDescribe, auth.ResourceTransactionalID, m.ID):
+		case !b.authz.allowedQuiet(rc, auth.OpDescribe, auth.ResourceTransactionalID, m.ID):
 			return false
 		}
 		return true

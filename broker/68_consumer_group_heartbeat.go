@@ -26,7 +26,7 @@ import (
 func (b *Broker) handleConsumerGroupHeartbeat(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-	if !b.authorizedGroup(rc, auth.OpRead, req.Group) {
+	if !b.authz.allowedGroup(rc, auth.OpRead, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
@@ -62,7 +62,7 @@ func (b *Broker) describableTopics(rc *requestContext) group.TopicFilter {
 		return nil
 	}
 	principal, host := principalOf(rc)
-	z := b.currentAuthz().z
+	z := b.authz.snapshot().z
 	return func(topic string) bool {
 		return z.Authorized(principal, host, auth.OpDescribe, auth.ResourceTopic, topic)
 	}

@@ -25,7 +25,7 @@ func (b *Broker) handleConsumerGroupDescribe(_ context.Context, rc *requestConte
 	for _, id := range req.Groups {
 		g := kmsg.NewConsumerGroupDescribeResponseGroup()
 		g.Group, g.AuthorizedOperations = id, authorizedOperationsUnknown
-		if !b.authorizedGroup(rc, auth.OpDescribe, id) {
+		if !b.authz.allowedGroup(rc, auth.OpDescribe, id) {
 			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			resp.Groups = append(resp.Groups, g)
 			continue
@@ -44,7 +44,7 @@ func (b *Broker) handleConsumerGroupDescribe(_ context.Context, rc *requestConte
 		}
 		describeConsumerGroup(&g, d, names)
 		if req.IncludeAuthorizedOperations {
-			g.AuthorizedOperations = b.authorizedOperations(rc, auth.ResourceGroup, id)
+			g.AuthorizedOperations = b.authz.operations(rc, auth.ResourceGroup, id)
 		}
 		resp.Groups = append(resp.Groups, g)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/quota"
 	"github.com/strata-log/strata/replication/follower"
 	"github.com/strata-log/strata/tier"
 )
@@ -338,11 +339,12 @@ type Broker struct {
 
 	// metrics are the request and topic counters (metrics.go; atomics).
 	metrics brokerMetrics
-	// quotas are the client quotas and their rates (quotas.go; zero
-	// value ready).
-	quotas quotaState
-	// authz is the ACL snapshot (authz.go).
-	authz authzState
+	// quotas are the client quotas and their rates (quotas.go; loads
+	// from store, attached by New).
+	quotas quota.Manager
+	// authz checks requests against the ACL snapshot (authz.go;
+	// configured by New).
+	authz authorizer
 
 	startOnce, shutdownOnce sync.Once
 }
@@ -382,6 +384,8 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.parts.init()
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.initReplicaShell()
+	b.quotas.Attach(store, b.lifetime, b.log)
+	b.authz.configure(cfg.Authorizer, cfg.SuperUsers, store, b.log)
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	return b, nil
 }
@@ -435,7 +439,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	if err := b.startPartitions(ctx); err != nil {
 		return err
 	}
-	if err := b.startAuthorizer(ctx); err != nil {
+	if err := b.authz.start(ctx, b.lifetime, &b.loops); err != nil {
 		return fmt.Errorf("broker: loading ACLs: %w", err)
 	}
 	b.groups.Start()

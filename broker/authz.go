@@ -1,6 +1,6 @@
 package broker
 
-// Authorization (issue 9): Kafka's ACL checks.
+// Authorization: Kafka's ACL checks.
 //
 // With Config.Authorizer off every request is allowed, as a Kafka broker
 // without authorizer.class.name. With it on, a request is allowed only
@@ -14,21 +14,25 @@ package broker
 // sees one consistent snapshot for each check. Until the first load
 // completes the snapshot is empty: only super users get through.
 //
-// Handlers call b.authorized(rc, op, resourceType, name) with Kafka's
-// per-API operations and answer Kafka's codes (TOPIC_, GROUP_, CLUSTER_,
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the mapping per API is in each
-// handler's doc comment. The Cluster resource is named "kafka-cluster".
+// Handlers call b.authz.allowed(rc, op, resourceType, name) (or its
+// per-resource forms) with Kafka's per-API operations and answer Kafka's
+// codes (TOPIC_, GROUP_, CLUSTER_, TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+// the mapping per API is in each handler's doc comment. The Cluster
+// resource is named "kafka-cluster".
 //
-// State: authzState.current is an atomic pointer to an immutable
-// snapshot, so readers take no lock. It is replaced by reloadAuthorizer
+// State: authorizer.current is an atomic pointer to an immutable
+// snapshot, so readers take no lock. It is replaced by authorizer.reload
 // (the security loop, and the ACL handlers right after their own writes)
 // with compare-and-swap, never by an older etcd revision; the empty
-// initial snapshot is installed on first use.
+// initial snapshot is installed on first use. The other fields are set by
+// configure in New and read-only afterwards.
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,9 +45,31 @@ import (
 // authzReloadTimeout bounds one reload of the ACLs from etcd.
 const authzReloadTimeout = 30 * time.Second
 
-// authzState is the broker's authorizer snapshot (see the file comment).
-type authzState struct {
+// aclStore is the slice of the metadata store the authorizer reads
+// (*metadata.Store implements it).
+type aclStore interface {
+	// ACLs returns every ACL and the etcd revision it was read at.
+	ACLs(ctx context.Context) ([]auth.ACL, int64, error)
+	// WatchSecurity signals changes under acls/ (and the other security
+	// prefixes), coalesced; the channel closes when ctx ends.
+	WatchSecurity(ctx context.Context) <-chan struct{}
+}
+
+// authorizer is the broker's ACL checker (see the file comment). Its zero
+// value allows everything (authorization off).
+type authorizer struct {
+	on         bool // Config.Authorizer
+	superUsers []string
+	store      aclStore
+	log        *slog.Logger
+
 	current atomic.Pointer[authzSnapshot]
+}
+
+// configure sets what the authorizer checks against. REQUIRES: called
+// once, before any check (New).
+func (z *authorizer) configure(on bool, superUsers []string, store aclStore, log *slog.Logger) {
+	z.on, z.superUsers, z.store, z.log = on, superUsers, store, log
 }
 
 // authzSnapshot is one immutable view of the ACLs. revision is the etcd
@@ -54,15 +80,15 @@ type authzSnapshot struct {
 	revision int64
 }
 
-// currentAuthz returns the current snapshot; before the first load an
-// empty one (deny all but super users), installed on first use.
-func (b *Broker) currentAuthz() *authzSnapshot {
-	if s := b.authz.current.Load(); s != nil {
+// snapshot returns the current snapshot; before the first load an empty
+// one (deny all but super users), installed on first use.
+func (z *authorizer) snapshot() *authzSnapshot {
+	if s := z.current.Load(); s != nil {
 		return s
 	}
-	s := &authzSnapshot{z: auth.NewAuthorizer(nil, b.cfg.SuperUsers)}
-	b.authz.current.CompareAndSwap(nil, s)
-	return b.authz.current.Load()
+	s := &authzSnapshot{z: auth.NewAuthorizer(nil, z.superUsers)}
+	z.current.CompareAndSwap(nil, s)
+	return z.current.Load()
 }
 
 // principalOf is the request's principal and client host; a request
@@ -87,17 +113,17 @@ func hostOf(rc *requestContext) string {
 	return rc.host
 }
 
-// authorized reports whether the request's principal may do op on the
+// allowed reports whether the request's principal may do op on the
 // resource. Always true when the authorizer is off.
-func (b *Broker) authorized(rc *requestContext, op auth.Operation, rt auth.ResourceType, name string) bool {
-	if !b.cfg.Authorizer {
+func (z *authorizer) allowed(rc *requestContext, op auth.Operation, rt auth.ResourceType, name string) bool {
+	if !z.on {
 		return true
 	}
 	principal, host := principalOf(rc)
-	if b.currentAuthz().z.Authorized(principal, host, op, rt, name) {
+	if z.snapshot().z.Authorized(principal, host, op, rt, name) {
 		return true
 	}
-	b.log.Debug("request denied", "principal", principal, "host", host, "operation", op,
+	z.log.Debug("request denied", "principal", principal, "host", host, "operation", op,
 		"resource_type", rt, "resource", name, "api_key", apiKeyOf(rc))
 	return false
 }
@@ -109,27 +135,27 @@ func apiKeyOf(rc *requestContext) int16 {
 	return rc.apiKey
 }
 
-// authorizedCluster checks op on the Cluster resource.
-func (b *Broker) authorizedCluster(rc *requestContext, op auth.Operation) bool {
-	return b.authorized(rc, op, auth.ResourceCluster, auth.ClusterResourceName)
+// allowedCluster checks op on the Cluster resource.
+func (z *authorizer) allowedCluster(rc *requestContext, op auth.Operation) bool {
+	return z.allowed(rc, op, auth.ResourceCluster, auth.ClusterResourceName)
 }
 
-// authorizedTopic checks op on a topic.
-func (b *Broker) authorizedTopic(rc *requestContext, op auth.Operation, topic string) bool {
-	return b.authorized(rc, op, auth.ResourceTopic, topic)
+// allowedTopic checks op on a topic.
+func (z *authorizer) allowedTopic(rc *requestContext, op auth.Operation, topic string) bool {
+	return z.allowed(rc, op, auth.ResourceTopic, topic)
 }
 
-// authorizedGroup checks op on a consumer group.
-func (b *Broker) authorizedGroup(rc *requestContext, op auth.Operation, group string) bool {
-	return b.authorized(rc, op, auth.ResourceGroup, group)
+// allowedGroup checks op on a consumer group.
+func (z *authorizer) allowedGroup(rc *requestContext, op auth.Operation, group string) bool {
+	return z.allowed(rc, op, auth.ResourceGroup, group)
 }
 
-// authorizedTxnID checks op on a transactional id.
-func (b *Broker) authorizedTxnID(rc *requestContext, op auth.Operation, id string) bool {
-	return b.authorized(rc, op, auth.ResourceTransactionalID, id)
+// allowedTxnID checks op on a transactional id.
+func (z *authorizer) allowedTxnID(rc *requestContext, op auth.Operation, id string) bool {
+	return z.allowed(rc, op, auth.ResourceTransactionalID, id)
 }
 
-// authorizedIdempotentWrite is Kafka's check for InitProducerId without a
+// allowedIdempotentWrite is Kafka's check for InitProducerId without a
 // transactional id (KIP-679): IdempotentWrite on the Cluster, or Write on
 // any topic. "Any topic" is decided on the ACL list: some ALLOW of Write
 // (or All) on a topic pattern for the principal (or User:*) and host (or
@@ -137,13 +163,13 @@ func (b *Broker) authorizedTxnID(rc *requestContext, op auth.Operation, id strin
 // Kafka's authorizeByResourceType also weighs denies of narrower patterns
 // against the allows; a principal whose every topic allow is shadowed by
 // such denies gets an id here but cannot write anywhere with it.
-func (b *Broker) authorizedIdempotentWrite(rc *requestContext) bool {
-	if b.authorizedCluster(rc, auth.OpIdempotentWrite) {
+func (z *authorizer) allowedIdempotentWrite(rc *requestContext) bool {
+	if z.allowedCluster(rc, auth.OpIdempotentWrite) {
 		return true
 	}
 	principal, host := principalOf(rc)
 	allowed := false
-	for _, a := range b.currentAuthz().acls {
+	for _, a := range z.snapshot().acls {
 		if a.ResourceType != auth.ResourceTopic || (a.Operation != auth.OpWrite && a.Operation != auth.OpAll) ||
 			!aclAppliesTo(a, principal, host) {
 			continue
@@ -176,11 +202,11 @@ var (
 	groupOperations = []auth.Operation{auth.OpRead, auth.OpDescribe, auth.OpDelete}
 )
 
-// authorizedOperations is the authorized_operations bit field of a
+// operations is the authorized_operations bit field of a
 // resource for the request's principal (Metadata, DescribeCluster,
 // DescribeGroups when the client asks): every supported operation when
 // the authorizer is off, as Kafka.
-func (b *Broker) authorizedOperations(rc *requestContext, rt auth.ResourceType, name string) int32 {
+func (z *authorizer) operations(rc *requestContext, rt auth.ResourceType, name string) int32 {
 	var ops []auth.Operation
 	switch rt {
 	case auth.ResourceTopic:
@@ -192,88 +218,90 @@ func (b *Broker) authorizedOperations(rc *requestContext, rt auth.ResourceType, 
 	}
 	var bits int32
 	for _, op := range ops {
-		if !b.cfg.Authorizer || b.authorizedQuiet(rc, op, rt, name) {
+		if !z.on || z.allowedQuiet(rc, op, rt, name) {
 			bits |= 1 << uint(op)
 		}
 	}
 	return bits
 }
 
-// authorizedQuiet is authorized without the denial log (for bit fields,
-// where a denial is an answer, not an event).
-func (b *Broker) authorizedQuiet(rc *requestContext, op auth.Operation, rt auth.ResourceType, name string) bool {
-	if !b.cfg.Authorizer {
+// allowedQuiet is allowed without the denial log (for bit fields, where
+// a denial is an answer, not an event).
+func (z *authorizer) allowedQuiet(rc *requestContext, op auth.Operation, rt auth.ResourceType, name string) bool {
+	if !z.on {
 		return true
 	}
 	principal, host := principalOf(rc)
-	return b.currentAuthz().z.Authorized(principal, host, op, rt, name)
+	return z.snapshot().z.Authorized(principal, host, op, rt, name)
 }
 
-// startAuthorizer loads the ACLs once and starts the loop that reloads
-// them on every change. The watch starts before the load, so a change
-// between the two is not missed. With the authorizer off nothing runs.
-func (b *Broker) startAuthorizer(ctx context.Context) error {
-	if !b.cfg.Authorizer {
+// start loads the ACLs once and starts the loop that reloads them on
+// every change until lifetime ends; loops counts the loop's goroutine.
+// The watch starts before the load, so a change between the two is not
+// missed. With the authorizer off nothing runs.
+func (z *authorizer) start(ctx, lifetime context.Context, loops *sync.WaitGroup) error {
+	if !z.on {
 		return nil
 	}
-	changes := b.store.WatchSecurity(b.lifetime)
-	if err := b.reloadAuthorizer(ctx); err != nil {
+	changes := z.store.WatchSecurity(lifetime)
+	if err := z.reload(ctx); err != nil {
 		return err
 	}
-	b.loops.Add(1)
-	go b.authzLoop(changes)
+	loops.Add(1)
+	go func() {
+		defer loops.Done()
+		z.loop(lifetime, changes)
+	}()
 	return nil
 }
 
-// authzLoop reloads the snapshot after each change until the broker
-// stops. A failed reload keeps the old snapshot and is retried after a
+// loop reloads the snapshot after each change until lifetime ends. A failed reload keeps the old snapshot and is retried after a
 // second; a watch channel that closes while the broker lives is opened
 // again (followed by a reload: changes may have been missed).
-func (b *Broker) authzLoop(changes <-chan struct{}) {
-	defer b.loops.Done()
+func (z *authorizer) loop(lifetime context.Context, changes <-chan struct{}) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
 	for {
 		select {
-		case <-b.lifetime.Done():
+		case <-lifetime.Done():
 			return
 		case _, ok := <-changes:
 			if !ok {
 				select {
-				case <-b.lifetime.Done():
+				case <-lifetime.Done():
 					return
 				case <-time.After(time.Second):
 				}
-				changes = b.store.WatchSecurity(b.lifetime)
+				changes = z.store.WatchSecurity(lifetime)
 			}
 		case <-retry.C:
 		}
-		ctx, cancel := context.WithTimeout(b.lifetime, authzReloadTimeout)
-		err := b.reloadAuthorizer(ctx)
+		ctx, cancel := context.WithTimeout(lifetime, authzReloadTimeout)
+		err := z.reload(ctx)
 		cancel()
-		if err != nil && b.lifetime.Err() == nil {
-			b.log.Warn("reloading ACLs; the previous ones stay in force", "err", err)
+		if err != nil && lifetime.Err() == nil {
+			z.log.Warn("reloading ACLs; the previous ones stay in force", "err", err)
 			retry.Reset(time.Second)
 		}
 	}
 }
 
-// reloadAuthorizer reads every ACL and installs a new snapshot, unless a
-// newer one is already in place.
-func (b *Broker) reloadAuthorizer(ctx context.Context) error {
-	acls, rev, err := b.store.ACLs(ctx)
+// reload reads every ACL and installs a new snapshot, unless a newer one
+// is already in place.
+func (z *authorizer) reload(ctx context.Context) error {
+	acls, rev, err := z.store.ACLs(ctx)
 	if err != nil {
 		return err
 	}
-	next := &authzSnapshot{z: auth.NewAuthorizer(acls, b.cfg.SuperUsers), acls: slices.Clone(acls), revision: rev}
+	next := &authzSnapshot{z: auth.NewAuthorizer(acls, z.superUsers), acls: slices.Clone(acls), revision: rev}
 	for {
-		cur := b.authz.current.Load()
+		cur := z.current.Load()
 		if cur != nil && cur.revision > rev {
 			return nil
 		}
-		if b.authz.current.CompareAndSwap(cur, next) {
-			b.log.Debug("ACLs loaded", "acls", len(acls), "revision", rev)
+		if z.current.CompareAndSwap(cur, next) {
+			z.log.Debug("ACLs loaded", "acls", len(acls), "revision", rev)
 			return nil
 		}
 	}
@@ -289,7 +317,7 @@ func (b *Broker) topicAuthCode(rc *requestContext, op auth.Operation, byID bool,
 			return 0
 		}
 	}
-	if !b.authorizedTopic(rc, op, name) {
+	if !b.authz.allowedTopic(rc, op, name) {
 		return kerr.TopicAuthorizationFailed.Code
 	}
 	return 0

@@ -66,9 +66,9 @@ func allowTopic(t *testing.T, tb *testBroker, principal, topic string, ops ...au
 func waitACLs(t *testing.T, b *Broker, ok func([]auth.ACL) bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !ok(b.currentAuthz().acls) {
+	for !ok(b.authz.snapshot().acls) {
 		if time.Now().After(deadline) {
-			t.Fatalf("ACL snapshot not updated by the watch after 20s: %v", b.currentAuthz().acls)
+			t.Fatalf("ACL snapshot not updated by the watch after 20s: %v", b.authz.snapshot().acls)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -123,7 +123,7 @@ func TestAuthorizerOffAllowsEverything(t *testing.T) {
 	if sp := fetchAs(t, tb.b, anonymousPrincipal, "open", -1); sp.ErrorCode != 0 || countRecords(t, sp.RecordBatches) != 2 {
 		t.Fatalf("anonymous fetch with the authorizer off: %v, %d records", kerr.ErrorForCode(sp.ErrorCode), countRecords(t, sp.RecordBatches))
 	}
-	if !tb.b.authorized(&requestContext{principal: "User:nobody"}, auth.OpAlter, auth.ResourceCluster, auth.ClusterResourceName) {
+	if !tb.b.authz.allowed(&requestContext{principal: "User:nobody"}, auth.OpAlter, auth.ResourceCluster, auth.ClusterResourceName) {
 		t.Fatal("authorized is false with the authorizer off")
 	}
 }
@@ -299,7 +299,7 @@ func TestACLAdminRoundTrip(t *testing.T) {
 		t.Fatalf("create: %v %+v", err, created)
 	}
 	// This broker answers with its snapshot already reloaded.
-	if !tb.b.authorized(&requestContext{principal: "User:alice", host: "10.0.0.1"}, auth.OpRead, auth.ResourceTopic, "orders.eu") {
+	if !tb.b.authz.allowed(&requestContext{principal: "User:alice", host: "10.0.0.1"}, auth.OpRead, auth.ResourceTopic, "orders.eu") {
 		t.Fatal("alice cannot read orders.eu right after CreateAcls")
 	}
 	list := kadm.NewACLs().AnyResource().Allow().Deny().AllowHosts().DenyHosts().Operations().ResourcePatternType(kadm.ACLPatternAny)
@@ -334,10 +334,10 @@ func TestACLAdminRoundTrip(t *testing.T) {
 	if err != nil || len(deleted) != 1 || deleted[0].Err != nil || len(deleted[0].Deleted) != 1 {
 		t.Fatalf("delete: %v %+v", err, deleted)
 	}
-	if tb.b.authorized(&requestContext{principal: "User:alice"}, auth.OpRead, auth.ResourceTopic, "orders.eu") {
+	if tb.b.authz.allowed(&requestContext{principal: "User:alice"}, auth.OpRead, auth.ResourceTopic, "orders.eu") {
 		t.Fatal("alice can still read after DeleteAcls")
 	}
-	if !tb.b.authorized(&requestContext{principal: "User:alice"}, auth.OpWrite, auth.ResourceTopic, "orders.eu") {
+	if !tb.b.authz.allowed(&requestContext{principal: "User:alice"}, auth.OpWrite, auth.ResourceTopic, "orders.eu") {
 		t.Fatal("the Write ACL went with the Read one")
 	}
 }

@@ -59,14 +59,14 @@ func (b *Broker) controllerID() int32 {
 	return -1
 }
 
-// ledPartitions counts the partitions whose committed state names this
-// broker leader, where another ISR member could take over.
-func (b *Broker) ledPartitionsWithSuccessor() int {
+// ledWithSuccessor counts the partitions whose committed state names node
+// leader, where another ISR member that is live could take over.
+func (m *partitionManager) ledWithSuccessor(node int32, live func(node int32) bool) int {
 	n := 0
-	for _, t := range b.parts.allTopics() {
+	for _, t := range m.allTopics() {
 		for _, st := range t.states {
-			if st.Leader == b.cfg.NodeID && slices.ContainsFunc(st.ISR, func(id int32) bool {
-				return id != b.cfg.NodeID && b.isLive(id)
+			if st.Leader == node && slices.ContainsFunc(st.ISR, func(id int32) bool {
+				return id != node && live(id)
 			}) {
 				n++
 			}
@@ -94,7 +94,7 @@ func (b *Broker) handOverLeadership(ctx context.Context) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		left := b.ledPartitionsWithSuccessor()
+		left := b.parts.ledWithSuccessor(b.cfg.NodeID, b.isLive)
 		if left == 0 {
 			b.log.Info("controlled shutdown: leadership handed over")
 			return
@@ -128,7 +128,7 @@ func (b *Broker) awaitLeaders(ctx context.Context, id metadata.TopicID, from int
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for !b.leadersElected(id, from) {
+	for !b.parts.leadersElected(id, from, b.brokerView()) {
 		select {
 		case <-ctx.Done():
 			b.log.Warn("partitions still without leaders; clients will retry", "topic_id", id.String())
@@ -138,12 +138,13 @@ func (b *Broker) awaitLeaders(ctx context.Context, id metadata.TopicID, from int
 	}
 }
 
-func (b *Broker) leadersElected(id metadata.TopicID, from int) bool {
-	t, ok := b.parts.topicByID(id)
+// leadersElected: every partition of topic id from index from on has a
+// leader that view serves (brokerView.leaderOf).
+func (m *partitionManager) leadersElected(id metadata.TopicID, from int, view brokerView) bool {
+	t, ok := m.topicByID(id)
 	if !ok {
 		return false
 	}
-	view := b.brokerView()
 	for i := from; i < len(t.states); i++ {
 		if view.leaderOf(t.states[i]) < 0 {
 			return false

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/quota"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -65,7 +66,7 @@ type coldSource struct {
 	cold tier.ColdSource
 	// quotas measures the per-client cold-read budget, clientBudget bytes
 	// per second (0: off; quotas.go).
-	quotas       *quotaState
+	quotas       *quota.Manager
 	clientBudget float64
 }
 
@@ -77,7 +78,7 @@ type coldBudgetKey struct{}
 // reads, which run on their own goroutines: throttleMs is the largest
 // throttle any of them met, copied into the response by withQuotas.
 type coldBudgetUse struct {
-	key        sensorKey
+	key        quota.SensorKey
 	throttleMs atomic.Int32
 }
 
@@ -99,13 +100,13 @@ func (s coldSource) readColdBudgeted(ctx context.Context, read func() ([]byte, e
 	if use == nil || s.clientBudget <= 0 {
 		return read()
 	}
-	if ms := s.quotas.throttleOf(use.key, s.clientBudget); ms > 0 {
+	if ms := s.quotas.ThrottleOf(use.key, s.clientBudget); ms > 0 {
 		use.raise(ms)
 		return []byte{}, nil
 	}
 	data, err := read()
 	if len(data) > 0 {
-		use.raise(s.quotas.record(use.key, s.clientBudget, float64(len(data))))
+		use.raise(s.quotas.Record(use.key, s.clientBudget, float64(len(data))))
 	}
 	return data, err
 }

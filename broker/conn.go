@@ -266,7 +266,7 @@ func (c *conn) run(d decodedRequest, s *wire.Slot, rc *requestContext, prev <-ch
 		return
 	}
 	resp.SetVersion(d.req.GetVersion())
-	c.b.applyThrottle(rc, resp)
+	applyThrottle(rc, resp)
 	c.b.rewriteEndpoints(rc.listener, resp)
 	s.ThrottleMs = rc.throttleMs
 	s.Frame = wire.AppendResponseFrame(wire.GetFrameBuffer(wire.ResponseSizeHint(resp)), d.hdr.CorrelationID, resp)

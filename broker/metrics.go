@@ -1,13 +1,13 @@
 package broker
 
-// Request, topic and partition metrics (issue 8). The broker keeps plain
+// Request, topic and partition metrics. The broker keeps plain
 // counters and answers snapshots; cmd/strata maps them to Prometheus at
 // scrape time (STYLE.md, habit 8), so this package imports no metrics
 // library.
 //
 // Recording is lock-free: per API key a fixed array of atomic histogram
-// buckets (conn.run calls observeRequest once per request), per topic a
-// pair of atomic byte counters found through a sync.Map (Produce and Fetch
+// buckets (conn.run calls observeRequest once per request), per topic
+// three atomic byte counters found through a sync.Map (Produce and Fetch
 // add to them once per topic of a request). Snapshots read the atomics one
 // by one, so a snapshot taken during traffic may split a request between
 // two scrapes; each counter on its own only ever grows.
@@ -24,6 +24,7 @@ import (
 
 	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/fetch"
+	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
 )
 
@@ -155,8 +156,9 @@ func (c *conn) requestDone(apiKey int16, start time.Time, s *wire.Slot) {
 
 // recordProduceBytes adds, per topic, the record bytes of the partitions
 // appended without error. Called before acks=-1 waits: a later timeout
-// does not undo the append.
-func (b *Broker) recordProduceBytes(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+// does not undo the append. topicName resolves the topic ids of v13+
+// responses.
+func (m *brokerMetrics) recordProduceBytes(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, topicName topicNamer) {
 	for ti := range resp.Topics {
 		var n int
 		for pi, sp := range resp.Topics[ti].Partitions {
@@ -167,15 +169,15 @@ func (b *Broker) recordProduceBytes(req *kmsg.ProduceRequest, resp *kmsg.Produce
 		if n == 0 {
 			continue
 		}
-		if name, ok := b.metricTopicName(resp.Topics[ti].Topic, resp.Topics[ti].TopicID); ok {
-			b.metrics.topic(name).bytesIn.Add(uint64(n))
+		if name, ok := metricTopicName(resp.Topics[ti].Topic, resp.Topics[ti].TopicID, topicName); ok {
+			m.topic(name).bytesIn.Add(uint64(n))
 		}
 	}
 }
 
 // recordFetchBytes adds, per topic, the record bytes a fetch returns, to
 // consumers' or followers' counters.
-func (b *Broker) recordFetchBytes(resp *kmsg.FetchResponse, slots []fetchSlot, results []fetch.Result) {
+func (m *brokerMetrics) recordFetchBytes(resp *kmsg.FetchResponse, slots []fetchSlot, results []fetch.Result, topicName topicNamer) {
 	sums := make([]int, len(resp.Topics)) // by response topic index
 	follower := false
 	for i, res := range results {
@@ -188,11 +190,11 @@ func (b *Broker) recordFetchBytes(resp *kmsg.FetchResponse, slots []fetchSlot, r
 		if n == 0 {
 			continue
 		}
-		name, ok := b.metricTopicName(resp.Topics[ti].Topic, resp.Topics[ti].TopicID)
+		name, ok := metricTopicName(resp.Topics[ti].Topic, resp.Topics[ti].TopicID, topicName)
 		if !ok {
 			continue
 		}
-		if c := b.metrics.topic(name); follower {
+		if c := m.topic(name); follower {
 			c.replicationBytesOut.Add(uint64(n))
 		} else {
 			c.bytesOut.Add(uint64(n))
@@ -200,34 +202,39 @@ func (b *Broker) recordFetchBytes(resp *kmsg.FetchResponse, slots []fetchSlot, r
 	}
 }
 
+// topicNamer resolves a topic id to its name (Broker.topicName).
+type topicNamer func(id metadata.TopicID) (string, bool)
+
 // metricTopicName is a response topic's name; v13+ requests carry only
 // the topic id.
-func (b *Broker) metricTopicName(name string, id [16]byte) (string, bool) {
+func metricTopicName(name string, id [16]byte, topicName topicNamer) (string, bool) {
 	if name != "" {
 		return name, true
 	}
-	return b.topicName(id)
+	return topicName(id)
 }
 
 // RequestMetrics returns the request counters of every API key that has
 // served at least one request, in key order.
-func (b *Broker) RequestMetrics() []APIMetrics {
+func (b *Broker) RequestMetrics() []APIMetrics { return b.metrics.requests() }
+
+func (m *brokerMetrics) requests() []APIMetrics {
 	var out []APIMetrics
-	for key := range b.metrics.apis {
-		c := &b.metrics.apis[key]
-		m := APIMetrics{APIKey: int16(key), Name: kmsg.NameForKey(int16(key)), Buckets: make([]uint64, len(requestLatencyBounds))}
+	for key := range m.apis {
+		c := &m.apis[key]
+		am := APIMetrics{APIKey: int16(key), Name: kmsg.NameForKey(int16(key)), Buckets: make([]uint64, len(requestLatencyBounds))}
 		for i := range c.buckets {
-			m.Count += c.buckets[i].Load()
-			if i < len(m.Buckets) {
-				m.Buckets[i] = m.Count
+			am.Count += c.buckets[i].Load()
+			if i < len(am.Buckets) {
+				am.Buckets[i] = am.Count
 			}
 		}
-		if m.Count == 0 {
+		if am.Count == 0 {
 			continue
 		}
-		m.Errors = c.errors.Load()
-		m.SumSeconds = time.Duration(c.sumNanos.Load()).Seconds()
-		out = append(out, m)
+		am.Errors = c.errors.Load()
+		am.SumSeconds = time.Duration(c.sumNanos.Load()).Seconds()
+		out = append(out, am)
 	}
 	return out
 }
@@ -236,11 +243,20 @@ func (b *Broker) RequestMetrics() []APIMetrics {
 // by name. Topics no longer known to the broker are dropped (a recreated
 // topic starts from zero, as a Prometheus counter reset).
 func (b *Broker) TopicBytes() []TopicBytes {
+	return b.metrics.topicBytes(func(name string) bool {
+		_, ok := b.parts.topic(name)
+		return ok
+	})
+}
+
+// topicBytes snapshots the topic counters by name, dropping those of the
+// topics that known reports gone.
+func (m *brokerMetrics) topicBytes(known func(topic string) bool) []TopicBytes {
 	var out []TopicBytes
-	b.metrics.topics.Range(func(k, v any) bool {
+	m.topics.Range(func(k, v any) bool {
 		name, c := k.(string), v.(*topicCounters)
-		if _, ok := b.parts.topic(name); !ok {
-			b.metrics.topics.Delete(name)
+		if !known(name) {
+			m.topics.Delete(name)
 			return true
 		}
 		out = append(out, TopicBytes{Topic: name, BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
@@ -257,7 +273,7 @@ func (b *Broker) PartitionMetrics() []PartitionMetrics {
 	parts := b.parts.localPartitions()
 	out := make([]PartitionMetrics, 0, len(parts))
 	for _, p := range parts {
-		out = append(out, b.partitionMetrics(p))
+		out = append(out, partitionMetrics(p, b.objects != nil))
 	}
 	slices.SortFunc(out, func(x, y PartitionMetrics) int {
 		if c := strings.Compare(x.Topic, y.Topic); c != 0 {
@@ -268,7 +284,9 @@ func (b *Broker) PartitionMetrics() []PartitionMetrics {
 	return out
 }
 
-func (b *Broker) partitionMetrics(p *partition) PartitionMetrics {
+// partitionMetrics is p's state; tiered: tiering is on, so p's objects in
+// the bucket are counted.
+func partitionMetrics(p *partition, tiered bool) PartitionMetrics {
 	st := p.replicationStatus()
 	m := PartitionMetrics{
 		Topic: p.topic, Partition: p.index, Leader: st.Role == replication.RoleLeader,
@@ -278,7 +296,7 @@ func (b *Broker) partitionMetrics(p *partition) PartitionMetrics {
 		LogSizeBytes: p.log.Size(), LogStartOffset: p.logStartOffset(), LogEndOffset: p.log.LogEndOffset(),
 		HighWatermark: st.HighWatermark,
 	}
-	if b.objects != nil {
+	if tiered {
 		for _, e := range p.manifest.Segments(p.topicID, p.index) {
 			m.TieredSizeBytes += e.Size
 		}

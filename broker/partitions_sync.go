@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,7 +37,7 @@ func (b *Broker) startPartitions(ctx context.Context) error {
 	}
 	b.manifest.LoadSnapshot(snap)
 	topics := snapshotViews(snap)
-	b.removeStrayDirs(topics)
+	removeStrayDirs(b.cfg.DataDir, b.cfg.NodeID, topics, b.log)
 	for _, t := range topics {
 		if err := b.applyTopic(t.topic, t.states); err != nil {
 			return err
@@ -466,28 +467,28 @@ func partitionMetadata(id metadata.TopicID) string {
 	return "version: 0\ntopic_id: " + base64.RawURLEncoding.EncodeToString(id[:]) + "\n"
 }
 
-// removeStrayDirs deletes partition directories (those holding
-// partition.metadata) of topics, ids or partitions metadata does not have
-// for this node.
-func (b *Broker) removeStrayDirs(topics []topicView) {
+// removeStrayDirs deletes the partition directories (those holding
+// partition.metadata) in dataDir of topics, ids or partitions that topics
+// does not give to node.
+func removeStrayDirs(dataDir string, node int32, topics []topicView, log *slog.Logger) {
 	want := map[string]metadata.TopicID{}
 	for _, t := range topics {
 		for i, replicas := range t.topic.Replicas {
-			if hostsReplica(replicas, b.cfg.NodeID) {
+			if hostsReplica(replicas, node) {
 				want[t.topic.Name+"-"+strconv.Itoa(i)] = t.topic.ID
 			}
 		}
 	}
-	entries, err := os.ReadDir(b.cfg.DataDir)
+	entries, err := os.ReadDir(dataDir)
 	if err != nil {
-		b.log.Warn("listing data dir", "err", err)
+		log.Warn("listing data dir", "err", err)
 		return
 	}
 	for _, ent := range entries {
 		if !ent.IsDir() || !looksLikePartitionDir(ent.Name()) {
 			continue
 		}
-		dir := filepath.Join(b.cfg.DataDir, ent.Name())
+		dir := filepath.Join(dataDir, ent.Name())
 		got, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
 		if err != nil {
 			continue // not ours to judge
@@ -495,9 +496,9 @@ func (b *Broker) removeStrayDirs(topics []topicView) {
 		if id, ok := want[ent.Name()]; ok && string(got) == partitionMetadata(id) {
 			continue
 		}
-		b.log.Info("deleting partition directory unknown to metadata", "dir", dir)
+		log.Info("deleting partition directory unknown to metadata", "dir", dir)
 		if err := os.RemoveAll(dir); err != nil {
-			b.log.Warn("deleting stray directory", "dir", dir, "err", err)
+			log.Warn("deleting stray directory", "dir", dir, "err", err)
 		}
 	}
 }

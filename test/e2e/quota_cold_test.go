@@ -58,7 +58,7 @@ func TestColdReadClientBudget(t *testing.T) {
 	rate := float64(coldBytes) / elapsed.Seconds()
 	t.Logf("backfill read %d cold bytes in %v: %.0f B/s against a budget of %d B/s; %d throttled responses",
 		coldBytes, elapsed.Round(time.Millisecond), rate, budget, throttles.n.Load())
-	// One window's worth may come at once (quota_rate.go), so the bound
+	// One window's worth may come at once (quota/rate.go), so the bound
 	// is the budget over the elapsed time plus one second of it.
 	if limit := budget * (elapsed.Seconds() + 1) * 1.1; float64(coldBytes) > limit {
 		t.Errorf("backfill got %d cold bytes in %v, over the budget's %.0f", coldBytes, elapsed, limit)

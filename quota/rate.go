@@ -1,6 +1,6 @@
-package broker
+package quota
 
-// Client quota math (issue 9), pure: no clock, no locks. Callers pass the
+// Client quota math, pure: no clock, no locks. Callers pass the
 // time in milliseconds of a monotonic clock.
 //
 // A rate is measured as Kafka's ClientQuotaManager measures it: a sampled
@@ -15,8 +15,8 @@ package broker
 // is throttled, so over its first half-minute a greedy client achieves
 // about a third more than its quota. Strata floors it at one window: a
 // client gets at most one window's worth of burst, and its long-run rate
-// matches the quota from its first second (the issue's acceptance:
-// within 10% over 30 s).
+// matches the quota from its first second (within 10% over 30 s for a
+// greedy client that waits out every throttle).
 //
 // Throttle time (Kafka's QuotaUtils.throttleTime): with total T over time
 // W and quota Q per second, the rate T/W exceeds Q by (T - Q·W); with no
@@ -25,27 +25,27 @@ package broker
 // by then every sample counted has expired.
 
 const (
-	// quotaWindowSamples is quota.window.num.
-	quotaWindowSamples = 11
-	// quotaWindowMs is quota.window.size.seconds, in milliseconds.
-	quotaWindowMs = 1000
-	// quotaMaxThrottleMs caps one throttle: after that long every sample
+	// windowSamples is quota.window.num.
+	windowSamples = 11
+	// windowMs is quota.window.size.seconds, in milliseconds.
+	windowMs = 1000
+	// maxThrottleMs caps one throttle: after that long every sample
 	// that led to it is obsolete.
-	quotaMaxThrottleMs = quotaWindowSamples * quotaWindowMs
+	maxThrottleMs = windowSamples * windowMs
 )
 
-// quotaSample is one window of a rateWindow.
-type quotaSample struct {
+// sample is one window of a rateWindow.
+type sample struct {
 	startMs int64
 	total   float64
 }
 
 // rateWindow is the sampled stat of one quota sensor. The zero value is
-// empty. Not safe for concurrent use: its owner (quotaSensors) locks.
+// empty. Not safe for concurrent use: its owner (Manager) locks.
 type rateWindow struct {
-	samples [quotaWindowSamples]quotaSample
+	samples [windowSamples]sample
 	// current indexes the newest sample; used counts samples started so
-	// far (at most quotaWindowSamples).
+	// far (at most windowSamples).
 	current, used int
 	// lastMs is the time of the latest record (idle sensors are dropped).
 	lastMs int64
@@ -57,11 +57,11 @@ func (w *rateWindow) record(nowMs int64, v float64) {
 	switch {
 	case w.used == 0:
 		w.used, w.current = 1, 0
-		w.samples[0] = quotaSample{startMs: nowMs}
-	case nowMs-w.samples[w.current].startMs >= quotaWindowMs:
-		w.current = (w.current + 1) % quotaWindowSamples
-		w.used = min(w.used+1, quotaWindowSamples)
-		w.samples[w.current] = quotaSample{startMs: nowMs}
+		w.samples[0] = sample{startMs: nowMs}
+	case nowMs-w.samples[w.current].startMs >= windowMs:
+		w.current = (w.current + 1) % windowSamples
+		w.used = min(w.used+1, windowSamples)
+		w.samples[w.current] = sample{startMs: nowMs}
 	}
 	w.samples[w.current].total += v
 	w.lastMs = max(w.lastMs, nowMs)
@@ -73,13 +73,13 @@ func (w *rateWindow) measure(nowMs int64) (total float64, spanMs int64) {
 	oldest := nowMs
 	for i := 0; i < w.used; i++ {
 		s := w.samples[i]
-		if nowMs-s.startMs >= quotaMaxThrottleMs {
+		if nowMs-s.startMs >= maxThrottleMs {
 			continue // obsolete
 		}
 		total += s.total
 		oldest = min(oldest, s.startMs)
 	}
-	return total, max(nowMs-oldest, quotaWindowMs)
+	return total, max(nowMs-oldest, windowMs)
 }
 
 // rate is the measured rate per second at nowMs.
@@ -100,8 +100,8 @@ func (w *rateWindow) throttleMs(nowMs int64, quota float64) int32 {
 		return 0
 	}
 	ms := excess / quota * 1000
-	if ms >= quotaMaxThrottleMs {
-		return quotaMaxThrottleMs
+	if ms >= maxThrottleMs {
+		return maxThrottleMs
 	}
 	return int32(ms)
 }
@@ -109,5 +109,5 @@ func (w *rateWindow) throttleMs(nowMs int64, quota float64) int32 {
 // idle reports whether nothing recorded in w is still live at nowMs: the
 // sensor can be forgotten without changing any answer.
 func (w *rateWindow) idle(nowMs int64) bool {
-	return w.used == 0 || nowMs-w.lastMs >= quotaMaxThrottleMs
+	return w.used == 0 || nowMs-w.lastMs >= maxThrottleMs
 }

@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/auth"
+)
+
+// memACLStore is an in-memory aclStore: set replaces the ACLs at a new
+// revision and signals the watchers, as an etcd write would.
+type memACLStore struct {
+	mu       sync.Mutex
+	acls     []auth.ACL
+	revision int64
+	watchers []chan struct{}
+}
+
+var _ aclStore = (*memACLStore)(nil)
+
+func (s *memACLStore) ACLs(ctx context.Context) ([]auth.ACL, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]auth.ACL(nil), s.acls...), s.revision, ctx.Err()
+}
+
+func (s *memACLStore) WatchSecurity(context.Context) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	s.watchers = append(s.watchers, ch)
+	return ch
+}
+
+func (s *memACLStore) set(acls ...auth.ACL) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.acls, s.revision = acls, s.revision+1
+	for _, w := range s.watchers {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func readTopicACL(principal, topic string) auth.ACL {
+	return auth.ACL{ResourceType: auth.ResourceTopic, ResourceName: topic, PatternType: auth.PatternLiteral,
+		Principal: principal, Host: auth.Wildcard, Operation: auth.OpRead, Permission: auth.PermissionAllow}
+}
+
+// The authorizer on its own, through aclStore: off allows all; on, only
+// super users pass before the first load; the loop follows the store; an
+// older revision never replaces a newer snapshot.
+func TestAuthorizerFollowsItsStore(t *testing.T) {
+	alice := &requestContext{principal: "User:alice", host: "10.0.0.1"}
+	var off authorizer
+	if !off.allowedTopic(alice, auth.OpDelete, "t") || off.operations(alice, auth.ResourceGroup, "g") != 1<<auth.OpRead|1<<auth.OpDescribe|1<<auth.OpDelete {
+		t.Fatal("an authorizer that is off denied something")
+	}
+
+	store := &memACLStore{}
+	var z authorizer
+	z.configure(true, []string{"User:admin"}, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if z.allowedTopic(alice, auth.OpRead, "t") || !z.allowedCluster(&requestContext{principal: "User:admin"}, auth.OpAlter) {
+		t.Fatal("before the first load only super users may pass")
+	}
+	lifetime, cancel := context.WithCancel(context.Background())
+	var loops sync.WaitGroup
+	defer func() { cancel(); loops.Wait() }()
+	if err := z.start(context.Background(), lifetime, &loops); err != nil {
+		t.Fatal(err)
+	}
+	store.set(readTopicACL("User:alice", "t"))
+	deadline := time.Now().Add(10 * time.Second)
+	for !z.allowedTopic(alice, auth.OpRead, "t") {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop did not pick up the new ACL")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if z.allowedTopic(alice, auth.OpWrite, "t") || z.allowedTopic(alice, auth.OpRead, "u") {
+		t.Fatal("an ACL allowed more than it names")
+	}
+
+	newer := z.snapshot()
+	z.current.Store(&authzSnapshot{z: newer.z, acls: newer.acls, revision: newer.revision + 10})
+	store.set() // revision below the installed one
+	if err := z.reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !z.allowedTopic(alice, auth.OpRead, "t") {
+		t.Fatal("an older revision replaced a newer snapshot")
+	}
+}
