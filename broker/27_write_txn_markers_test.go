@@ -2,7 +2,6 @@ package broker
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/metadata/metadatatest"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -20,7 +20,7 @@ import (
 func txnDataBatch(pid int64, epoch int16, seq int32, n int) []byte {
 	b := idempotentBatch(pid, epoch, seq, n)
 	binary.BigEndian.PutUint16(b[21:], binary.BigEndian.Uint16(b[21:])|0x10)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoliTable))
+	binary.BigEndian.PutUint32(b[17:], recordbatch.Checksum(b[21:]))
 	return b
 }
 
@@ -169,7 +169,7 @@ func TestReadCommittedFromTheBucket(t *testing.T) {
 		binary.BigEndian.PutUint16(batch[21:], 0x10)
 		binary.BigEndian.PutUint16(batch[51:], 0)
 		binary.BigEndian.PutUint32(batch[53:], uint32(seqs[pid]))
-		binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], castagnoliTable))
+		binary.BigEndian.PutUint32(batch[17:], recordbatch.Checksum(batch[21:]))
 		seqs[pid] += 2
 		sp := produceRaw(t, tb.b, "ctxn", -1, batch)
 		if sp.ErrorCode != 0 {

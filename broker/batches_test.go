@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,8 +23,6 @@ type batchSpec struct {
 	timestamp  int64
 	keyed      bool // records carry keys (else null keys)
 }
-
-var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
 
 // buildBatch encodes spec with kmsg and a correct length and CRC, as a
 // producer would send it (records uncompressed whatever the codec bits say:
@@ -59,7 +56,7 @@ func buildBatch(spec batchSpec) []byte {
 	}
 	b := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoliTable))
+	binary.BigEndian.PutUint32(b[17:], recordbatch.Checksum(b[21:]))
 	return b
 }
 
@@ -101,7 +98,7 @@ func TestSplitProduceRecords(t *testing.T) {
 	v6.produceVersion = 6
 	recordCountMismatch := buildBatch(batchSpec{records: 3})
 	binary.BigEndian.PutUint32(recordCountMismatch[57:], 2)
-	binary.BigEndian.PutUint32(recordCountMismatch[17:], crc32.Checksum(recordCountMismatch[21:], castagnoliTable))
+	binary.BigEndian.PutUint32(recordCountMismatch[17:], recordbatch.Checksum(recordCountMismatch[21:]))
 
 	tests := []struct {
 		name      string

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/hotlog"
@@ -95,7 +96,7 @@ func (t cleanerTier) AbortedTxns(ctx context.Context, e metadata.TierEntry) ([]h
 	if err != nil {
 		return nil, err
 	}
-	return hotlogAborted(x.Aborted), nil
+	return slices.Clone(x.Aborted), nil // the cold cache owns x
 }
 
 func (t cleanerTier) DeleteReplaced(ctx context.Context) {

@@ -11,6 +11,7 @@ import (
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier"
 	"github.com/strata-log/strata/tier/objstore"
 )
@@ -86,7 +87,7 @@ func lastBatchOf(t *testing.T, store objstore.ObjectStore, e metadata.TierEntry)
 		t.Fatal(err)
 	}
 	for len(all) > 0 {
-		h, err := hotlog.ParseBatchHeader(all)
+		h, err := recordbatch.ParseHeader(all)
 		if err != nil {
 			t.Fatal(err)
 		}

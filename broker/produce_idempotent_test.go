@@ -2,11 +2,12 @@ package broker
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // idempotentBatch is a batch of n records from producer pid, epoch and
@@ -15,7 +16,7 @@ func idempotentBatch(pid int64, epoch int16, seq int32, n int) []byte {
 	b := buildBatch(batchSpec{records: n, valueSize: 8, producerID: pid, timestamp: time.Now().UnixMilli()})
 	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
 	binary.BigEndian.PutUint32(b[53:], uint32(seq))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoliTable))
+	binary.BigEndian.PutUint32(b[17:], recordbatch.Checksum(b[21:]))
 	return b
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Helpers for tests that need the controller (started by Broker.Start)
@@ -69,7 +70,7 @@ func sameLog(t *testing.T, a, b *hotlog.Log, from int64) {
 		if err1 != nil || err2 != nil || !bytes.Equal(x, y) || len(x) == 0 {
 			t.Fatalf("logs differ at %d: %v %v", off, err1, err2)
 		}
-		h, _ := hotlog.ParseBatchHeader(x)
+		h, _ := recordbatch.ParseHeader(x)
 		off = h.LastOffset() + 1
 	}
 }

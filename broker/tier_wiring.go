@@ -35,12 +35,8 @@ type (
 // errUploadLag is Produce's throttling error (batches.go maps it).
 var errUploadLag = tier.ErrUploadLag
 
-// coldObject and hotlogAborted are the cleaner's and the follower's
-// names for tier's helpers.
-var (
-	coldObject    = tier.ColdObjectOf
-	hotlogAborted = tier.HotlogAborted
-)
+// coldObject is the cleaner's and the follower's name for tier's helper.
+var coldObject = tier.ColdObjectOf
 
 // newTierService builds the tiering service over this broker's state.
 func (b *Broker) newTierService() *tier.Service {

@@ -155,7 +155,7 @@ type TierStore interface {
 // ObjectBatches is a BatchSource over objects that holds one open at a
 // time; *tier.ObjectBatches implements it.
 type ObjectBatches interface {
-	BatchSource
+	tier.BatchSource
 	Close()
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/tier"
 )
 
 // segmentSource chains the batches of several sealed segments (skipping
@@ -20,7 +21,7 @@ type segmentSource struct {
 	done func()
 }
 
-var _ BatchSource = (*segmentSource)(nil)
+var _ tier.BatchSource = (*segmentSource)(nil)
 
 func segmentBatches(log Log, segs []hotlog.SegmentInfo, from int64, pace *pacer) *segmentSource {
 	i := 0

@@ -234,7 +234,7 @@ func (c *Cleaner) rewriteSpooled(src tier.BatchSource, sink func([]byte) error, 
 	}
 	rw := NewRewriter(policy)
 	defer rw.Close()
-	spooled := func() BatchSource {
+	spooled := func() tier.BatchSource {
 		return NewBatchReader(io.NewSectionReader(f, 0, size), maxCleanerBatch)
 	}
 	if err := tier.CopyBatches(spooled(), rw.Plan); err != nil {

@@ -297,7 +297,7 @@ func batchHeaders(batches []byte) []recordbatch.Header {
 	}
 }
 
-type closer struct{ BatchSource }
+type closer struct{ tier.BatchSource }
 
 func (closer) Close() {}
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io"
 	"testing"
 
@@ -118,13 +117,12 @@ func checkRewritten(t *testing.T, in, out []byte) {
 
 // fixCRCs recomputes the CRC of every batch framed in data, in place.
 func fixCRCs(data []byte) {
-	table := crc32.MakeTable(crc32.Castagnoli)
 	for rest := data; len(rest) >= recordbatch.HeaderSize; {
 		h, err := recordbatch.ParseHeader(rest)
 		if err != nil {
 			return
 		}
-		binary.BigEndian.PutUint32(rest[17:], crc32.Checksum(rest[21:h.Size()], table))
+		binary.BigEndian.PutUint32(rest[17:], recordbatch.Checksum(rest[21:h.Size()]))
 		rest = rest[h.Size():]
 	}
 }

@@ -5,9 +5,10 @@ import (
 	"io"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/recordbatch"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // testRecord is one record of a test batch.

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/recordbatch"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // BuildMap puts into m the key of every keyed, non-control record of the

@@ -28,13 +28,6 @@ var (
 	ErrBadPolicy = errors.New("compaction: bad policy")
 )
 
-// BatchSource is tier.BatchSource, the one interface of a stream of
-// batches; compaction reads the runs tier hands to a tier.RewriteFunc and
-// the segments BatchReader frames through it.
-//
-// Deprecated: use tier.BatchSource.
-type BatchSource = tier.BatchSource
-
 // BatchReader frames whole batches out of a byte stream (a segment file, an
 // object's data section). It checks only framing: each batch's length field
 // is bounded before any allocation; contents are validated by the consumer.

@@ -2,7 +2,6 @@ package recordbatch
 
 import (
 	"errors"
-	"hash/crc32"
 	"reflect"
 	"testing"
 
@@ -29,7 +28,7 @@ func TestCodecHelpers(t *testing.T) {
 			if err := kb.ReadFrom(batch); err != nil {
 				t.Fatal(err)
 			}
-			crc := crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli))
+			crc := Checksum(batch[21:])
 			if uint32(kb.CRC) != crc || kb.FirstOffset != 40 || kb.NumRecords != 1 || kb.Magic != 2 ||
 				int(kb.Length) != len(batch)-12 || kb.FirstSequence != 11 || kb.LastOffsetDelta != 3 {
 				t.Fatalf("codec %d: header %+v", codec, kb)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // ColdSource reads a partition's history from the bucket. The zero
@@ -84,7 +85,7 @@ const maxAbortedHops = 8
 func (s ColdSource) AbortedFor(ctx context.Context, k metadata.TierPartition, log *hotlog.Log, offset int64, data []byte) ([]hotlog.AbortedTxn, error) {
 	end := offset
 	for rest := data; len(rest) > 0; {
-		h, err := hotlog.ParseBatchHeader(rest)
+		h, err := recordbatch.ParseHeader(rest)
 		if err != nil {
 			break
 		}
@@ -114,7 +115,7 @@ func (s ColdSource) aborted(ctx context.Context, k metadata.TierPartition, log *
 		if err != nil {
 			return nil, coldError(err)
 		}
-		got, complete := hotlog.CollectAbortedTxns(HotlogAborted(x.Aborted), from, to)
+		got, complete := hotlog.CollectAbortedTxns(x.Aborted, from, to)
 		out = append(out, got...)
 		if complete {
 			return out, nil

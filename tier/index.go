@@ -25,13 +25,6 @@ type EpochRange struct {
 	StartOffset int64
 }
 
-// AbortedTxn is hotlog.AbortedTxn, the one type of an aborted-transaction
-// entry; an object's aborted section holds the entries of hotlog's
-// .txnindex files.
-//
-// Deprecated: use hotlog.AbortedTxn.
-type AbortedTxn = hotlog.AbortedTxn
-
 // ObjectIndex is everything an object says about itself except its
 // batches: the footer and the decoded index sections. Immutable once built,
 // so the cold reader can cache and share it.

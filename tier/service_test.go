@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
 )
 
@@ -204,7 +205,7 @@ func TestServiceUploadsBeforeLocalRetention(t *testing.T) {
 	if err != nil || len(data) == 0 {
 		t.Fatalf("cold read at 0: %d bytes, %v", len(data), err)
 	}
-	if h, err := hotlog.ParseBatchHeader(data); err != nil || h.BaseOffset != 0 {
+	if h, err := recordbatch.ParseHeader(data); err != nil || h.BaseOffset != 0 {
 		t.Fatalf("cold read at 0 starts with %+v, %v", h, err)
 	}
 }

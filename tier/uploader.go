@@ -156,7 +156,7 @@ func (s *Service) uploadSegment(ctx context.Context, p Partition, seg hotlog.Seg
 	k, epoch := p.Key(), max(p.LeaderEpoch(), 0)
 	obj, err := EncodeSegmentObject(part.log, part.size, SegmentMeta{
 		Topic: p.Topic(), TopicID: k.TopicID, Partition: k.Partition, UploadEpoch: epoch,
-		ProducerSnapshot: s.segmentEndSnapshot(p, seg), AbortedTxns: TierAborted(part.aborted)})
+		ProducerSnapshot: s.segmentEndSnapshot(p, seg), AbortedTxns: part.aborted})
 	if err != nil {
 		return err
 	}
@@ -362,23 +362,4 @@ func (s *Service) ensureTopicFile(ctx context.Context, p Partition) error {
 	s.topicFiles[k.TopicID] = string(body)
 	s.mu.Unlock()
 	return nil
-}
-
-// HotlogAborted and TierAborted convert between the two packages' copies
-// of Kafka's aborted-transaction entry.
-func HotlogAborted(in []AbortedTxn) []hotlog.AbortedTxn {
-	out := make([]hotlog.AbortedTxn, len(in))
-	for i, a := range in {
-		out[i] = hotlog.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset, LastStableOffset: a.LastStableOffset}
-	}
-	return out
-}
-
-// TierAborted: see HotlogAborted.
-func TierAborted(in []hotlog.AbortedTxn) []AbortedTxn {
-	out := make([]AbortedTxn, len(in))
-	for i, a := range in {
-		out[i] = AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset, LastStableOffset: a.LastStableOffset}
-	}
-	return out
 }

@@ -3,7 +3,6 @@ package group
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,7 +28,7 @@ func markerBatch(producerID int64, epoch int16, commit bool) []byte {
 		ProducerEpoch: epoch, FirstSequence: -1, NumRecords: 1, Records: body}
 	out := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))
-	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(out[17:21], recordbatch.Checksum(out[21:]))
 	return out
 }
 

@@ -7,13 +7,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/replication"
 	"github.com/strata-log/strata/replication/peer"
 )
@@ -292,37 +291,24 @@ func replicaBatches(records []byte, fetchOffset int64) (valid []byte, bad error)
 }
 
 // validateReplicatedBatch checks what the leader's log guarantees of a
-// stored batch (hotlog's rule for data on disk): framing, magic 2,
-// CRC-32C, lastOffsetDelta >= 0 and 0 <= recordCount <= lastOffsetDelta+1.
-// Unlike hotlog.ValidateBatch (the produce-side check) it accepts batches
-// compaction thinned out, which a leader may legitimately serve.
-func validateReplicatedBatch(b []byte) (hotlog.BatchHeader, int, error) {
-	h, err := hotlog.ParseBatchHeader(b)
-	switch {
-	case err != nil:
+// stored batch (recordbatch.CheckStored: framing, magic 2, CRC-32C,
+// lastOffsetDelta >= 0 and 0 <= recordCount <= lastOffsetDelta+1) and
+// returns its size. Unlike the produce-side recordbatch.Validate it accepts
+// batches compaction thinned out, which a leader may legitimately serve.
+func validateReplicatedBatch(b []byte) (recordbatch.Header, int, error) {
+	h, err := recordbatch.CheckStored(b)
+	if err != nil {
 		return h, 0, err
-	case h.Magic != 2:
-		return h, 0, fmt.Errorf("%w: magic %d", hotlog.ErrCorruptBatch, h.Magic)
-	case crc32.Checksum(b[batchCRCStart:h.Size()], castagnoli) != h.CRC:
-		return h, 0, fmt.Errorf("%w: crc mismatch at offset %d", hotlog.ErrCorruptBatch, h.BaseOffset)
-	case h.LastOffsetDelta < 0 || h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1:
-		return h, 0, fmt.Errorf("%w: record count %d, lastOffsetDelta %d", hotlog.ErrCorruptBatch, h.RecordCount, h.LastOffsetDelta)
 	}
 	return h, h.Size(), nil
 }
 
-// batchCRCStart is where a batch's CRC-32C coverage begins (attributes;
-// hotlog/doc.go). castagnoli is its table, read-only after init.
-const batchCRCStart = 21
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // partialBatch reports whether b holds less than one batch: shorter than
 // a header, or shorter than its (plausible) length field says.
 func partialBatch(b []byte) bool {
-	if len(b) < hotlog.BatchHeaderSize {
+	if len(b) < recordbatch.HeaderSize {
 		return true
 	}
 	length := int64(int32(binary.BigEndian.Uint32(b[8:12])))
-	return length >= hotlog.BatchHeaderSize-12 && 12+length > int64(len(b))
+	return length >= recordbatch.HeaderSize-12 && 12+length > int64(len(b))
 }

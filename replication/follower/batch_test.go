@@ -2,9 +2,10 @@ package follower
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // batchSpec describes a hand-built RecordBatch v2.
@@ -13,8 +14,6 @@ type batchSpec struct {
 	valueSize int
 	timestamp int64
 }
-
-var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
 
 // buildBatch encodes spec with kmsg and a correct length and CRC, as a
 // producer would send it.
@@ -40,7 +39,7 @@ func buildBatch(spec batchSpec) []byte {
 	}
 	b := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoliTable))
+	binary.BigEndian.PutUint32(b[17:], recordbatch.Checksum(b[21:]))
 	return b
 }
 

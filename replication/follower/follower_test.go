@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/replication"
 	"github.com/strata-log/strata/replication/peer"
 )
@@ -363,7 +363,7 @@ func sameLog(t *testing.T, a, b *hotlog.Log, from int64) {
 		if err1 != nil || err2 != nil || !bytes.Equal(x, y) || len(x) == 0 {
 			t.Fatalf("logs differ at %d: %v %v", off, err1, err2)
 		}
-		h, _ := hotlog.ParseBatchHeader(x)
+		h, _ := recordbatch.ParseHeader(x)
 		off = h.LastOffset() + 1
 	}
 }
@@ -561,8 +561,8 @@ func TestReplicaBatches(t *testing.T) {
 	// disk, refused from producers).
 	compacted := setBase(b1, 19)
 	binary.BigEndian.PutUint32(compacted[23:], 4)
-	binary.BigEndian.PutUint32(compacted[17:], crc32.Checksum(compacted[21:], castagnoliTable))
-	if _, _, err := hotlog.ValidateBatch(compacted); err == nil {
+	binary.BigEndian.PutUint32(compacted[17:], recordbatch.Checksum(compacted[21:]))
+	if _, _, err := recordbatch.Validate(compacted); err == nil {
 		t.Fatal("test setup: the compacted batch should fail the produce-side check")
 	}
 	cases := []struct {

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/internal/testkit"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // Issue 9 acceptance: a corpus of malformed requests (huge array counts,
@@ -256,7 +256,7 @@ func compressionBomb(t *testing.T, codec int16) []byte {
 		NumRecords: 1, Records: raw.Bytes()}
 	batch.Length = int32(49 + raw.Len())
 	out := batch.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(out[17:], recordbatch.Checksum(out[21:]))
 	return out
 }
 

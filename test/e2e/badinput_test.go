@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // rawBatch encodes an uncompressed RecordBatch v2 holding values, with a
@@ -39,7 +41,7 @@ func rawBatch(corruptCRC bool, values ...string) []byte {
 	}
 	batch.Length = int32(49 + len(records))
 	raw := batch.AppendTo(nil)
-	crc := crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli))
+	crc := recordbatch.Checksum(raw[21:])
 	if corruptCRC {
 		crc ^= 0xdeadbeef
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/recordbatch"
 )
 
 // idemBatch encodes an uncompressed RecordBatch v2 of one producer:
@@ -34,7 +35,7 @@ func idemBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
 	}
 	batch.Length = int32(49 + len(records))
 	raw := batch.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(raw[17:], recordbatch.Checksum(raw[21:]))
 	return raw
 }
 
