@@ -198,7 +198,7 @@
 // log keeps: the producer epoch; the last five data batches of that epoch
 // (firstSeq, lastSeq, baseOffset, lastOffset, maxTimestamp), oldest first;
 // the last timestamp (maxTimestamp of its last batch or marker); and, for
-// transactions (issue 6), the coordinator epoch and the first offset of
+// transactions, the coordinator epoch and the first offset of
 // the open transaction (-1: none). A batch's lastSeq is baseSequence +
 // lastOffsetDelta, wrapping from MaxInt32 to 0; seq b follows seq a when
 // b == a+1, or a == MaxInt32 and b == 0.

@@ -1,6 +1,6 @@
 package tier
 
-// Tiered compaction (issue 7): a contiguous run of a partition's segment
+// Tiered compaction: a contiguous run of a partition's segment
 // objects is downloaded, rewritten by a caller-supplied function (package
 // compaction keeps the latest record per key), cut into new objects of
 // about segment.bytes (small outputs merged, so the object count never

@@ -72,7 +72,7 @@
 //	+------------------------------+
 //	| producer snapshot            |  hotlog snapshot file bytes, or empty
 //	+------------------------------+
-//	| aborted-transaction index    |  32 bytes per entry (issue 6)
+//	| aborted-transaction index    |  32 bytes per entry
 //	+------------------------------+
 //	| chunk CRCs                   |  4 bytes per ChunkSize (1 MiB) of batches
 //	+------------------------------+ size - FooterSize
@@ -222,7 +222,7 @@
 // caching it, and cut batches with CheckStoredBatch. ObjectReader.ReadBatches
 // is the simple uncached version of the same (restore, replay, tests).
 //
-// # Tiered compaction (issue 7)
+// # Tiered compaction
 //
 // Compactor.Compact takes a contiguous run of one partition's manifest
 // entries (at most MaxRunObjects; the etcd transaction holds olds plus
@@ -318,7 +318,7 @@
 //
 // Swap, deletion and failures are tiered compaction's (above).
 //
-// # Restore (issue 8, restore.go)
+// # Restore (restore.go)
 //
 // `strata restore` rebuilds a topic's manifest from the bucket alone.
 // ListBucketTopics lists <cluster>/topics/: every incarnation (topic id)

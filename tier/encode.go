@@ -28,7 +28,7 @@ type SegmentMeta struct {
 	// ((*hotlog.Log).ProducerSnapshotAt of the next segment's base); may
 	// be empty. Anything else makes EncodeSegmentObject fail.
 	ProducerSnapshot []byte
-	// AbortedTxns are the aborted transactions overlapping the segment (issue 6); may be empty.
+	// AbortedTxns are the aborted transactions overlapping the segment; may be empty.
 	AbortedTxns []hotlog.AbortedTxn
 	// IndexIntervalBytes spaces index entries. Default DefaultIndexIntervalBytes.
 	IndexIntervalBytes int
