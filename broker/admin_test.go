@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
@@ -132,7 +133,7 @@ func TestCreateTopics(t *testing.T) {
 		t.Fatalf("create response config retention.ms: %+v", c)
 	}
 	for p := 0; p < 3; p++ {
-		if _, err := os.Stat(filepath.Join(tb.b.cfg.DataDir, "orders-"+string(rune('0'+p)), partitionMetadataFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(tb.b.cfg.DataDir, "orders-"+string(rune('0'+p)), datadir.MetadataFile)); err != nil {
 			t.Fatalf("partition dir %d: %v", p, err)
 		}
 	}

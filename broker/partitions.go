@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication/replica"
@@ -127,9 +128,10 @@ type partitionManager struct {
 	// repl is the broker-wide part of the replication shell
 	// (replication/replica); not reset by init.
 	repl replica.Shell
-	// deps is set by configure before the first partition opens and is
-	// read-only afterwards.
-	deps registryDeps
+	// deps and layout are set by configure before the first partition
+	// opens and are read-only afterwards.
+	deps   registryDeps
+	layout datadir.Layout
 }
 
 // registryDeps is what the registry needs from the rest of the broker.
@@ -175,7 +177,9 @@ type coordinatorHooks interface {
 
 // configure sets the registry's dependencies.
 // REQUIRES: no partition open yet.
-func (m *partitionManager) configure(deps registryDeps) { m.deps = deps }
+func (m *partitionManager) configure(deps registryDeps) {
+	m.deps, m.layout = deps, dataLayout(deps.dataDir)
+}
 
 func (m *partitionManager) init() {
 	m.byName = map[string]*topicEntry{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
@@ -154,8 +155,8 @@ func TestRegistryOpensOnlyHostedPartitions(t *testing.T) {
 	if !f.dirExists("t-0") || f.dirExists("t-1") || !f.dirExists("t-2") {
 		t.Fatal("partition directories do not match the hosted partitions")
 	}
-	got, err := os.ReadFile(filepath.Join(f.dir, "t-0", partitionMetadataFile))
-	if err != nil || string(got) != partitionMetadata(metadata.TopicID{1}) {
+	got, err := os.ReadFile(filepath.Join(f.dir, "t-0", datadir.MetadataFile))
+	if err != nil || string(got) != datadir.Metadata(metadata.TopicID{1}) {
 		t.Fatalf("partition.metadata = %q, %v", got, err)
 	}
 	// Default states (the first replica leads) reach the open replicas only.
@@ -257,8 +258,8 @@ func TestRegistryRecreatedTopicReplacesTheOld(t *testing.T) {
 	if _, ok := f.m.topicByID(metadata.TopicID{1}); ok {
 		t.Fatal("the old id is still mirrored")
 	}
-	got, _ := os.ReadFile(filepath.Join(f.dir, "t-0", partitionMetadataFile))
-	if string(got) != partitionMetadata(metadata.TopicID{2}) {
+	got, _ := os.ReadFile(filepath.Join(f.dir, "t-0", datadir.MetadataFile))
+	if string(got) != datadir.Metadata(metadata.TopicID{2}) {
 		t.Fatalf("the directory belongs to %q", got)
 	}
 	// The old topic's deletion, seen late by the watch, leaves the new one.
@@ -272,7 +273,7 @@ func TestRegistryLoadAndResync(t *testing.T) {
 	f := newTestRegistry(t)
 	// A stray directory of a partition metadata does not give this node.
 	stray := filepath.Join(f.dir, "old-0")
-	if err := claimPartitionDir(stray, metadata.TopicID{7}); err != nil {
+	if err := datadir.Claim(stray, metadata.TopicID{7}); err != nil {
 		t.Fatal(err)
 	}
 	a, b := testTopic("a", 1, 5, []int32{1}), testTopic("b", 2, 6, []int32{1})

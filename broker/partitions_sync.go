@@ -2,27 +2,40 @@ package broker
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 )
 
-// partitionMetadataFile holds the topic id of a partition directory.
-const partitionMetadataFile = "partition.metadata"
-
 // partitionDir is the directory of a local partition's log.
 func (m *partitionManager) partitionDir(topic string, index int32) string {
-	return filepath.Join(m.deps.dataDir, topic+"-"+strconv.Itoa(int(index)))
+	return m.layout.PartitionDir(topic, index)
+}
+
+// dataLayout is the layout of a data directory whose partition directories
+// are named by valid topic names.
+func dataLayout(dataDir string) datadir.Layout {
+	return datadir.Layout{Root: dataDir, ValidTopic: func(name string) bool { return validateTopicName(name) == nil }}
+}
+
+// removeStrayDirs deletes the partition directories of the data directory
+// that topics does not give to this node (other topics, ids or partitions).
+func (m *partitionManager) removeStrayDirs(topics []topicView) {
+	want := map[string]metadata.TopicID{}
+	for _, t := range topics {
+		for i, replicas := range t.topic.Replicas {
+			if hostsReplica(replicas, m.deps.node) {
+				want[datadir.Name(t.topic.Name, int32(i))] = t.topic.ID
+			}
+		}
+	}
+	m.layout.RemoveStray(want, m.deps.log)
 }
 
 // startPartitions opens the logs of every hosted partition, removes
@@ -52,7 +65,7 @@ func (b *Broker) startPartitions(ctx context.Context) error {
 // the directories of partitions it does not give to this node.
 func (m *partitionManager) load(snap metadata.Snapshot) error {
 	topics := snapshotViews(snap)
-	removeStrayDirs(m.deps.dataDir, m.deps.node, topics, m.deps.log)
+	m.removeStrayDirs(topics)
 	for _, t := range topics {
 		if err := m.applyTopic(t.topic, t.states); err != nil {
 			return err
@@ -352,7 +365,7 @@ func (m *partitionManager) syncPartitionsLocked(e *topicEntry, opened map[int32]
 func (m *partitionManager) openPartition(t metadata.Topic, cfg metadata.TopicConfig, state metadata.PartitionState, index int32) (*partition, error) {
 	name := t.Name
 	dir := m.partitionDir(name, index)
-	if err := claimPartitionDir(dir, t.ID); err != nil {
+	if err := datadir.Claim(dir, t.ID); err != nil {
 		return nil, err
 	}
 	l, err := hotlog.Open(m.logConfig(name, index, cfg))
@@ -451,80 +464,4 @@ func (m *partitionManager) removeEntryLocked(e *topicEntry) {
 		_ = os.RemoveAll(m.partitionDir(p.topic, p.index))
 	}
 	m.deps.log.Info("topic removed", "topic", e.topic.Name)
-}
-
-// claimPartitionDir makes dir belong to topic id: a directory left by an
-// older topic of the same name is emptied first.
-func claimPartitionDir(dir string, id metadata.TopicID) error {
-	file := filepath.Join(dir, partitionMetadataFile)
-	want := partitionMetadata(id)
-	if got, err := os.ReadFile(file); err == nil {
-		if string(got) == want {
-			return nil
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("broker: removing stale %s: %w", dir, err)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("broker: %w", err)
-	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(want), 0o644); err != nil {
-		return fmt.Errorf("broker: %w", err)
-	}
-	if err := os.Rename(tmp, file); err != nil {
-		return fmt.Errorf("broker: %w", err)
-	}
-	return nil
-}
-
-func partitionMetadata(id metadata.TopicID) string {
-	return "version: 0\ntopic_id: " + base64.RawURLEncoding.EncodeToString(id[:]) + "\n"
-}
-
-// removeStrayDirs deletes the partition directories (those holding
-// partition.metadata) in dataDir of topics, ids or partitions that topics
-// does not give to node.
-func removeStrayDirs(dataDir string, node int32, topics []topicView, log *slog.Logger) {
-	want := map[string]metadata.TopicID{}
-	for _, t := range topics {
-		for i, replicas := range t.topic.Replicas {
-			if hostsReplica(replicas, node) {
-				want[t.topic.Name+"-"+strconv.Itoa(i)] = t.topic.ID
-			}
-		}
-	}
-	entries, err := os.ReadDir(dataDir)
-	if err != nil {
-		log.Warn("listing data dir", "err", err)
-		return
-	}
-	for _, ent := range entries {
-		if !ent.IsDir() || !looksLikePartitionDir(ent.Name()) {
-			continue
-		}
-		dir := filepath.Join(dataDir, ent.Name())
-		got, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
-		if err != nil {
-			continue // not ours to judge
-		}
-		if id, ok := want[ent.Name()]; ok && string(got) == partitionMetadata(id) {
-			continue
-		}
-		log.Info("deleting partition directory unknown to metadata", "dir", dir)
-		if err := os.RemoveAll(dir); err != nil {
-			log.Warn("deleting stray directory", "dir", dir, "err", err)
-		}
-	}
-}
-
-// looksLikePartitionDir matches <valid topic name>-<partition>.
-func looksLikePartitionDir(name string) bool {
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 {
-		return false
-	}
-	n, err := strconv.Atoi(name[i+1:])
-	return err == nil && n >= 0 && validateTopicName(name[:i]) == nil
 }
