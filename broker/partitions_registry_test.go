@@ -296,3 +296,64 @@ func TestRegistryLoadAndResync(t *testing.T) {
 		t.Fatalf("topics after resync %v, want [a c]", names)
 	}
 }
+
+// memSource is a metadata source over a fixed snapshot; the test sends the
+// events itself.
+type memSource struct{ snap metadata.Snapshot }
+
+func (s *memSource) Snapshot(context.Context) (metadata.Snapshot, error) { return s.snap, nil }
+func (s *memSource) Watch(context.Context, int64) <-chan metadata.Event {
+	panic("the test feeds events to run directly")
+}
+
+// brokerListTwin records what the watch did to the broker list.
+type brokerListTwin struct {
+	list      []metadata.BrokerInfo
+	refreshes int
+}
+
+func (l *brokerListTwin) setBrokers(list []metadata.BrokerInfo) { l.list = list }
+func (l *brokerListTwin) refreshBrokers(context.Context)        { l.refreshes++ }
+
+func TestMetadataWatchFeedsTheMirrors(t *testing.T) {
+	f := newTestRegistry(t)
+	a := testTopic("a", 1, 5, []int32{1})
+	src := &memSource{snap: metadata.Snapshot{Revision: 5, Topics: []metadata.Topic{a},
+		Brokers: []metadata.BrokerInfo{{NodeID: 1}}}}
+	brokers := &brokerListTwin{}
+	w := &metadataWatch{source: src, manifest: f.m.deps.manifest, parts: f.m, brokers: brokers, log: f.m.deps.log}
+	rev, err := w.load(context.Background())
+	if err != nil || rev != 5 || len(brokers.list) != 1 || !slices.Equal(f.hosted("a"), []int32{0}) {
+		t.Fatalf("load: rev %d, err %v, brokers %v, a %v", rev, err, brokers.list, f.hosted("a"))
+	}
+	f.replicas.applied()
+
+	b := testTopic("b", 2, 6, []int32{1})
+	events := make(chan metadata.Event, 8)
+	events <- metadata.Event{Kind: metadata.TopicPut, TopicName: "b", Topic: &b, Revision: 6}
+	events <- metadata.Event{Kind: metadata.PartitionPut, TopicID: b.ID, Partition: 0, Revision: 7,
+		State: &metadata.PartitionState{Leader: 1, Replicas: []int32{1}, Version: 1}}
+	events <- metadata.Event{Kind: metadata.BrokersChanged, Revision: 8}
+	events <- metadata.Event{Kind: metadata.TopicDeleted, TopicName: "a", TopicID: a.ID, Revision: 9}
+	close(events)
+	w.run(context.Background(), events)
+	if _, ok := f.m.topic("a"); ok || !slices.Equal(f.hosted("b"), []int32{0}) {
+		t.Fatal("the events did not reach the registry")
+	}
+	if got := f.replicas.applied(); len(got) != 2 || got[1] != (appliedState{"b", 0, 1, 1}) {
+		t.Fatalf("applied %v", got)
+	}
+	if brokers.refreshes != 1 {
+		t.Fatalf("broker list refreshed %d times", brokers.refreshes)
+	}
+
+	// After lost events a snapshot without b drops it.
+	src.snap = metadata.Snapshot{Revision: 10}
+	resync := make(chan metadata.Event, 1)
+	resync <- metadata.Event{Kind: metadata.Resync}
+	close(resync)
+	w.run(context.Background(), resync)
+	if _, ok := f.m.topic("b"); ok {
+		t.Fatal("resync kept a topic missing from the snapshot")
+	}
+}

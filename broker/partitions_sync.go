@@ -1,12 +1,10 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/hotlog"
@@ -38,29 +36,6 @@ func (m *partitionManager) removeStrayDirs(topics []topicView) {
 	m.layout.RemoveStray(want, m.deps.log)
 }
 
-// startPartitions opens the logs of every hosted partition, removes
-// directories that metadata no longer knows, and starts the watch loop from
-// the snapshot's revision, so no change is missed.
-func (b *Broker) startPartitions(ctx context.Context) error {
-	if err := os.MkdirAll(b.cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("broker: data dir: %w", err)
-	}
-	snap, err := b.store.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("broker: metadata snapshot: %w", err)
-	}
-	b.manifest.LoadSnapshot(snap)
-	if err := b.parts.load(snap); err != nil {
-		return err
-	}
-	b.setBrokers(snap.Brokers)
-	events := b.store.Watch(b.lifetime, snap.Revision+1)
-	b.loops.Add(2)
-	go b.watchLoop(events)
-	go b.tickLoop()
-	return nil
-}
-
 // load opens the local partitions of a snapshot at start, after deleting
 // the directories of partitions it does not give to this node.
 func (m *partitionManager) load(snap metadata.Snapshot) error {
@@ -82,29 +57,6 @@ func snapshotViews(snap metadata.Snapshot) []topicView {
 	return out
 }
 
-// watchLoop applies metadata changes until the broker stops (the store
-// closes the channel when b.lifetime ends).
-func (b *Broker) watchLoop(events <-chan metadata.Event) {
-	defer b.loops.Done()
-	for ev := range events {
-		b.applyEvent(ev)
-	}
-}
-
-// resync reloads the metadata mirrors after the watch lost events.
-func (b *Broker) resync() {
-	ctx, cancel := context.WithTimeout(b.lifetime, 30*time.Second)
-	defer cancel()
-	snap, err := b.store.Snapshot(ctx)
-	if err != nil {
-		b.log.Error("metadata resync failed; the view may be stale", "err", err)
-		return
-	}
-	b.manifest.LoadSnapshot(snap)
-	b.parts.resync(snap)
-	b.setBrokers(snap.Brokers)
-}
-
 // resync makes the mirror match a snapshot taken after the watch lost
 // events: every topic in it is applied, and topics missing from it are
 // removed unless applied locally after it (a newer revision).
@@ -120,32 +72,6 @@ func (m *partitionManager) resync(snap metadata.Snapshot) {
 		if !seen[t.topic.ID] && t.topic.Revision <= snap.Revision {
 			m.removeTopic(t.topic.Name, t.topic.ID)
 		}
-	}
-}
-
-func (b *Broker) applyEvent(ev metadata.Event) {
-	b.manifest.Apply(ev)
-	switch ev.Kind {
-	case metadata.TopicPut:
-		if ev.Topic == nil {
-			return
-		}
-		if err := b.parts.applyTopic(*ev.Topic, nil); err != nil {
-			b.log.Error("applying topic", "topic", ev.TopicName, "err", err)
-		}
-	case metadata.TopicDeleted:
-		b.parts.removeTopicAt(ev.TopicName, ev.TopicID, ev.Revision)
-	case metadata.PartitionPut:
-		if ev.State != nil {
-			b.parts.applyPartitionState(ev.TopicID, ev.Partition, *ev.State)
-		}
-	case metadata.BrokersChanged:
-		ctx, cancel := context.WithTimeout(b.lifetime, 10*time.Second)
-		b.refreshBrokers(ctx)
-		cancel()
-	case metadata.Resync:
-		b.log.Warn("metadata watch lost events; resynchronising")
-		b.resync()
 	}
 }
 
