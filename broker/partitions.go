@@ -175,6 +175,13 @@ type coordinatorHooks interface {
 	offsetsTopicRemovedLocked(e *topicEntry)
 }
 
+// The broker is the registry's replica driver (replica*.go) and relays its
+// coordinator hooks (groups.go, txn_wiring.go).
+var (
+	_ replicaDriver    = (*Broker)(nil)
+	_ coordinatorHooks = (*Broker)(nil)
+)
+
 // configure sets the registry's dependencies.
 // REQUIRES: no partition open yet.
 func (m *partitionManager) configure(deps registryDeps) {
