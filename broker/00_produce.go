@@ -89,7 +89,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.metrics.recordProduceBytes(req, resp, b.topicName)
+	b.metrics.recordProduceBytes(req, resp, b.parts.topicName)
 	rc.releaseOrder()
 	switch req.Acks {
 	case 0:
@@ -150,9 +150,9 @@ func (b *Broker) producePartition(ctx context.Context, req *kmsg.ProduceRequest,
 	var p *partition
 	var code int16
 	if req.Version >= 13 {
-		p, code = b.lookupPartitionByID(rt.TopicID, rp.Partition)
+		p, code = b.parts.lookupByID(rt.TopicID, rp.Partition)
 	} else {
-		p, code = b.lookupPartition(rt.Topic, rp.Partition)
+		p, code = b.parts.lookup(rt.Topic, rp.Partition)
 	}
 	if code != 0 {
 		sp.ErrorCode = code

@@ -212,7 +212,7 @@ func produceRaw(t *testing.T, b *Broker, topic string, acks int16, records []byt
 		t.Fatalf("decode produce response: %v", err)
 	}
 	sp := resp.Topics[0].Partitions[0]
-	if p, code := b.lookupPartition(topic, sp.Partition); code == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
+	if p, code := b.parts.lookup(topic, sp.Partition); code == 0 && sp.ErrorCode == kerr.RequestTimedOut.Code {
 		t.Logf("%s-%d timed out: log end %d, flushed %d, HW %d, replica %+v", topic, sp.Partition, p.log.LogEndOffset(),
 			p.log.FlushedOffset(), p.highWatermark(), p.replicationStatus())
 	}
@@ -322,7 +322,7 @@ func waitHighWatermark(t *testing.T, b *Broker, topic string, partition int32, w
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		p, code := b.lookupPartition(topic, partition)
+		p, code := b.parts.lookup(topic, partition)
 		if code == 0 && p.highWatermark() >= want {
 			return
 		}

@@ -87,7 +87,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 			fillFollowerPositions(sp, p)
 		}
 	}
-	b.metrics.recordFetchBytes(resp, slots, results, b.topicName)
+	b.metrics.recordFetchBytes(resp, slots, results, b.parts.topicName)
 	b.addFetchLeaders(req, resp)
 	return resp, nil
 }
@@ -178,9 +178,9 @@ func (b *Broker) fetchablePartition(version int16, rt *kmsg.FetchRequestTopic, r
 	var p *partition
 	var code int16
 	if version >= 13 {
-		p, code = b.lookupPartitionByID(rt.TopicID, rp.Partition)
+		p, code = b.parts.lookupByID(rt.TopicID, rp.Partition)
 	} else {
-		p, code = b.lookupPartition(rt.Topic, rp.Partition)
+		p, code = b.parts.lookup(rt.Topic, rp.Partition)
 	}
 	if code != 0 {
 		return nil, code

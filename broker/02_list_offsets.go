@@ -78,7 +78,7 @@ func (b *Broker) listPartitionOffset(ctx context.Context, topic string, rp *kmsg
 ) kmsg.ListOffsetsResponseTopicPartition {
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition = rp.Partition
-	p, code := b.lookupPartition(topic, rp.Partition)
+	p, code := b.parts.lookup(topic, rp.Partition)
 	if code == 0 {
 		code = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
 	}

@@ -223,7 +223,7 @@ func (b *Broker) createTopic(ctx context.Context, req metadata.CreateTopicReques
 	if err != nil {
 		return metadata.Topic{}, err
 	}
-	if err := b.applyTopic(t, nil); err != nil {
+	if err := b.parts.applyTopic(t, nil); err != nil {
 		return t, err
 	}
 	b.awaitLeaders(ctx, t.ID, 0)
@@ -241,7 +241,7 @@ func (b *Broker) loadTopicLocally(ctx context.Context, name string) (topicView, 
 	if err != nil {
 		return topicView{}, err
 	}
-	if err := b.applyTopic(t, states); err != nil {
+	if err := b.parts.applyTopic(t, states); err != nil {
 		return topicView{}, err
 	}
 	if v, ok := b.parts.topic(name); ok {

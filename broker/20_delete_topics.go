@@ -54,7 +54,7 @@ func (b *Broker) deleteOneTopic(ctx context.Context, rc *requestContext, rt kmsg
 	if err := b.store.DeleteTopic(ctx, t.topic.Name); err != nil {
 		return fail(errorCode(err))
 	}
-	b.removeTopic(t.topic.Name, t.topic.ID)
+	b.parts.removeTopic(t.topic.Name, t.topic.ID)
 	return st
 }
 

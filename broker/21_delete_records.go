@@ -54,7 +54,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, rc *requestContext, kr
 // deleteRecords moves one partition's log start; it returns the new low
 // watermark (-1 on error) and a Kafka error code.
 func (b *Broker) deleteRecords(ctx context.Context, topic string, index int32, offset int64) (int64, int16) {
-	p, code := b.lookupPartition(topic, index)
+	p, code := b.parts.lookup(topic, index)
 	if code != 0 {
 		return -1, code
 	}

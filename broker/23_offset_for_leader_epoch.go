@@ -63,7 +63,7 @@ func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.Offse
 ) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 	sp.Partition = rp.Partition
-	p, code := b.lookupPartition(topic, rp.Partition)
+	p, code := b.parts.lookup(topic, rp.Partition)
 	if code == 0 {
 		code = checkLeaderEpoch(p, rp.CurrentLeaderEpoch)
 	}

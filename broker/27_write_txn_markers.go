@@ -95,7 +95,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, rc *requestContext, 
 func (b *Broker) writeMarker(m *kmsg.WriteTxnMarkersRequestMarker, topic string,
 	sp *kmsg.WriteTxnMarkersResponseMarkerTopicPartition, now int64,
 ) (markerSlot, bool) {
-	p, code := b.lookupPartition(topic, sp.Partition)
+	p, code := b.parts.lookup(topic, sp.Partition)
 	if code != 0 {
 		sp.ErrorCode = code
 		return markerSlot{}, false

@@ -186,7 +186,7 @@ func TestReadCommittedFromTheBucket(t *testing.T) {
 	}
 	produceTiered(t, tb.b, "ctxn", 1, 0, 200) // seal and upload past the last marker
 	waitAllUploaded(t, tb.b, "ctxn", 1, 30*time.Second)
-	p, _ := tb.b.lookupPartition("ctxn", 0)
+	p, _ := tb.b.parts.lookup("ctxn", 0)
 	waitUntil(t, 10*time.Second, func() bool { return p.localLogStartOffset() > lastMarker })
 	got := map[[2]int64]bool{}
 	for offset := int64(0); offset <= lastMarker; {

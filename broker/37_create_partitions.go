@@ -60,7 +60,7 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	if err != nil {
 		return errorCode(err)
 	}
-	if err := b.applyTopic(updated, nil); err != nil {
+	if err := b.parts.applyTopic(updated, nil); err != nil {
 		return errorCode(err)
 	}
 	b.awaitLeaders(ctx, updated.ID, current)

@@ -147,7 +147,7 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, name string, mutate func
 	if err != nil {
 		return errorCode(err)
 	}
-	if err := b.applyTopic(updated, nil); err != nil {
+	if err := b.parts.applyTopic(updated, nil); err != nil {
 		return errorCode(err)
 	}
 	b.log.Info("topic configs altered", "topic", name)

@@ -25,7 +25,7 @@ func (b *Broker) handleDescribeProducers(_ context.Context, rc *requestContext, 
 		for _, idx := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = idx
-			p, code := b.lookupPartition(rt.Topic, idx)
+			p, code := b.parts.lookup(rt.Topic, idx)
 			if !allowed {
 				p, code = nil, kerr.TopicAuthorizationFailed.Code
 			}

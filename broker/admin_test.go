@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
@@ -132,7 +133,7 @@ func TestCreateTopics(t *testing.T) {
 		t.Fatalf("create response config retention.ms: %+v", c)
 	}
 	for p := 0; p < 3; p++ {
-		if _, err := os.Stat(filepath.Join(tb.b.cfg.DataDir, "orders-"+string(rune('0'+p)), partitionMetadataFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(tb.b.cfg.DataDir, "orders-"+string(rune('0'+p)), datadir.MetadataFile)); err != nil {
 			t.Fatalf("partition dir %d: %v", p, err)
 		}
 	}
@@ -217,7 +218,7 @@ func TestManualAssignmentAndCreatePartitions(t *testing.T) {
 	if err != nil || len(topics["manual"].Partitions) != 4 {
 		t.Fatalf("after adding: %v %+v", err, topics)
 	}
-	if _, code := tb.b.lookupPartition("manual", 3); code != 0 {
+	if _, code := tb.b.parts.lookup("manual", 3); code != 0 {
 		t.Fatalf("new partition not served: code %d", code)
 	}
 	cp, err = adm.UpdatePartitions(ctx, 3, "manual")
@@ -255,7 +256,7 @@ func TestDescribeAndAlterConfigs(t *testing.T) {
 		t.Fatalf("alter: %v %+v", err, ar)
 	}
 	// Read-your-writes: the broker's own view changed before it answered.
-	if p, code := tb.b.lookupPartition("cfg", 0); code != 0 || p.config().SegmentBytes != 1048576 || !p.config().HasCompact() {
+	if p, code := tb.b.parts.lookup("cfg", 0); code != 0 || p.config().SegmentBytes != 1048576 || !p.config().HasCompact() {
 		t.Fatalf("local config not updated: %d %+v", code, p.config())
 	}
 	if c := configOf(t, adm, "cfg", "retention.ms"); *c.Value != "604800000" || c.Source != kmsg.ConfigSourceDefaultConfig {
@@ -319,11 +320,11 @@ func TestDeleteTopics(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tb.b.cfg.DataDir, "gone-0")); !os.IsNotExist(err) {
 		t.Fatalf("directory of deleted topic still there: %v", err)
 	}
-	if _, code := tb.b.lookupPartition("gone", 0); code != kerr.UnknownTopicOrPartition.Code {
+	if _, code := tb.b.parts.lookup("gone", 0); code != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("deleted topic still served: code %d", code)
 	}
 
-	id, _ := tb.b.topicID("by-id")
+	id, _ := tb.b.parts.topicID("by-id")
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = 6
 	req.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: id}, {TopicID: [16]byte{9}}}
@@ -467,8 +468,8 @@ func TestRestartKeepsTopicsAndConfigs(t *testing.T) {
 	if c := configOf(t, adm2, "kept", "segment.bytes"); *c.Value != "2097152" {
 		t.Fatalf("segment.bytes after restart: %+v", c)
 	}
-	waitUntil(t, 10*time.Second, func() bool { _, code := again.b.lookupPartition("kept", 1); return code == 0 }) // re-elected
-	if p, code := again.b.lookupPartition("kept", 1); code != 0 || p.config().RetentionMs != 123456 {
+	waitUntil(t, 10*time.Second, func() bool { _, code := again.b.parts.lookup("kept", 1); return code == 0 }) // re-elected
+	if p, code := again.b.parts.lookup("kept", 1); code != 0 || p.config().RetentionMs != 123456 {
 		t.Fatalf("partition after restart: code %d", code)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "dropped-0")); !os.IsNotExist(err) {

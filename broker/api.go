@@ -382,6 +382,9 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
 	b.queued = wire.NewByteBudget(cfg.QueuedMaxRequestBytes)
 	b.parts.init()
+	b.parts.configure(registryDeps{node: cfg.NodeID, dataDir: cfg.DataDir, durability: cfg.Durability,
+		producerIDExpiration: cfg.ProducerIDExpiration, manifest: b.manifest, tiered: b.tieringEnabled,
+		replicas: b, coords: b, log: b.log})
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.initReplicaShell()
 	b.quotas.Attach(store, b.lifetime, b.log)

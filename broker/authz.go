@@ -313,7 +313,7 @@ func (z *authorizer) reload(ctx context.Context) error {
 func (b *Broker) topicAuthCode(rc *requestContext, op auth.Operation, byID bool, name string, id metadata.TopicID) int16 {
 	if byID {
 		var ok bool
-		if name, ok = b.topicName(id); !ok {
+		if name, ok = b.parts.topicName(id); !ok {
 			return 0
 		}
 	}

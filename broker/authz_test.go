@@ -87,7 +87,7 @@ func createTopicAs(t *testing.T, tb *testBroker, name string) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if p, code := tb.b.lookupPartition(name, 0); code == 0 && p.isLeader() {
+		if p, code := tb.b.parts.lookup(name, 0); code == 0 && p.isLeader() {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -196,7 +196,7 @@ func TestProduceButNotConsumeOverTheWire(t *testing.T) {
 	allowTopic(t, tb, anonymousPrincipal, "wire", auth.OpWrite)
 	cl := newDataClient(t, tb.b, kgo.DefaultProduceTopic("wire"))
 	produceSyncAll(t, cl, []*kgo.Record{{Value: []byte("a")}, {Value: []byte("b")}})
-	id, _ := tb.b.topicID("wire")
+	id, _ := tb.b.parts.topicID("wire")
 	req := newFetchReq("wire", id, 0, 0, 0) // the client picks the version: by name or id
 	req.ReplicaID = -1
 	resp := requestDirect(t, cl, req).(*kmsg.FetchResponse)
@@ -261,7 +261,7 @@ func TestFollowerFetchNeedsClusterAction(t *testing.T) {
 	if code := produceAs(t, tb.b, testSuperUser, "replicated"); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
-	p, _ := tb.b.lookupPartition("replicated", 0)
+	p, _ := tb.b.parts.lookup("replicated", 0)
 	hw := p.highWatermark()
 	sp := fetchAs(t, tb.b, "User:mallory", "replicated", 2)
 	if sp.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(sp.RecordBatches) != 0 {

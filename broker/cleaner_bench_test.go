@@ -145,7 +145,7 @@ func benchPartition(b *testing.B, br *Broker, cl *kgo.Client, topic string) *par
 		b.Fatalf("create %s: %v", topic, err)
 	}
 	var p *partition
-	for code := int16(-1); code != 0; p, code = br.lookupPartition(topic, 0) {
+	for code := int16(-1); code != 0; p, code = br.parts.lookup(topic, 0) {
 		if ctx.Err() != nil {
 			b.Fatalf("%s never led here", topic)
 		}

@@ -139,7 +139,7 @@ func TestCleanerCompactsKeyedTopic(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	p, _ := tb.b.lookupPartition("keyed", 0)
+	p, _ := tb.b.parts.lookup("keyed", 0)
 	if p.cleaned.Totals().Passes < 2 {
 		t.Fatalf("%d cleaning passes: the small map should have needed several", p.cleaned.Totals().Passes)
 	}
@@ -200,7 +200,7 @@ func TestCleanerTieredObjects(t *testing.T) {
 	}
 	m.produceKeyed(t, newDataClient(t, tb.b, kgo.ProducerLinger(5*time.Millisecond)), recs)
 
-	p, _ := tb.b.lookupPartition("tkeyed", 0)
+	p, _ := tb.b.parts.lookup("tkeyed", 0)
 	waitUntil(t, 30*time.Second, func() bool { return p.localLogStartOffset() > 10000 })
 	// A reader scans from 0 again and again while cleaning runs.
 	stop := make(chan struct{})
@@ -328,7 +328,7 @@ func TestCleanerCompactsConsumerOffsets(t *testing.T) {
 	for i := int64(1); i <= commits; i++ {
 		commit(i)
 	}
-	p, code := tb.b.lookupPartition("__consumer_offsets", tb.b.groups.PartitionFor(group))
+	p, code := tb.b.parts.lookup("__consumer_offsets", tb.b.groups.PartitionFor(group))
 	if code != 0 {
 		t.Fatalf("offsets partition: code %d", code)
 	}

@@ -122,7 +122,7 @@ func benchTieredPartition(b *testing.B, br *Broker, cl *kgo.Client, topic string
 		b.Fatalf("create %s: %v", topic, err)
 	}
 	var p *partition
-	for code := int16(-1); code != 0; p, code = br.lookupPartition(topic, 0) {
+	for code := int16(-1); code != 0; p, code = br.parts.lookup(topic, 0) {
 		if ctx.Err() != nil {
 			b.Fatalf("%s never led here", topic)
 		}

@@ -214,7 +214,7 @@ func (b *Broker) staleOwnLeaderships() int {
 			}
 			if st.LeaderBrokerEpoch != epoch {
 				n++
-			} else if _, code := b.lookupPartition(t.topic.Name, int32(i)); code != 0 {
+			} else if _, code := b.parts.lookup(t.topic.Name, int32(i)); code != 0 {
 				n++
 			}
 		}

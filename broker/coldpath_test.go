@@ -77,7 +77,7 @@ func produceColdHistory(t *testing.T, b *Broker) {
 	for i := 0; i < len(records); i += 100 {
 		produceSyncAll(t, producer, records[i:i+100])
 	}
-	p, code := b.lookupPartition(coldTopic, 0)
+	p, code := b.parts.lookup(coldTopic, 0)
 	if code != 0 {
 		t.Fatalf("lookup: %d", code)
 	}
@@ -158,7 +158,7 @@ func TestColdReadsAcrossRestart(t *testing.T) {
 func checkColdOffsets(t *testing.T, b *Broker) {
 	t.Helper()
 	_, cl := adminClient(t, b)
-	p, _ := b.lookupPartition(coldTopic, 0)
+	p, _ := b.parts.lookup(coldTopic, 0)
 	local := p.localLogStartOffset()
 	entries := p.manifest.Segments(p.topicID, p.index)
 	if len(entries) == 0 || local == 0 {
@@ -227,7 +227,7 @@ func TestColdCorruptObjectNotServed(t *testing.T) {
 	mem := objstore.NewMemStore()
 	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), coldBrokerConfig(mem))
 	produceColdHistory(t, tb.b)
-	p, _ := tb.b.lookupPartition(coldTopic, 0)
+	p, _ := tb.b.parts.lookup(coldTopic, 0)
 	victim := p.manifest.Segments(p.topicID, p.index)[1]
 	if !mem.Corrupt(victim.Key, 100, 0x01) {
 		t.Fatal("corrupt failed")
@@ -254,9 +254,9 @@ func TestColdIsolation(t *testing.T) {
 	dir := t.TempDir()
 	tb := startTestBroker(t, metadatatest.StartEmbedded(t), dir, coldBrokerConfig(mem))
 	produceColdHistory(t, tb.b)
-	p, _ := tb.b.lookupPartition(coldTopic, 0)
+	p, _ := tb.b.parts.lookup(coldTopic, 0)
 	waitUntil(t, 30*time.Second, func() bool { return len(tb.b.tiering.PendingSegments(tierPartition{p, tb.b})) == 0 }) // uploader idle
-	partDir := tb.b.partitionDir(coldTopic, 0)
+	partDir := tb.b.parts.partitionDir(coldTopic, 0)
 	before := openLogFiles(t, partDir)
 	var opened atomic.Value
 	stop := make(chan struct{})
@@ -359,7 +359,7 @@ func TestColdOffsetForLeaderEpochAcrossTiers(t *testing.T) {
 	id := createDataTopic(t, adm, coldTopic, 1, map[string]*string{"internal.segment.bytes": &seg,
 		"local.retention.bytes": &local, "retention.ms": &forever})
 	producer := newDataClient(t, tb.b, kgo.ProducerBatchMaxBytes(64<<10))
-	p, _ := tb.b.lookupPartition(coldTopic, 0)
+	p, _ := tb.b.parts.lookup(coldTopic, 0)
 	const epochs, perEpoch = 4, 600
 	var starts [epochs + 1]int64
 	for e := 0; e < epochs; e++ {

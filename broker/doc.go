@@ -39,19 +39,16 @@
 // The queue's capacity (Config.MaxInFlightRequests) bounds the requests in
 // flight per connection: the reader stops reading while it is full.
 //
-// # Partition manager
+// # Partition registry
 //
-// The broker keeps an in-memory mirror of every topic in metadata (topic,
-// partition states) and an open hotlog.Log for every partition whose replica
-// list holds this node, in <DataDir>/<topic>-<partition>/. Each such
-// directory also holds partition.metadata (as Kafka):
-//
-//	version: 0
-//	topic_id: <topic id, base64 URL encoding without padding>
-//
-// so that a directory left by a deleted topic is never served as a new topic
-// of the same name: on start, directories of topics not in metadata, or
-// whose topic id differs, are deleted.
+// The partition registry (partitionManager, partitions*.go) keeps an
+// in-memory mirror of every topic in metadata (topic, partition states) and
+// an open hotlog.Log with its replica for every partition whose replica
+// list holds this node, in the data directory's <topic>-<partition>/
+// (layout, partition.metadata and stray-directory rules: broker/datadir).
+// What it needs from the rest of the broker is explicit (registryDeps): the
+// replica shell's wiring (replicaDriver) and the coordinators' hooks for
+// their internal topics (coordinatorHooks).
 //
 // The mirror is updated by the metadata watch and, for read-your-writes, by
 // the admin handlers right after their own etcd write; updates are

@@ -28,7 +28,7 @@ func TestTieredProducerSnapshotRestartsFollowerState(t *testing.T) {
 	createDataTopic(t, adm, "ps", 1, map[string]*string{"internal.segment.bytes": kadm.StringPtr("65536")})
 	produceTiered(t, tb.b, "ps", 1, 0, 400) // kgo producers are idempotent by default
 	waitAllUploaded(t, tb.b, "ps", 1, 30*time.Second)
-	p, _ := tb.b.lookupPartition("ps", 0)
+	p, _ := tb.b.parts.lookup("ps", 0)
 	entries := p.manifest.Segments(p.topicID, p.index)
 	ctx := testCtx(t)
 	for _, e := range entries {

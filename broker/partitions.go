@@ -11,9 +11,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication/replica"
+	"github.com/strata-log/strata/tier"
 )
 
 // maxPartitions bounds a topic's partition count from a request before
@@ -103,13 +105,20 @@ type topicEntry struct {
 	parts  []*partition              // by partition index; nil where this node holds no replica
 }
 
-// partitionManager is the broker's mirror of the topics in metadata and
-// owner of the open logs.
+// partitionManager is the partition registry: the broker's mirror of the
+// topics and partition states in metadata, and the owner of the local
+// partitions (their directories, logs and replicas). It keeps the mirror in
+// step with metadata (partitions_sync.go) and answers the handlers' lookups.
+// What it needs from the rest of the broker comes in through registryDeps.
 //
 // Lock order: applyMu, then mu. applyMu serializes every change to the
 // mirror (metadata application, deletes) and is held while logs are opened,
 // which can take long (recovery, fsyncs); mu is held only briefly, so
 // lookups by request handlers never wait for a log to open.
+//
+// Invariants (under mu): byName and byID index the same entries; an id in
+// deleted is never in byID again; a non-nil entry of parts has an open log
+// and a replica that is not retired.
 type partitionManager struct {
 	applyMu sync.Mutex
 	mu      sync.RWMutex
@@ -119,6 +128,64 @@ type partitionManager struct {
 	// repl is the broker-wide part of the replication shell
 	// (replication/replica); not reset by init.
 	repl replica.Shell
+	// deps and layout are set by configure before the first partition
+	// opens and are read-only afterwards.
+	deps   registryDeps
+	layout datadir.Layout
+}
+
+// registryDeps is what the registry needs from the rest of the broker.
+type registryDeps struct {
+	// node is this broker's id: which replicas are local, and which
+	// partitions lookups find (those whose replica leads here).
+	node int32
+	// dataDir holds one directory per local partition, <topic>-<index>.
+	dataDir              string
+	durability           hotlog.Durability
+	producerIDExpiration time.Duration
+	// manifest is the tier manifest each partition derives its global log
+	// start from (never nil).
+	manifest *tier.Manifest
+	// tiered reports whether a topic's sealed segments go to the bucket
+	// (its local log then keeps only the hot tail).
+	tiered   func(topic string, cfg metadata.TopicConfig) bool
+	replicas replicaDriver
+	coords   coordinatorHooks
+	log      *slog.Logger
+}
+
+// replicaDriver builds and drives the replicas of local partitions (the
+// replication shell's wiring, replica*.go).
+type replicaDriver interface {
+	// newReplicaCore builds p's replica over p's log (leading nobody yet).
+	newReplicaCore(p *partition, cfg metadata.TopicConfig) (*replica.Core, error)
+	// applyReplicaState drives p's replica to st. Called without mu held
+	// (it may do I/O, and the replica's outputs take mu).
+	applyReplicaState(p *partition, st metadata.PartitionState, cfg metadata.TopicConfig)
+}
+
+// coordinatorHooks tell the group and transaction coordinators about the
+// internal topics they live on. Both are idempotent.
+type coordinatorHooks interface {
+	// offsetsLeadershipLocked re-evaluates which partitions of e this node
+	// leads. REQUIRES: mu held.
+	offsetsLeadershipLocked(e *topicEntry)
+	// offsetsTopicRemovedLocked: e was deleted; stop using its logs.
+	// REQUIRES: mu held for writing.
+	offsetsTopicRemovedLocked(e *topicEntry)
+}
+
+// The broker is the registry's replica driver (replica*.go) and relays its
+// coordinator hooks (groups.go, txn_wiring.go).
+var (
+	_ replicaDriver    = (*Broker)(nil)
+	_ coordinatorHooks = (*Broker)(nil)
+)
+
+// configure sets the registry's dependencies.
+// REQUIRES: no partition open yet.
+func (m *partitionManager) configure(deps registryDeps) {
+	m.deps, m.layout = deps, dataLayout(deps.dataDir)
 }
 
 func (m *partitionManager) init() {
@@ -224,54 +291,58 @@ func (m *partitionManager) closeLogs(log *slog.Logger) error {
 	return errors.Join(errs...)
 }
 
-func (b *Broker) lookupPartition(topic string, index int32) (*partition, int16) {
-	b.parts.mu.RLock()
-	e, ok := b.parts.byName[topic]
-	b.parts.mu.RUnlock()
+// lookup finds partition index of topic where this node's replica leads;
+// the code is UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER when it
+// does not (0 when found).
+func (m *partitionManager) lookup(topic string, index int32) (*partition, int16) {
+	m.mu.RLock()
+	e, ok := m.byName[topic]
+	m.mu.RUnlock()
 	if !ok {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	return b.lookupIn(e, index)
+	return m.lookupIn(e, index)
 }
 
-func (b *Broker) lookupPartitionByID(id metadata.TopicID, index int32) (*partition, int16) {
-	b.parts.mu.RLock()
-	e, ok := b.parts.byID[id]
-	b.parts.mu.RUnlock()
+// lookupByID is lookup by topic id (UNKNOWN_TOPIC_ID for an unknown id).
+func (m *partitionManager) lookupByID(id metadata.TopicID, index int32) (*partition, int16) {
+	m.mu.RLock()
+	e, ok := m.byID[id]
+	m.mu.RUnlock()
 	if !ok {
 		return nil, kerr.UnknownTopicID.Code
 	}
-	return b.lookupIn(e, index)
+	return m.lookupIn(e, index)
 }
 
 // lookupIn finds a partition this node leads.
-func (b *Broker) lookupIn(e *topicEntry, index int32) (*partition, int16) {
-	b.parts.mu.RLock()
-	defer b.parts.mu.RUnlock()
+func (m *partitionManager) lookupIn(e *topicEntry, index int32) (*partition, int16) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if index < 0 || int(index) >= len(e.parts) {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
 	p := e.parts[index]
-	if p == nil || p.leader() != b.cfg.NodeID {
+	if p == nil || p.leader() != m.deps.node {
 		return nil, kerr.NotLeaderForPartition.Code
 	}
 	return p, 0
 }
 
-func (b *Broker) topicName(id metadata.TopicID) (string, bool) {
-	b.parts.mu.RLock()
-	defer b.parts.mu.RUnlock()
-	e, ok := b.parts.byID[id]
+func (m *partitionManager) topicName(id metadata.TopicID) (string, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.byID[id]
 	if !ok {
 		return "", false
 	}
 	return e.topic.Name, true
 }
 
-func (b *Broker) topicID(name string) (metadata.TopicID, bool) {
-	b.parts.mu.RLock()
-	defer b.parts.mu.RUnlock()
-	e, ok := b.parts.byName[name]
+func (m *partitionManager) topicID(name string) (metadata.TopicID, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.byName[name]
 	if !ok {
 		return metadata.TopicID{}, false
 	}
@@ -293,8 +364,8 @@ func (b *Broker) retentionLoop() {
 	}
 }
 
-// hotlogConfig maps a topic's effective configs to a log's.
-func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfig) hotlog.Config {
+// logConfig maps a topic's effective configs to a log's.
+func (m *partitionManager) logConfig(topic string, index int32, cfg metadata.TopicConfig) hotlog.Config {
 	retentionMs, retentionBytes := cfg.RetentionMs, cfg.RetentionBytes
 	if !cfg.HasDelete() {
 		retentionMs, retentionBytes = -1, -1
@@ -303,19 +374,19 @@ func (b *Broker) hotlogConfig(topic string, index int32, cfg metadata.TopicConfi
 	// disk, compacted or not (the bucket keeps the rest); tier retention
 	// also never deletes what the manifest lacks. __consumer_offsets keeps
 	// its untiered retention (keepsLocalLog).
-	if b.tieringEnabled(topic, cfg) && !keepsLocalLog(topic) {
+	if m.deps.tiered(topic, cfg) && !keepsLocalLog(topic) {
 		retentionMs, retentionBytes = cfg.EffectiveLocalRetentionMs(), cfg.EffectiveLocalRetentionBytes()
 	}
 	return hotlog.Config{
-		Dir:                  b.partitionDir(topic, index),
+		Dir:                  m.partitionDir(topic, index),
 		SegmentBytes:         cfg.SegmentBytes,
 		SegmentMs:            time.Duration(cfg.SegmentMs) * time.Millisecond,
 		IndexIntervalBytes:   int(cfg.IndexIntervalBytes),
 		RetentionMs:          time.Duration(retentionMs) * time.Millisecond,
 		RetentionBytes:       retentionBytes,
-		Durability:           b.cfg.Durability,
-		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
-		Logger:               b.log.With("topic", topic, "partition", index),
+		Durability:           m.deps.durability,
+		ProducerIDExpiration: m.deps.producerIDExpiration,
+		Logger:               m.deps.log.With("topic", topic, "partition", index),
 	}
 }
 

@@ -39,7 +39,7 @@ func TestWatchAppliesOutsideChanges(t *testing.T) {
 	if _, err := other.CreateTopic(ctx, metadata.CreateTopicRequest{Name: "ext", Replicas: [][]int32{{1}, {1}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the topic to open", func() bool { _, code := tb.b.lookupPartition("ext", 1); return code == 0 })
+	eventually(t, "the topic to open", func() bool { _, code := tb.b.parts.lookup("ext", 1); return code == 0 })
 
 	if _, err := other.AlterTopicConfigs(ctx, "ext", func(m map[string]string) error {
 		m["retention.ms"] = "4242"
@@ -48,20 +48,20 @@ func TestWatchAppliesOutsideChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the config change", func() bool {
-		p, code := tb.b.lookupPartition("ext", 0)
+		p, code := tb.b.parts.lookup("ext", 0)
 		return code == 0 && p.config().RetentionMs == 4242
 	})
 
 	if _, err := other.AddPartitions(ctx, "ext", [][]int32{{1}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new partition", func() bool { _, code := tb.b.lookupPartition("ext", 2); return code == 0 })
+	eventually(t, "the new partition", func() bool { _, code := tb.b.parts.lookup("ext", 2); return code == 0 })
 
 	if err := other.DeleteTopic(ctx, "ext"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the deletion", func() bool {
-		_, code := tb.b.lookupPartition("ext", 0)
+		_, code := tb.b.parts.lookup("ext", 0)
 		_, statErr := os.Stat(filepath.Join(tb.b.cfg.DataDir, "ext-0"))
 		return code == kerr.UnknownTopicOrPartition.Code && os.IsNotExist(statErr)
 	})
@@ -90,7 +90,7 @@ func TestRetentionLoopDeletesOldSegments(t *testing.T) {
 			t.Fatalf("produce %d: %v", i, err)
 		}
 	}
-	p, code := tb.b.lookupPartition("short", 0)
+	p, code := tb.b.parts.lookup("short", 0)
 	if code != 0 {
 		t.Fatalf("lookup: %d", code)
 	}

@@ -164,7 +164,7 @@ func (b *Broker) registered() {
 		work = append(work, replicaUpdates(e)...)
 	}
 	m.mu.RUnlock()
-	b.applyReplicaUpdates(work)
+	m.applyReplicaUpdates(work)
 }
 
 // ReplicaStats are the replication shell's broker-wide counters.

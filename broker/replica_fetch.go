@@ -25,9 +25,9 @@ func (b *Broker) followerFetchPartition(version int16, replicaID int32, rt *kmsg
 	var p *partition
 	var code int16
 	if version >= 13 {
-		p, code = b.lookupPartitionByID(rt.TopicID, rp.Partition)
+		p, code = b.parts.lookupByID(rt.TopicID, rp.Partition)
 	} else {
-		p, code = b.lookupPartition(rt.Topic, rp.Partition)
+		p, code = b.parts.lookup(rt.Topic, rp.Partition)
 	}
 	if code != 0 {
 		return nil, code

@@ -36,7 +36,7 @@ func waitLeading(t *testing.T, adm *kadm.Client, topic string) {
 // leaderEpochOf is the leader epoch partition 0 of topic is led in here.
 func leaderEpochOf(t *testing.T, b *Broker, topic string) int32 {
 	t.Helper()
-	p, code := b.lookupPartition(topic, 0)
+	p, code := b.parts.lookup(topic, 0)
 	if code != 0 {
 		t.Fatalf("partition %s-0: error %d", topic, code)
 	}
@@ -50,7 +50,7 @@ func waitLookup(t *testing.T, b *Broker, topic string, index int32) *partition {
 	var p *partition
 	waitUntil(t, 20*time.Second, func() bool {
 		var code int16
-		p, code = b.lookupPartition(topic, index)
+		p, code = b.parts.lookup(topic, index)
 		return code == 0
 	})
 	return p

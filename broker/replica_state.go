@@ -22,7 +22,7 @@ type replicaUpdate struct {
 }
 
 // replicaUpdates lists the open partitions of e with their states.
-// REQUIRES: b.parts.mu held (read or write).
+// REQUIRES: partitionManager.mu held (read or write).
 func replicaUpdates(e *topicEntry) []replicaUpdate {
 	var out []replicaUpdate
 	for i, p := range e.parts {
@@ -31,15 +31,6 @@ func replicaUpdates(e *topicEntry) []replicaUpdate {
 		}
 	}
 	return out
-}
-
-// applyReplicaUpdates applies states collected under b.parts.mu, after it
-// is released (WithReplica may do I/O, and its outputs take b.parts.mu).
-// REQUIRES: b.parts.applyMu held (states are applied in metadata order).
-func (b *Broker) applyReplicaUpdates(work []replicaUpdate) {
-	for _, u := range work {
-		b.applyReplicaState(u.p, u.state, u.cfg)
-	}
 }
 
 // leadsState is the RULE: this broker leads st while its live

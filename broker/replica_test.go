@@ -58,7 +58,7 @@ func newReplicaRigWith(t *testing.T, replicas []int32, configs map[string]string
 	_, cl := adminClient(t, tb.b)
 	rig := &replicaRig{tb: tb, b: tb.b, cl: cl, topic: "r", id: topic.ID}
 	if replicas[0] == tb.b.cfg.NodeID {
-		waitUntil(t, 20*time.Second, func() bool { _, code := tb.b.lookupPartition("r", 0); return code == 0 })
+		waitUntil(t, 20*time.Second, func() bool { _, code := tb.b.parts.lookup("r", 0); return code == 0 })
 	}
 	return rig
 }

@@ -95,15 +95,15 @@ type partition struct {
 //	func (p *partition) logStartOffset() int64      // Kafka's log start across both tiers (tier_wiring.go)
 //	func (p *partition) localLogStartOffset() int64 // the hot log's start (tier_wiring.go)
 //
-// Lookups on the broker (implemented in partitions.go), returning a Kafka
+// Lookups on the partition registry b.parts (partitions.go), returning a Kafka
 // error code (0 when found): UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
 // NOT_LEADER_OR_FOLLOWER (found only where this node's replica leads).
 // Replication (replica*.go): p.replica (a replication/replica.Core)
 // drives the partition's replication.Replica through WithReplica;
 // p.appendAsLeader appends as leader.
 //
-//	func (b *Broker) lookupPartition(topic string, index int32) (*partition, int16)
-//	func (b *Broker) lookupPartitionByID(id metadata.TopicID, index int32) (*partition, int16)
-//	func (b *Broker) topicName(id metadata.TopicID) (string, bool)
-//	func (b *Broker) topicID(name string) (metadata.TopicID, bool)
+//	func (m *partitionManager) lookup(topic string, index int32) (*partition, int16)
+//	func (m *partitionManager) lookupByID(id metadata.TopicID, index int32) (*partition, int16)
+//	func (m *partitionManager) topicName(id metadata.TopicID) (string, bool)
+//	func (m *partitionManager) topicID(name string) (metadata.TopicID, bool)
 var _ = context.Background

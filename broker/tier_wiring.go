@@ -166,7 +166,7 @@ func (b *Broker) TierStatus(topic string) []PartitionTierStatus {
 			continue
 		}
 		for i := range t.topic.Replicas {
-			p, code := b.lookupPartition(t.topic.Name, int32(i))
+			p, code := b.parts.lookup(t.topic.Name, int32(i))
 			if code != 0 {
 				continue
 			}

@@ -32,7 +32,7 @@ func TestTierUploadBound(t *testing.T) {
 	produceTiered(t, tb.b, "bounded", 1, 0, 10)
 	produceTiered(t, tb.b, "unbounded", 1, 0, 10)
 
-	p, _ := tb.b.lookupPartition("bounded", 0)
+	p, _ := tb.b.parts.lookup("bounded", 0)
 	if st := tb.b.partitionTierStatus(p); !st.Leader || st.BucketLagBytes == 0 || st.UploadMaxLagMs != bound.Milliseconds() {
 		t.Fatalf("before the roll the bucket lags: %+v", st)
 	}
@@ -56,7 +56,7 @@ func TestTierUploadBound(t *testing.T) {
 	if c := tb.b.TierCounters(); c.BoundRolls != 1 || c.SegmentsUploaded != 1 {
 		t.Fatalf("a quiet partition cost requests: %+v", c)
 	}
-	u, _ := tb.b.lookupPartition("unbounded", 0)
+	u, _ := tb.b.parts.lookup("unbounded", 0)
 	if _, ok := u.manifest.ContiguousEnd(u.topicID, u.index); ok {
 		t.Fatal("tier.upload.max.lag.ms=-1 uploaded the active segment")
 	}
@@ -103,7 +103,7 @@ func TestTierUploadsOnlyTheUncoveredPart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, _ := tb.b.lookupPartition("straddle", 0)
+	p, _ := tb.b.parts.lookup("straddle", 0)
 	if rolled, err := p.log.RollIfOlder(time.Now().Add(time.Hour), 0, p.highWatermark()); !rolled || err != nil {
 		t.Fatalf("roll: %v %v", rolled, err)
 	}

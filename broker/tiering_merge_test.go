@@ -41,7 +41,7 @@ func mergeTestTopic(t *testing.T, tb *testBroker, adm *kadm.Client, topic string
 		t.Fatalf("produce: %v", err)
 	}
 	waitAllUploaded(t, tb.b, topic, 1, 30*time.Second)
-	p, _ := tb.b.lookupPartition(topic, 0)
+	p, _ := tb.b.parts.lookup(topic, 0)
 	waitUntil(t, 30*time.Second, func() bool { return p.localLogStartOffset() > records*3/4 })
 	return p
 }

@@ -27,7 +27,7 @@ func TestLeaderRestartsAtTieredEnd(t *testing.T) {
 	mem := objstore.NewMemStore()
 	tb := startTestBroker(t, endpoints, t.TempDir(), coldBrokerConfig(mem))
 	produceColdHistory(t, tb.b)
-	p, _ := tb.b.lookupPartition(coldTopic, 0)
+	p, _ := tb.b.parts.lookup(coldTopic, 0)
 	entries, err := tb.store.TierEntries(testCtx(t), p.topicID, p.index)
 	if err != nil || len(entries) == 0 {
 		t.Fatalf("entries %v, %v", entries, err)
@@ -106,7 +106,7 @@ func TestSweeperKeepsUnknownTopicIDs(t *testing.T) {
 	unknownSeg, _ := tier.SegmentKey(tier.SegmentKeyParts{Cluster: cluster, Topic: "lost", TopicID: unknownID, Partition: 0})
 	kept := []string{unknownSeg, tier.TopicConfigKey(cluster, "lost", unknownID)}
 	createDataTopic(t, adm, "gone", 1, nil)
-	goneID, _ := tb.b.topicID("gone")
+	goneID, _ := tb.b.parts.topicID("gone")
 	if _, err := adm.DeleteTopics(testCtx(t), "gone"); err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func waitAllUploaded(t *testing.T, b *Broker, topic string, partitions int32, wi
 	t.Helper()
 	waitUntil(t, within, func() bool {
 		for i := int32(0); i < partitions; i++ {
-			p, _ := b.lookupPartition(topic, i)
+			p, _ := b.parts.lookup(topic, i)
 			sealed := p.log.SealedSegments()
 			end, ok := p.manifest.ContiguousEnd(p.topicID, p.index)
 			if len(sealed) == 0 || !ok || end < sealed[len(sealed)-1].NextOffset {
@@ -114,7 +114,7 @@ func waitAllUploaded(t *testing.T, b *Broker, topic string, partitions int32, wi
 // store holds no other segment object of the partition once swept.
 func checkTiered(t *testing.T, tb *testBroker, store objstore.ObjectStore, topic string, index int32) {
 	t.Helper()
-	p, _ := tb.b.lookupPartition(topic, index)
+	p, _ := tb.b.parts.lookup(topic, index)
 	ctx := testCtx(t)
 	entries, err := tb.store.TierEntries(ctx, p.topicID, p.index)
 	if err != nil || len(entries) == 0 {
@@ -183,12 +183,12 @@ func TestTierUploadAndLocalRetention(t *testing.T) {
 		"internal.segment.bytes": kadm.StringPtr("65536"), "local.retention.bytes": kadm.StringPtr("131072")})
 	// Objects no manifest entry names: a crashed upload's, and a deleted
 	// topic's topic.json. The sweeper removes them once OrphanGrace passed.
-	id, _ := tb.b.topicID("up")
+	id, _ := tb.b.parts.topicID("up")
 	cluster := tb.store.Cluster()
 	orphan, _ := tier.SegmentKey(tier.SegmentKeyParts{Cluster: cluster, Topic: "up", TopicID: id, Partition: 0})
 	// (a topic.json of an id etcd does not know would be kept: restorable)
 	createDataTopic(t, adm, "gone", 1, nil)
-	goneID, _ := tb.b.topicID("gone")
+	goneID, _ := tb.b.parts.topicID("gone")
 	if _, err := adm.DeleteTopics(testCtx(t), "gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestTierUploadAndLocalRetention(t *testing.T) {
 	}
 	for i := int32(0); i < 2; i++ {
 		checkTiered(t, tb, mem, "up", i)
-		p, _ := tb.b.lookupPartition("up", i)
+		p, _ := tb.b.parts.lookup("up", i)
 		waitUntil(t, 10*time.Second, func() bool { return p.log.Size() <= 131072+65536 })
 		if p.logStartOffset() != 0 || p.localLogStartOffset() == 0 {
 			t.Fatalf("partition %d: log start %d, local start %d", i, p.logStartOffset(), p.localLogStartOffset())
@@ -251,7 +251,7 @@ func TestTierLocalRetentionWaitsForUpload(t *testing.T) {
 	createDataTopic(t, adm, "stuck", 1, map[string]*string{
 		"internal.segment.bytes": kadm.StringPtr("65536"), "local.retention.bytes": kadm.StringPtr("65536")})
 	produceTiered(t, tb.b, "stuck", 1, 0, 300) // ~300 KiB: below the lag limit
-	p, _ := tb.b.lookupPartition("stuck", 0)
+	p, _ := tb.b.parts.lookup("stuck", 0)
 	waitUntil(t, 10*time.Second, func() bool { return p.uploadLag.Load() > 128<<10 })
 	time.Sleep(300 * time.Millisecond) // several retention rounds
 	if p.localLogStartOffset() != 0 || tb.b.TierCounters().LocalSegmentsFreed != 0 {
@@ -426,7 +426,7 @@ func TestTierRemoteRetentionAndDeleteRecords(t *testing.T) {
 		"local.retention.bytes": kadm.StringPtr("65536"), "retention.bytes": kadm.StringPtr(fmt.Sprint(1 << 20))})
 	produceTiered(t, tb.b, "ret", 1, 0, 3000) // ~3 MiB: two thirds over retention.bytes
 	waitAllUploaded(t, tb.b, "ret", 1, 30*time.Second)
-	p, _ := tb.b.lookupPartition("ret", 0)
+	p, _ := tb.b.parts.lookup("ret", 0)
 	waitUntil(t, 10*time.Second, func() bool {
 		order.mu.Lock()
 		defer order.mu.Unlock()

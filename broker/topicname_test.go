@@ -23,7 +23,7 @@ func TestValidateTopicName(t *testing.T) {
 
 func TestLooksLikePartitionDir(t *testing.T) {
 	for name, want := range map[string]bool{"orders-0": true, "my-topic-12": true, "etcd": false, "objects": false, "x-": false, "-1": false, "a b-1": false} {
-		if got := looksLikePartitionDir(name); got != want {
+		if got := dataLayout("").IsPartitionDir(name); got != want {
 			t.Errorf("%q: %v, want %v", name, got, want)
 		}
 	}

@@ -164,7 +164,7 @@ func TestTxnPartitionVerificationDisabled(t *testing.T) {
 // topic/partition, if any.
 func (b *Broker) partitionTxnOpen(t *testing.T, topic string, partition int32, pid int64) (int64, bool) {
 	t.Helper()
-	p, code := b.lookupPartition(topic, partition)
+	p, code := b.parts.lookup(topic, partition)
 	if code != 0 {
 		t.Fatalf("lookup %s-%d: %v", topic, partition, kerr.ErrorForCode(code))
 	}
