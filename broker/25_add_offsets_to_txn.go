@@ -38,6 +38,6 @@ func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, rc *requestContext, 
 	tp := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: b.groups.PartitionFor(req.Group)}
 	code, _ := b.txns.AddPartitions(txn.AddInput{ID: req.TransactionalID, ProducerID: req.ProducerID,
 		ProducerEpoch: req.ProducerEpoch, Partitions: []txn.TopicPartition{tp}})
-	resp.ErrorCode = fencedForVersion(code, req.Version < 2)
+	resp.ErrorCode = txn.FencedForVersion(code, req.Version < 2)
 	return resp, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/broker/txn"
 )
 
 // TxnOffsetCommit: v0-5, served by the group's coordinator. The offsets are
@@ -20,7 +21,7 @@ import (
 // partition. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v3. From v5
 // (KIP-890 part 2) the client sends no AddOffsetsToTxn: the group's
 // offsets partition is first added to the transaction by its coordinator
-// (txn_verify.go), and its answer is the code of every partition.
+// (txn.Router.Ask), and its answer is the code of every partition.
 //
 // Authorization: Write on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and Read on the group
@@ -68,7 +69,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, rc *requestContext, 
 		code = b.addOffsetsPartitionImplicitly(ctx, req)
 	}
 	if len(in.Offsets) > 0 && code == 0 {
-		code = fencedForVersion(b.groups.TxnCommit(ctx, in), req.Version < 3)
+		code = txn.FencedForVersion(b.groups.TxnCommit(ctx, in), req.Version < 3)
 	}
 	for _, t := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -122,8 +123,8 @@ func fillTxnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOf
 // the previous transaction's markers are written; COORDINATOR_NOT_AVAILABLE
 // and NOT_COORDINATOR while it moves).
 func (b *Broker) addOffsetsPartitionImplicitly(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
-	code, _ := b.askTxnPartition(ctx, txnPartitionAsk{txnID: req.TransactionalID, pid: req.ProducerID,
-		epoch: req.ProducerEpoch, topic: group.OffsetsTopic, partition: b.groups.PartitionFor(req.Group), add: true})
+	code, _ := b.txnRouter.Ask(ctx, txn.Ask{ID: req.TransactionalID, ProducerID: req.ProducerID,
+		ProducerEpoch: req.ProducerEpoch, Topic: group.OffsetsTopic, Partition: b.groups.PartitionFor(req.Group), Add: true})
 	if code == kerr.OperationNotAttempted.Code || code == kerr.RequestTimedOut.Code {
 		return kerr.CoordinatorNotAvailable.Code
 	}

@@ -3,11 +3,12 @@ package broker
 // Wiring of the transaction coordinator (broker/txn) into the broker: its
 // APIs, the creation of __transaction_state on first use, leadership
 // hand-off (the coordinator epoch is the partition's leader epoch), and
-// the marker sender (WriteTxnMarkers to each partition's leader, this
-// broker included, through peer clients).
+// the cluster view and peer clients of its router (txn.Router: WriteTxnMarkers
+// to each partition's leader, this broker included, and verification
+// questions to other coordinators).
 //
 // Lock order: Broker.parts.mu → txn.Coordinator's lock → partitionState.mu
-// and the hotlog's lock, as for groups. The marker sender takes
+// and the hotlog's lock, as for groups. The router's peer set takes
 // txnPeers.mu alone and never holds it across a request.
 
 import (
@@ -55,8 +56,9 @@ const txnStateSegmentBytes = 100 << 20
 // coordinator (a metadata round trip when the block is used up).
 const producerIDTimeout = 10 * time.Second
 
-// newTxnCoordinator builds the transaction coordinator from the config.
-func (b *Broker) newTxnCoordinator() (*txn.Coordinator, error) {
+// newTxnCoordinator builds the transaction coordinator from the config,
+// and the router of its inter-broker messages.
+func (b *Broker) newTxnCoordinator() (*txn.Coordinator, *txn.Router, error) {
 	cfg := b.cfg.Txn
 	cfg.Logger = b.log.With("component", "txn")
 	b.txnPeers.clients = map[int32]txnPeer{}
@@ -65,22 +67,19 @@ func (b *Broker) newTxnCoordinator() (*txn.Coordinator, error) {
 		defer cancel()
 		return b.nextProducerID(ctx)
 	}
-	c, err := txn.New(cfg, alloc, markerSender{b})
+	router := txn.NewRouter(b.cfg.NodeID, txnCluster{b}, txnPeerDialer{b}, cfg.Logger)
+	c, err := txn.New(cfg, alloc, router)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	return c, nil
+	router.Serve(c)
+	return c, router, nil
 }
 
 // closeTxns stops the coordinator, then its peer clients.
 func (b *Broker) closeTxns() {
 	b.txns.Close()
-	b.txnPeers.mu.Lock()
-	defer b.txnPeers.mu.Unlock()
-	for id, p := range b.txnPeers.clients {
-		p.cl.Close()
-		delete(b.txnPeers.clients, id)
-	}
+	b.txnPeers.closeAll()
 }
 
 // txnLeadershipLocked tells the coordinator which partitions of
@@ -156,14 +155,42 @@ func (b *Broker) txnCoordinatorOf(ctx context.Context, id string) (metadata.Brok
 	return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code, fmt.Sprintf("partition %d of %s has no live leader", p, txn.TopicName)
 }
 
+// txnCluster is the cluster as the transaction router sees it.
+type txnCluster struct{ b *Broker }
+
+var _ txn.Cluster = txnCluster{}
+
+func (c txnCluster) PartitionLeader(topic string, partition int32) (int32, bool) {
+	t, ok := c.b.parts.topic(topic)
+	if !ok || partition < 0 || int(partition) >= len(t.states) {
+		return -1, false
+	}
+	return c.b.brokerView().leaderOf(t.states[partition]), true
+}
+
+func (c txnCluster) TopicKnown(topic string) bool {
+	_, ok := c.b.parts.topic(topic)
+	return ok
+}
+
+func (c txnCluster) Coordinator(ctx context.Context, id string) (int32, int16, string) {
+	info, code, msg := c.b.txnCoordinatorOf(ctx, id)
+	return info.NodeID, code, msg
+}
+
+// txnPeerDialer hands the router the broker's marker clients.
+type txnPeerDialer struct{ b *Broker }
+
+func (d txnPeerDialer) Peer(node int32) (txn.Peer, error) { return d.b.txnPeers.peer(d.b, node) }
+
 // txnPeer is a peer client and the address it was made for.
 type txnPeer struct {
 	addr string
 	cl   peerClient
 }
 
-// txnPeerSet holds the marker sender's clients, one per broker (this one
-// included). Owner: mu.
+// txnPeerSet holds the transaction router's clients, one per broker
+// (this one included). Owner: mu.
 type txnPeerSet struct {
 	mu      sync.Mutex
 	clients map[int32]txnPeer
@@ -193,4 +220,14 @@ func (s *txnPeerSet) peer(b *Broker, node int32) (peerClient, error) {
 	}
 	s.clients[node] = txnPeer{addr: addr, cl: cl}
 	return cl, nil
+}
+
+// closeAll closes every client.
+func (s *txnPeerSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, p := range s.clients {
+		p.cl.Close()
+		delete(s.clients, id)
+	}
 }
