@@ -31,7 +31,7 @@ func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, rc *requestContext, 
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
 	}
-	if _, err := b.ensureOffsetsTopic(ctx); err != nil {
+	if _, err := b.ensureInternalTopic(ctx, offsetsTopic(b.groups)); err != nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil
 	}

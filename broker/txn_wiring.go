@@ -1,35 +1,29 @@
 package broker
 
-// Wiring of the transaction coordinator (broker/txn) into the broker: its
-// APIs, the creation of __transaction_state on first use, leadership
-// hand-off (the coordinator epoch is the partition's leader epoch), and
-// the cluster view and peer clients of its router (txn.Router: WriteTxnMarkers
-// to each partition's leader, this broker included, and verification
-// questions to other coordinators).
+// The transaction coordinator (broker/txn) in the broker: its APIs, its
+// construction, and the cluster view and peer clients of its router
+// (txn.Router: WriteTxnMarkers to each partition's leader, this broker
+// included, and verification questions to other coordinators). What it
+// shares with the group coordinator (its internal topic, leadership
+// hand-off, the log adapter) is in coordinator_wiring.go.
 //
-// Lock order: Broker.parts.mu → txn.Coordinator's lock → partitionState.mu
-// and the hotlog's lock, as for groups. The router's peer set takes
-// txnPeers.mu alone and never holds it across a request.
+// The router's peer set takes txnPeers.mu alone and never holds it across
+// a request.
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/strata-log/strata/broker/txn"
-	"github.com/strata-log/strata/metadata"
 )
 
 // txnVersions are the versions of the transaction APIs. InitProducerId
 // (22) and FindCoordinator (10) are listed with the admin and group APIs.
 // EndTxn v5 bumps the epoch (KIP-890); clients use it only when the
-// cluster advertises transaction.version 2, which Strata does not yet
-// (produce v12's implicit AddPartitionsToTxn is not implemented).
+// cluster advertises transaction.version 2 (Config.TransactionVersion, in
+// ApiVersions).
 var txnVersions = map[int16][2]int16{
 	24: {0, 5}, // AddPartitionsToTxn (v4+ batched, verify-only form)
 	25: {0, 4}, // AddOffsetsToTxn
@@ -49,9 +43,6 @@ func txnHandlers(b *Broker) map[int16]handlerFunc {
 	}
 }
 
-// txnStateSegmentBytes is Kafka's transaction.state.log.segment.bytes.
-const txnStateSegmentBytes = 100 << 20
-
 // producerIDTimeout bounds an allocation of producer ids by the
 // coordinator (a metadata round trip when the block is used up).
 const producerIDTimeout = 10 * time.Second
@@ -67,7 +58,7 @@ func (b *Broker) newTxnCoordinator() (*txn.Coordinator, *txn.Router, error) {
 		defer cancel()
 		return b.nextProducerID(ctx)
 	}
-	router := txn.NewRouter(b.cfg.NodeID, txnCluster{b}, txnPeerDialer{b}, cfg.Logger)
+	router := txn.NewRouter(b.cfg.NodeID, coordinatorCluster{b}, txnPeerDialer{b}, cfg.Logger)
 	c, err := txn.New(cfg, alloc, router)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -82,85 +73,13 @@ func (b *Broker) closeTxns() {
 	b.txnPeers.closeAll()
 }
 
-// txnLeadershipLocked tells the coordinator which partitions of
-// __transaction_state this node leads, with their leader epochs.
-// REQUIRES: b.parts.mu held.
-func (b *Broker) txnLeadershipLocked(e *topicEntry) {
-	if b.txns == nil || e.topic.Name != txn.TopicName {
-		return
-	}
-	b.txns.UsePartitionCount(int32(len(e.topic.Replicas)))
-	for i, p := range e.parts {
-		idx := int32(i)
-		switch {
-		case p != nil && p.isLeader():
-			b.txns.BecomeLeader(idx, offsetsLog{b: b, p: p}, p.leaderEpoch())
-		case b.txns.Leads(idx):
-			b.txns.Resign(idx)
-		}
-	}
-}
+// coordinatorCluster is the cluster as the coordinators see it (the
+// transaction router's txn.Cluster; the group coordinator asks TopicKnown).
+type coordinatorCluster struct{ b *Broker }
 
-// txnTopicRemovedLocked: the coordinator stops using deleted logs.
-// REQUIRES: b.parts.mu held.
-func (b *Broker) txnTopicRemovedLocked(e *topicEntry) {
-	if b.txns == nil || e.topic.Name != txn.TopicName {
-		return
-	}
-	for i := range e.parts {
-		if b.txns.Leads(int32(i)) {
-			b.txns.Resign(int32(i))
-		}
-	}
-}
+var _ txn.Cluster = coordinatorCluster{}
 
-// ensureTxnTopic returns __transaction_state, creating it on first use
-// (compacted, internal, transaction.state.log.num.partitions partitions,
-// replication factor min(offsets.topic.replication.factor, live brokers)).
-func (b *Broker) ensureTxnTopic(ctx context.Context) (topicView, error) {
-	if t, ok := b.parts.topic(txn.TopicName); ok {
-		return t, nil
-	}
-	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.brokers()))
-	replicas := roundRobin(b.brokers(), 0, int(b.txns.Partitions()), rf)
-	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{
-		Name: txn.TopicName, Replicas: replicas, Internal: true,
-		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(txnStateSegmentBytes)},
-	})
-	if err != nil && !errors.Is(err, metadata.ErrTopicExists) {
-		return topicView{}, err
-	}
-	if t, ok := b.parts.topic(txn.TopicName); ok {
-		return t, nil
-	}
-	return b.loadTopicLocally(ctx, txn.TopicName)
-}
-
-// txnCoordinatorOf finds the coordinator of a transactional id: the
-// leader of its __transaction_state partition.
-func (b *Broker) txnCoordinatorOf(ctx context.Context, id string) (metadata.BrokerInfo, int16, string) {
-	t, err := b.ensureTxnTopic(ctx)
-	if err != nil {
-		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code, "creating " + txn.TopicName + ": " + err.Error()
-	}
-	p := b.txns.PartitionFor(id)
-	if int(p) >= len(t.states) {
-		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code,
-			fmt.Sprintf("%s has %d partitions, expected %d", txn.TopicName, len(t.states), b.txns.Partitions())
-	}
-	view := b.brokerView()
-	if info, ok := view.find(view.leaderOf(t.states[p])); ok {
-		return info, 0, ""
-	}
-	return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code, fmt.Sprintf("partition %d of %s has no live leader", p, txn.TopicName)
-}
-
-// txnCluster is the cluster as the transaction router sees it.
-type txnCluster struct{ b *Broker }
-
-var _ txn.Cluster = txnCluster{}
-
-func (c txnCluster) PartitionLeader(topic string, partition int32) (int32, bool) {
+func (c coordinatorCluster) PartitionLeader(topic string, partition int32) (int32, bool) {
 	t, ok := c.b.parts.topic(topic)
 	if !ok || partition < 0 || int(partition) >= len(t.states) {
 		return -1, false
@@ -168,13 +87,13 @@ func (c txnCluster) PartitionLeader(topic string, partition int32) (int32, bool)
 	return c.b.brokerView().leaderOf(t.states[partition]), true
 }
 
-func (c txnCluster) TopicKnown(topic string) bool {
+func (c coordinatorCluster) TopicKnown(topic string) bool {
 	_, ok := c.b.parts.topic(topic)
 	return ok
 }
 
-func (c txnCluster) Coordinator(ctx context.Context, id string) (int32, int16, string) {
-	info, code, msg := c.b.txnCoordinatorOf(ctx, id)
+func (c coordinatorCluster) Coordinator(ctx context.Context, id string) (int32, int16, string) {
+	info, code, msg := c.b.coordinatorOf(ctx, txnStateTopic(c.b.txns), id)
 	return info.NodeID, code, msg
 }
 
