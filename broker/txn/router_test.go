@@ -267,24 +267,24 @@ func TestRouterAskRetriesConcurrentTransactionsOfAnAdd(t *testing.T) {
 	cluster := &memCluster{coordinator: 2, stateKnown: true}
 	peers := &memPeers{handlers: map[int32]func(kmsg.Request) (kmsg.Response, error){2: verifyAnswerWith(next)}}
 	r := NewRouter(1, cluster, peers, nil)
-	if code, msg := r.Ask(context.Background(), Ask{ID: "t", Topic: "a", Add: true}); code != 0 {
-		t.Fatalf("Ask = %d (%s), want 0", code, msg)
+	if code, msg := r.ask(context.Background(), Ask{ID: "t", Topic: "a", Add: true}); code != 0 {
+		t.Fatalf("ask = %d (%s), want 0", code, msg)
 	}
 	if got := len(peers.received[2]); got != 3 {
 		t.Fatalf("asked %d times, want 3", got)
 	}
 	// A verification (not an add) answers CONCURRENT_TRANSACTIONS at once.
 	answers = []int16{kerr.ConcurrentTransactions.Code}
-	if code, _ := r.Ask(context.Background(), Ask{ID: "t", Topic: "a"}); code != kerr.ConcurrentTransactions.Code {
-		t.Fatalf("Ask = %d, want CONCURRENT_TRANSACTIONS", code)
+	if code, _ := r.ask(context.Background(), Ask{ID: "t", Topic: "a"}); code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("ask = %d, want CONCURRENT_TRANSACTIONS", code)
 	}
 }
 
 func TestRouterAskUnreachableCoordinator(t *testing.T) {
 	cluster := &memCluster{coordinator: 3, stateKnown: true}
 	r := NewRouter(1, cluster, &memPeers{}, nil)
-	if code, _ := r.Ask(context.Background(), Ask{ID: "t", Topic: "a"}); code != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("Ask = %d, want COORDINATOR_NOT_AVAILABLE", code)
+	if code, _ := r.ask(context.Background(), Ask{ID: "t", Topic: "a"}); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("ask = %d, want COORDINATOR_NOT_AVAILABLE", code)
 	}
 }
 
@@ -294,5 +294,27 @@ func TestFencedForVersion(t *testing.T) {
 	}
 	if got := FencedForVersion(kerr.ProducerFenced.Code, false); got != kerr.ProducerFenced.Code {
 		t.Fatalf("new client: %d", got)
+	}
+}
+
+func TestRouterAddImplicitly(t *testing.T) {
+	for _, tc := range []struct{ answer, want int16 }{
+		{0, 0},
+		{kerr.OperationNotAttempted.Code, kerr.CoordinatorNotAvailable.Code},
+		{kerr.RequestTimedOut.Code, kerr.CoordinatorNotAvailable.Code},
+		{kerr.InvalidProducerEpoch.Code, kerr.InvalidProducerEpoch.Code},
+	} {
+		cluster := &memCluster{coordinator: 2, stateKnown: true}
+		peers := &memPeers{handlers: map[int32]func(kmsg.Request) (kmsg.Response, error){
+			2: verifyAnswerWith(func() int16 { return tc.answer }),
+		}}
+		r := NewRouter(1, cluster, peers, nil)
+		if got := r.AddImplicitly(context.Background(), Ask{ID: "t", Topic: "__consumer_offsets"}); got != tc.want {
+			t.Errorf("answer %d: AddImplicitly = %d, want %d", tc.answer, got, tc.want)
+		}
+		rt := peers.received[2][0].(*kmsg.AddPartitionsToTxnRequest).Transactions[0]
+		if rt.VerifyOnly {
+			t.Errorf("an implicit add was sent as a verification")
+		}
 	}
 }

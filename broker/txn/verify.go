@@ -128,10 +128,10 @@ func produceVerifyCode(code int16) int16 {
 	return code
 }
 
-// Ask asks the coordinator of a.ID (this broker, in process, or a peer)
+// ask asks the coordinator of a.ID (this broker, in process, or a peer)
 // about one partition, retrying CONCURRENT_TRANSACTIONS of an implicit add
 // for a while. It returns the partition's code and a message.
-func (r *Router) Ask(ctx context.Context, a Ask) (int16, string) {
+func (r *Router) ask(ctx context.Context, a Ask) (int16, string) {
 	deadline := time.Now().Add(concurrentRetryFor)
 	for {
 		code, msg := r.askOnce(ctx, a)
@@ -144,6 +144,21 @@ func (r *Router) Ask(ctx context.Context, a Ask) (int16, string) {
 		case <-time.After(concurrentRetryBackoff):
 		}
 	}
+}
+
+// AddImplicitly adds a.Partition to the transaction for a request that no
+// longer names it in AddPartitionsToTxn (TxnOffsetCommit v5+ adds the
+// group's offsets partition; a.Add is implied). It returns the request's
+// code: a partition the coordinator cannot add now is retriable
+// (CONCURRENT_TRANSACTIONS while the previous transaction's markers are
+// written; COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR while it moves).
+func (r *Router) AddImplicitly(ctx context.Context, a Ask) int16 {
+	a.Add = true
+	code, _ := r.ask(ctx, a)
+	if code == kerr.OperationNotAttempted.Code || code == kerr.RequestTimedOut.Code {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return code
 }
 
 func (r *Router) askOnce(ctx context.Context, a Ask) (int16, string) {
