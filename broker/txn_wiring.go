@@ -87,6 +87,11 @@ func (c coordinatorCluster) PartitionLeader(topic string, partition int32) (int3
 	return c.b.brokerView().leaderOf(t.states[partition]), true
 }
 
+func (c coordinatorCluster) PartitionExists(topic string, partition int32) bool {
+	t, ok := c.b.parts.topic(topic)
+	return ok && partition >= 0 && int(partition) < len(t.states)
+}
+
 func (c coordinatorCluster) TopicKnown(topic string) bool {
 	_, ok := c.b.parts.topic(topic)
 	return ok

@@ -17,6 +17,9 @@ type Cluster interface {
 	// when the topic or the partition does not exist, leader < 0 when it
 	// has no live leader.
 	PartitionLeader(topic string, partition int32) (leader int32, exists bool)
+	// PartitionExists says whether topic-partition exists (cheaper than
+	// PartitionLeader: it asks no broker liveness).
+	PartitionExists(topic string, partition int32) bool
 	// TopicKnown says whether this broker's metadata knows the topic.
 	TopicKnown(topic string) bool
 	// Coordinator is the node leading the __transaction_state partition of
@@ -201,7 +204,7 @@ func (r *Router) AddPartitions(version int16, rt kmsg.AddPartitionsToTxnRequestT
 func (r *Router) unknownPartitions(tps []TopicPartition) []bool {
 	var out []bool
 	for i, tp := range tps {
-		if _, exists := r.cluster.PartitionLeader(tp.Topic, tp.Partition); exists {
+		if r.cluster.PartitionExists(tp.Topic, tp.Partition) {
 			continue
 		}
 		if out == nil {

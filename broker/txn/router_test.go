@@ -29,6 +29,11 @@ func (c *memCluster) PartitionLeader(topic string, partition int32) (int32, bool
 	return leader, true
 }
 
+func (c *memCluster) PartitionExists(topic string, partition int32) bool {
+	_, ok := c.leaders[TopicPartition{Topic: topic, Partition: partition}]
+	return ok
+}
+
 func (c *memCluster) TopicKnown(topic string) bool { return topic == TopicName && c.stateKnown }
 
 func (c *memCluster) Coordinator(context.Context, string) (int32, int16, string) {
