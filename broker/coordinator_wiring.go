@@ -22,6 +22,7 @@ import (
 	"github.com/strata-log/strata/broker/coordinator"
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/broker/txn"
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 )
@@ -76,7 +77,7 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, it internalTopic) (top
 		return t, nil
 	}
 	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.brokers()))
-	replicas := roundRobin(b.brokers(), 0, int(it.keys.Partitions()), rf)
+	replicas := controller.Assign(b.brokers(), 0, int(it.keys.Partitions()), rf)
 	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{
 		Name: it.name, Replicas: replicas, Internal: true,
 		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(it.segmentBytes)},
