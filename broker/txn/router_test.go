@@ -323,3 +323,33 @@ func TestRouterAddImplicitly(t *testing.T) {
 		}
 	}
 }
+
+func TestRouterAddPartitionsOfAnUnknownPartitionAttemptsNone(t *testing.T) {
+	cluster := &memCluster{leaders: map[TopicPartition]int32{tp("a", 0): 1}}
+	r := NewRouter(1, cluster, &memPeers{}, nil) // no Serve: the coordinator is not asked
+	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	rt.TransactionalID = "t"
+	rt.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{
+		{Topic: "a", Partitions: []int32{0, 1}}, {Topic: "b", Partitions: []int32{0}},
+	}
+	res := r.AddPartitions(3, rt)
+	want := map[TopicPartition]int16{
+		tp("a", 0): kerr.OperationNotAttempted.Code,
+		tp("a", 1): kerr.UnknownTopicOrPartition.Code,
+		tp("b", 0): kerr.UnknownTopicOrPartition.Code,
+	}
+	got := map[TopicPartition]int16{}
+	for _, rt := range res.Topics {
+		for _, p := range rt.Partitions {
+			got[tp(rt.Topic, p.Partition)] = p.ErrorCode
+		}
+	}
+	if res.TransactionalID != "t" || len(got) != len(want) {
+		t.Fatalf("answer = %+v", res)
+	}
+	for k, code := range want {
+		if got[k] != code {
+			t.Errorf("%v: code %d, want %d", k, got[k], code)
+		}
+	}
+}
