@@ -58,11 +58,11 @@ func (b *Broker) findCoordinator(ctx context.Context, rc *requestContext, keyTyp
 	case keyType == coordinatorTypeTransaction && key != "" && !b.authz.allowedTxnID(rc, auth.OpDescribe, key):
 		return fail(kerr.TransactionalIDAuthorizationFailed.Code, "not authorized to describe the transactional id")
 	case keyType == coordinatorTypeGroup:
-		info, code, msg = b.coordinatorOf(ctx, key)
+		info, code, msg = b.coordinatorOf(ctx, offsetsTopic(b.groups), key)
 	case keyType == coordinatorTypeTransaction && key == "":
 		return fail(kerr.InvalidRequest.Code, "empty transactional id")
 	case keyType == coordinatorTypeTransaction:
-		info, code, msg = b.txnCoordinatorOf(ctx, key)
+		info, code, msg = b.coordinatorOf(ctx, txnStateTopic(b.txns), key)
 	default:
 		return fail(kerr.InvalidRequest.Code, "unknown coordinator type")
 	}

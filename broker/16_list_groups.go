@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/auth"
-	"github.com/strata-log/strata/broker/group"
 )
 
 // ListGroups: v0-5. v4+ filter by state, v5+ by type: "classic" groups
@@ -30,7 +29,7 @@ func (b *Broker) handleListGroups(_ context.Context, rc *requestContext, kreq km
 		isConsumer[l.Group] = true
 	}
 	if wantsType(req.TypesFilter, "classic") {
-		classic, code := b.listClassicGroups(req.StatesFilter)
+		classic, code := b.groups.ListStateNames(req.StatesFilter)
 		resp.ErrorCode = max(resp.ErrorCode, code)
 		for _, l := range classic {
 			if !isConsumer[l.Group] && visible(l.Group) {
@@ -56,19 +55,4 @@ func (b *Broker) handleListGroups(_ context.Context, rc *requestContext, kreq km
 // wantsType: filter is empty or names v (case-insensitively).
 func wantsType(filter []string, v string) bool {
 	return len(filter) == 0 || slices.ContainsFunc(filter, func(t string) bool { return strings.EqualFold(t, v) })
-}
-
-func (b *Broker) listClassicGroups(statesFilter []string) ([]group.Listed, int16) {
-	var states []group.State
-	for _, s := range statesFilter {
-		for st := group.StateEmpty; st <= group.StateDead; st++ {
-			if strings.EqualFold(st.String(), s) {
-				states = append(states, st)
-			}
-		}
-	}
-	if len(statesFilter) > 0 && len(states) == 0 {
-		return nil, 0 // only unknown states asked for
-	}
-	return b.groups.List(states)
 }

@@ -39,7 +39,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, rc *requestContext, k
 			in.ProducerID, in.ProducerEpoch = req.ProducerID, req.ProducerEpoch
 		}
 		r := b.txns.InitProducerID(in)
-		resp.ErrorCode = fencedForVersion(r.Code, req.Version < 4)
+		resp.ErrorCode = txn.FencedForVersion(r.Code, req.Version < 4)
 		resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch
 		return resp, nil
 	}

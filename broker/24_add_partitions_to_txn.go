@@ -32,7 +32,7 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, rc *requestContext,
 	}
 	if req.Version >= 4 {
 		for _, rt := range req.Transactions {
-			resp.Transactions = append(resp.Transactions, b.addPartitionsTxn(req.Version, rt))
+			resp.Transactions = append(resp.Transactions, b.txnRouter.AddPartitions(req.Version, rt))
 		}
 		return resp, nil
 	}
@@ -45,7 +45,7 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, rc *requestContext,
 	if denied := b.addPartitionsAuthCodes(rc, rt); denied != nil {
 		res = *denied
 	} else {
-		res = b.addPartitionsTxn(req.Version, rt)
+		res = b.txnRouter.AddPartitions(req.Version, rt)
 	}
 	for _, t := range res.Topics {
 		st := kmsg.NewAddPartitionsToTxnResponseTopic()
@@ -58,35 +58,6 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, rc *requestContext,
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
-}
-
-// addPartitionsTxn answers one transaction of the request.
-func (b *Broker) addPartitionsTxn(version int16, rt kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction {
-	var tps []txn.TopicPartition
-	for _, t := range rt.Topics {
-		for _, p := range t.Partitions {
-			tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
-		}
-	}
-	codes := make([]int16, len(tps))
-	if unknown := b.unknownPartitions(tps); unknown != nil {
-		for i := range tps {
-			codes[i] = kerr.OperationNotAttempted.Code
-			if unknown[i] {
-				codes[i] = kerr.UnknownTopicOrPartition.Code
-			}
-		}
-		return addPartitionsResult(rt.TransactionalID, tps, codes)
-	}
-	top, per := b.txns.AddPartitions(txn.AddInput{ID: rt.TransactionalID, ProducerID: rt.ProducerID,
-		ProducerEpoch: rt.ProducerEpoch, Partitions: tps, VerifyOnly: rt.VerifyOnly})
-	for i := range codes {
-		codes[i] = fencedForVersion(top, version < 2)
-		if top == 0 && i < len(per) {
-			codes[i] = per[i]
-		}
-	}
-	return addPartitionsResult(rt.TransactionalID, tps, codes)
 }
 
 // addPartitionsAuthCodes is the answer of a client's (v0-3) transaction
@@ -115,49 +86,6 @@ func (b *Broker) addPartitionsAuthCodes(rc *requestContext, rt kmsg.AddPartition
 	if !denied {
 		return nil
 	}
-	res := addPartitionsResult(rt.TransactionalID, tps, codes)
+	res := txn.AddPartitionsAnswer(rt.TransactionalID, tps, codes)
 	return &res
-}
-
-// unknownPartitions marks the partitions whose topic or index does not
-// exist; nil when all exist.
-func (b *Broker) unknownPartitions(tps []txn.TopicPartition) []bool {
-	var out []bool
-	for i, tp := range tps {
-		t, ok := b.parts.topic(tp.Topic)
-		if ok && tp.Partition >= 0 && int(tp.Partition) < len(t.states) {
-			continue
-		}
-		if out == nil {
-			out = make([]bool, len(tps))
-		}
-		out[i] = true
-	}
-	return out
-}
-
-func addPartitionsResult(id string, tps []txn.TopicPartition, codes []int16) kmsg.AddPartitionsToTxnResponseTransaction {
-	res := kmsg.NewAddPartitionsToTxnResponseTransaction()
-	res.TransactionalID = id
-	for i, tp := range tps {
-		if n := len(res.Topics); n == 0 || res.Topics[n-1].Topic != tp.Topic {
-			t := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
-			t.Topic = tp.Topic
-			res.Topics = append(res.Topics, t)
-		}
-		p := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-		p.Partition, p.ErrorCode = tp.Partition, codes[i]
-		last := &res.Topics[len(res.Topics)-1]
-		last.Partitions = append(last.Partitions, p)
-	}
-	return res
-}
-
-// fencedForVersion: clients before KIP-588 know INVALID_PRODUCER_EPOCH,
-// not PRODUCER_FENCED.
-func fencedForVersion(code int16, old bool) int16 {
-	if old && code == kerr.ProducerFenced.Code {
-		return kerr.InvalidProducerEpoch.Code
-	}
-	return code
 }

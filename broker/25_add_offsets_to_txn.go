@@ -31,13 +31,13 @@ func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, rc *requestContext, 
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
 	}
-	if _, err := b.ensureOffsetsTopic(ctx); err != nil {
+	if _, err := b.ensureInternalTopic(ctx, offsetsTopic(b.groups)); err != nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil
 	}
 	tp := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: b.groups.PartitionFor(req.Group)}
 	code, _ := b.txns.AddPartitions(txn.AddInput{ID: req.TransactionalID, ProducerID: req.ProducerID,
 		ProducerEpoch: req.ProducerEpoch, Partitions: []txn.TopicPartition{tp}})
-	resp.ErrorCode = fencedForVersion(code, req.Version < 2)
+	resp.ErrorCode = txn.FencedForVersion(code, req.Version < 2)
 	return resp, nil
 }

@@ -25,7 +25,7 @@ func (b *Broker) handleEndTxn(_ context.Context, rc *requestContext, kreq kmsg.R
 	}
 	r := b.txns.EndTxn(txn.EndInput{ID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
 		Commit: req.Commit, Bump: req.Version >= 5})
-	resp.ErrorCode = fencedForVersion(r.Code, req.Version < 2)
+	resp.ErrorCode = txn.FencedForVersion(r.Code, req.Version < 2)
 	resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch
 	return resp, nil
 }

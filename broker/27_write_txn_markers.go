@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -103,7 +104,7 @@ func (b *Broker) writeMarker(m *kmsg.WriteTxnMarkersRequestMarker, topic string,
 	batch := hotlog.MarkerBatch(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, now)
 	_, wait, err := p.appendAsLeader(batch, true, markerAckTimeout.Milliseconds())
 	if err != nil {
-		sp.ErrorCode = b.markerErrorCode(topic, sp.Partition, err)
+		sp.ErrorCode = markerErrorCode(b.log, topic, sp.Partition, err)
 		return markerSlot{}, false
 	}
 	return markerSlot{sp: sp, wait: wait, p: p, offsets: topic == group.OffsetsTopic,
@@ -121,7 +122,7 @@ func (b *Broker) awaitMarkers(ctx context.Context, slots []markerSlot) {
 	defer backstop.Stop()
 	for _, s := range slots {
 		if err := s.wait.Await(ctx, backstop.C); err != nil {
-			s.sp.ErrorCode = b.markerErrorCode("", s.sp.Partition, err)
+			s.sp.ErrorCode = markerErrorCode(b.log, "", s.sp.Partition, err)
 			continue
 		}
 		if s.offsets && b.groups != nil {
@@ -130,8 +131,9 @@ func (b *Broker) awaitMarkers(ctx context.Context, slots []markerSlot) {
 	}
 }
 
-// markerErrorCode maps an append or wait failure as Produce does.
-func (b *Broker) markerErrorCode(topic string, partition int32, err error) int16 {
+// markerErrorCode maps an append or wait failure as Produce does, and logs
+// the failures no retry is expected to cure.
+func markerErrorCode(log *slog.Logger, topic string, partition int32, err error) int16 {
 	code, ok := replicationErrorCode(err)
 	if !ok {
 		code, ok = producerStateErrorCode(err)
@@ -140,7 +142,7 @@ func (b *Broker) markerErrorCode(topic string, partition int32, err error) int16
 		code = produceErrorCode(err)
 	}
 	if code == kerr.UnknownServerError.Code || code == kerr.KafkaStorageError.Code {
-		b.log.Warn("transaction marker not written", "topic", topic, "partition", partition, "err", err)
+		log.Warn("transaction marker not written", "topic", topic, "partition", partition, "err", err)
 	}
 	return code
 }

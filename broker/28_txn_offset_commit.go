@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/broker/txn"
 )
 
 // TxnOffsetCommit: v0-5, served by the group's coordinator. The offsets are
@@ -20,7 +21,7 @@ import (
 // partition. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v3. From v5
 // (KIP-890 part 2) the client sends no AddOffsetsToTxn: the group's
 // offsets partition is first added to the transaction by its coordinator
-// (txn_verify.go), and its answer is the code of every partition.
+// (txn.Router.AddImplicitly), and its answer is the code of every partition.
 //
 // Authorization: Write on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and Read on the group
@@ -65,10 +66,11 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, rc *requestContext, 
 	}
 	code := int16(0)
 	if len(in.Offsets) > 0 && req.Version >= 5 {
-		code = b.addOffsetsPartitionImplicitly(ctx, req)
+		code = b.txnRouter.AddImplicitly(ctx, txn.Ask{ID: req.TransactionalID, ProducerID: req.ProducerID,
+			ProducerEpoch: req.ProducerEpoch, Topic: group.OffsetsTopic, Partition: b.groups.PartitionFor(req.Group)})
 	}
 	if len(in.Offsets) > 0 && code == 0 {
-		code = fencedForVersion(b.groups.TxnCommit(ctx, in), req.Version < 3)
+		code = txn.FencedForVersion(b.groups.TxnCommit(ctx, in), req.Version < 3)
 	}
 	for _, t := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -113,19 +115,4 @@ func fillTxnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOf
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-}
-
-// addOffsetsPartitionImplicitly adds the group's __consumer_offsets
-// partition to the request's transaction (TxnOffsetCommit v5+), mapping
-// the coordinator's answer to TxnOffsetCommit codes: a partition the
-// coordinator cannot add now is retriable (CONCURRENT_TRANSACTIONS while
-// the previous transaction's markers are written; COORDINATOR_NOT_AVAILABLE
-// and NOT_COORDINATOR while it moves).
-func (b *Broker) addOffsetsPartitionImplicitly(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
-	code, _ := b.askTxnPartition(ctx, txnPartitionAsk{txnID: req.TransactionalID, pid: req.ProducerID,
-		epoch: req.ProducerEpoch, topic: group.OffsetsTopic, partition: b.groups.PartitionFor(req.Group), add: true})
-	if code == kerr.OperationNotAttempted.Code || code == kerr.RequestTimedOut.Code {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	return code
 }

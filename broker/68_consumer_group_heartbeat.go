@@ -97,7 +97,7 @@ func newConsumerMemberID() string {
 
 // consumerTopicMetadata lists the topics consumer-protocol groups may be
 // assigned: every non-internal topic with its id and partition count.
-// The coordinator calls it without its lock (lock order, groups.go).
+// The coordinator calls it without its lock (lock order, coordinator_wiring.go).
 func (b *Broker) consumerTopicMetadata() map[consumer.TopicID]consumer.TopicMetadata {
 	out := map[consumer.TopicID]consumer.TopicMetadata{}
 	for _, t := range b.parts.allTopics() {

@@ -302,10 +302,11 @@ type Broker struct {
 	// partitions this node leads. Set by New.
 	groups *group.Coordinator
 	// txns coordinates the transactional ids of the __transaction_state
-	// partitions this node leads; txnPeers are its marker clients
-	// (txn_wiring.go). Set by New.
-	txns     *txn.Coordinator
-	txnPeers txnPeerSet
+	// partitions this node leads; txnRouter carries its inter-broker
+	// messages through the txnPeers clients (txn_wiring.go). Set by New.
+	txns      *txn.Coordinator
+	txnRouter *txn.Router
+	txnPeers  txnPeerSet
 
 	// manifest is the in-memory tier manifest (fed by the watch loop and
 	// the uploader); objects is cfg.ObjectStore (nil: tiering off). Set by
@@ -374,7 +375,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 		return nil, err
 	}
 	b.groups = groups
-	if b.txns, err = b.newTxnCoordinator(); err != nil {
+	if b.txns, b.txnRouter, err = b.newTxnCoordinator(); err != nil {
 		return nil, err
 	}
 	b.apis = newAPITable(b)

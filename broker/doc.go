@@ -63,12 +63,12 @@
 //
 // The group APIs (08-16, 42, 47) are thin: they translate kmsg requests for
 // the coordinator in broker/group, which owns the protocol and the records
-// in __consumer_offsets (see its doc.go). groups.go wires it in: the
-// partition manager tells it which partitions of __consumer_offsets this
-// node leads (BecomeLeader/Resign, on open and on every partition state
-// change), an offsetsLog adapter gives it those partitions' logs, deleted
-// topics lose their offsets, and FindCoordinator creates the topic on first
-// use. Shutdown resigns the coordinator before draining connections, so a
+// in __consumer_offsets (see its doc.go). groups.go and
+// coordinator_wiring.go wire it in: the partition manager tells it which
+// partitions of __consumer_offsets this node leads (BecomeLeader/Resign,
+// on open and on every partition state change), a coordinatorLog adapter
+// gives it those partitions' logs, deleted topics lose their offsets, and
+// FindCoordinator creates the topic on first use. Shutdown resigns the coordinator before draining connections, so a
 // JoinGroup waiting for a rebalance does not hold up the drain.
 //
 // Full lock order: Broker.parts.mu → the coordinator's lock →

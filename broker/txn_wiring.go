@@ -1,39 +1,32 @@
 package broker
 
-// Wiring of the transaction coordinator (broker/txn) into the broker: its
-// APIs, the creation of __transaction_state on first use, leadership
-// hand-off (the coordinator epoch is the partition's leader epoch), and
-// the marker sender (WriteTxnMarkers to each partition's leader, this
-// broker included, through peer clients).
+// The transaction coordinator (broker/txn) in the broker: its APIs, its
+// construction, and the cluster view and peer clients of its router
+// (txn.Router: WriteTxnMarkers to each partition's leader, this broker
+// included, and verification questions to other coordinators). What it
+// shares with the group coordinator (its internal topic, leadership
+// hand-off, the log adapter) is in coordinator_wiring.go.
 //
-// Lock order: Broker.parts.mu → txn.Coordinator's lock → partitionState.mu
-// and the hotlog's lock, as for groups. The marker sender takes
-// txnPeers.mu alone and never holds it across a request.
+// The router's peer set takes txnPeers.mu alone and never holds it across
+// a request.
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/strata-log/strata/broker/txn"
-	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication/peer"
 )
-
-// txnStateSegmentBytes is Kafka's transaction.state.log.segment.bytes.
-const txnStateSegmentBytes = 100 << 20
 
 // producerIDTimeout bounds an allocation of producer ids by the
 // coordinator (a metadata round trip when the block is used up).
 const producerIDTimeout = 10 * time.Second
 
-// newTxnCoordinator builds the transaction coordinator from the config.
-func (b *Broker) newTxnCoordinator() (*txn.Coordinator, error) {
+// newTxnCoordinator builds the transaction coordinator from the config,
+// and the router of its inter-broker messages.
+func (b *Broker) newTxnCoordinator() (*txn.Coordinator, *txn.Router, error) {
 	cfg := b.cfg.Txn
 	cfg.Logger = b.log.With("component", "txn")
 	b.txnPeers.clients = map[int32]txnPeer{}
@@ -42,96 +35,54 @@ func (b *Broker) newTxnCoordinator() (*txn.Coordinator, error) {
 		defer cancel()
 		return b.nextProducerID(ctx)
 	}
-	c, err := txn.New(cfg, alloc, markerSender{b})
+	router := txn.NewRouter(b.cfg.NodeID, coordinatorCluster{b}, txnPeerDialer{b}, cfg.Logger)
+	c, err := txn.New(cfg, alloc, router)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	return c, nil
+	router.Serve(c)
+	return c, router, nil
 }
 
 // closeTxns stops the coordinator, then its peer clients.
 func (b *Broker) closeTxns() {
 	b.txns.Close()
-	b.txnPeers.mu.Lock()
-	defer b.txnPeers.mu.Unlock()
-	for id, p := range b.txnPeers.clients {
-		p.cl.Close()
-		delete(b.txnPeers.clients, id)
-	}
+	b.txnPeers.closeAll()
 }
 
-// txnLeadershipLocked tells the coordinator which partitions of
-// __transaction_state this node leads, with their leader epochs.
-// REQUIRES: b.parts.mu held.
-func (b *Broker) txnLeadershipLocked(e *topicEntry) {
-	if b.txns == nil || e.topic.Name != txn.TopicName {
-		return
+// coordinatorCluster is the cluster as the coordinators see it (the
+// transaction router's txn.Cluster; the group coordinator asks TopicKnown).
+type coordinatorCluster struct{ b *Broker }
+
+var _ txn.Cluster = coordinatorCluster{}
+
+func (c coordinatorCluster) PartitionLeader(topic string, partition int32) (int32, bool) {
+	t, ok := c.b.parts.topic(topic)
+	if !ok || partition < 0 || int(partition) >= len(t.states) {
+		return -1, false
 	}
-	b.txns.UsePartitionCount(int32(len(e.topic.Replicas)))
-	for i, p := range e.parts {
-		idx := int32(i)
-		switch {
-		case p != nil && p.isLeader():
-			b.txns.BecomeLeader(idx, offsetsLog{b: b, p: p}, p.leaderEpoch())
-		case b.txns.Leads(idx):
-			b.txns.Resign(idx)
-		}
-	}
+	return c.b.brokerView().leaderOf(t.states[partition]), true
 }
 
-// txnTopicRemovedLocked: the coordinator stops using deleted logs.
-// REQUIRES: b.parts.mu held.
-func (b *Broker) txnTopicRemovedLocked(e *topicEntry) {
-	if b.txns == nil || e.topic.Name != txn.TopicName {
-		return
-	}
-	for i := range e.parts {
-		if b.txns.Leads(int32(i)) {
-			b.txns.Resign(int32(i))
-		}
-	}
+func (c coordinatorCluster) PartitionExists(topic string, partition int32) bool {
+	t, ok := c.b.parts.topic(topic)
+	return ok && partition >= 0 && int(partition) < len(t.states)
 }
 
-// ensureTxnTopic returns __transaction_state, creating it on first use
-// (compacted, internal, transaction.state.log.num.partitions partitions,
-// replication factor min(offsets.topic.replication.factor, live brokers)).
-func (b *Broker) ensureTxnTopic(ctx context.Context) (topicView, error) {
-	if t, ok := b.parts.topic(txn.TopicName); ok {
-		return t, nil
-	}
-	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.brokers()))
-	replicas := roundRobin(b.brokers(), 0, int(b.txns.Partitions()), rf)
-	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{
-		Name: txn.TopicName, Replicas: replicas, Internal: true,
-		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(txnStateSegmentBytes)},
-	})
-	if err != nil && !errors.Is(err, metadata.ErrTopicExists) {
-		return topicView{}, err
-	}
-	if t, ok := b.parts.topic(txn.TopicName); ok {
-		return t, nil
-	}
-	return b.loadTopicLocally(ctx, txn.TopicName)
+func (c coordinatorCluster) TopicKnown(topic string) bool {
+	_, ok := c.b.parts.topic(topic)
+	return ok
 }
 
-// txnCoordinatorOf finds the coordinator of a transactional id: the
-// leader of its __transaction_state partition.
-func (b *Broker) txnCoordinatorOf(ctx context.Context, id string) (metadata.BrokerInfo, int16, string) {
-	t, err := b.ensureTxnTopic(ctx)
-	if err != nil {
-		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code, "creating " + txn.TopicName + ": " + err.Error()
-	}
-	p := b.txns.PartitionFor(id)
-	if int(p) >= len(t.states) {
-		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code,
-			fmt.Sprintf("%s has %d partitions, expected %d", txn.TopicName, len(t.states), b.txns.Partitions())
-	}
-	view := b.brokerView()
-	if info, ok := view.find(view.leaderOf(t.states[p])); ok {
-		return info, 0, ""
-	}
-	return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code, fmt.Sprintf("partition %d of %s has no live leader", p, txn.TopicName)
+func (c coordinatorCluster) Coordinator(ctx context.Context, id string) (int32, int16, string) {
+	info, code, msg := c.b.coordinatorOf(ctx, txnStateTopic(c.b.txns), id)
+	return info.NodeID, code, msg
 }
+
+// txnPeerDialer hands the router the broker's marker clients.
+type txnPeerDialer struct{ b *Broker }
+
+func (d txnPeerDialer) Peer(node int32) (txn.Peer, error) { return d.b.txnPeers.peer(d.b, node) }
 
 // txnPeer is a peer client and the address it was made for.
 type txnPeer struct {
@@ -139,8 +90,8 @@ type txnPeer struct {
 	cl   peer.Client
 }
 
-// txnPeerSet holds the marker sender's clients, one per broker (this one
-// included). Owner: mu.
+// txnPeerSet holds the transaction router's clients, one per broker
+// (this one included). Owner: mu.
 type txnPeerSet struct {
 	mu      sync.Mutex
 	clients map[int32]txnPeer
@@ -170,4 +121,14 @@ func (s *txnPeerSet) peer(b *Broker, node int32) (peer.Client, error) {
 	}
 	s.clients[node] = txnPeer{addr: addr, cl: cl}
 	return cl, nil
+}
+
+// closeAll closes every client.
+func (s *txnPeerSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, p := range s.clients {
+		p.cl.Close()
+		delete(s.clients, id)
+	}
 }

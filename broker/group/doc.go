@@ -26,7 +26,9 @@
 //     delivers the responses of the same step. What it shares with the
 //     transaction coordinator (the led partitions and their status, the
 //     append/wait step, the replay on leadership, the background loops)
-//     lives in package broker/coordinator.
+//     lives in package broker/coordinator. The classic APIs' views of
+//     groups of either protocol (DescribeGroups, ListGroups by state
+//     name) are in classic_view.go.
 //
 // # Which coordinator
 //

@@ -17,10 +17,19 @@
 //     __transaction_state partitions this broker leads
 //     (coordinator.Partitions of coordinator.Log, shared with the group
 //     coordinator in package broker/coordinator), a producer id allocator,
-//     and a MarkerSender (the broker: WriteTxnMarkers to each partition
-//     leader). It appends the machine's records, waits until they are
-//     durable, and only then answers; it retries marker jobs until every
-//     partition answered.
+//     and a MarkerSender. It appends the machine's records, waits until
+//     they are durable, and only then answers; it retries marker jobs
+//     until every partition answered.
+//   - Router (router.go, verify.go) carries the inter-broker messages of
+//     transactions, through two interfaces the broker implements: Cluster
+//     (partition leaders, the coordinator node of an id) and Peers (a
+//     client per broker). It is the Coordinator's MarkerSender
+//     (WriteTxnMarkers to each partition's leader, one request per
+//     leader), and it asks a transaction's coordinator, in process or on
+//     a peer, about a partition before a transactional append: KIP-890
+//     verification (AddPartitionsToTxn v4 VerifyOnly) and part 2's
+//     implicit add (Produce v12+, TxnOffsetCommit v5+). Its in-memory
+//     twins are in router_test.go.
 //
 // # Producer ids
 //
