@@ -385,7 +385,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.initReplicaShell()
 	b.quotas.Attach(store, b.lifetime, b.log)
-	b.authz.configure(cfg.Authorizer, cfg.SuperUsers, store, b.log)
+	b.authz.Configure(cfg.Authorizer, cfg.SuperUsers, store, b.log)
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	return b, nil
 }
@@ -439,7 +439,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	if err := b.startPartitions(ctx); err != nil {
 		return err
 	}
-	if err := b.authz.start(ctx, b.lifetime, &b.loops); err != nil {
+	if err := b.authz.Start(ctx, b.lifetime, &b.loops); err != nil {
 		return fmt.Errorf("broker: loading ACLs: %w", err)
 	}
 	b.groups.Start()

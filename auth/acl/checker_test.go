@@ -1,4 +1,4 @@
-package broker
+package acl
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/strata-log/strata/auth"
 )
 
-// memACLStore is an in-memory aclStore: set replaces the ACLs at a new
+// memACLStore is an in-memory Store: set replaces the ACLs at a new
 // revision and signals the watchers, as an etcd write would.
 type memACLStore struct {
 	mu       sync.Mutex
@@ -20,7 +20,7 @@ type memACLStore struct {
 	watchers []chan struct{}
 }
 
-var _ aclStore = (*memACLStore)(nil)
+var _ Store = (*memACLStore)(nil)
 
 func (s *memACLStore) ACLs(ctx context.Context) ([]auth.ACL, int64, error) {
 	s.mu.Lock()
@@ -53,26 +53,31 @@ func readTopicACL(principal, topic string) auth.ACL {
 		Principal: principal, Host: auth.Wildcard, Operation: auth.OpRead, Permission: auth.PermissionAllow}
 }
 
-// The authorizer on its own, through aclStore: off allows all; on, only
+// allowedTopic checks op on a topic for r.
+func (z *Checker) allowedTopic(r Requester, op auth.Operation, topic string) bool {
+	return z.Allowed(r, op, auth.ResourceTopic, topic)
+}
+
+// The checker on its own, through Store: off allows all; on, only
 // super users pass before the first load; the loop follows the store; an
 // older revision never replaces a newer snapshot.
 func TestAuthorizerFollowsItsStore(t *testing.T) {
-	alice := &requestContext{principal: "User:alice", host: "10.0.0.1"}
-	var off authorizer
-	if !off.allowedTopic(alice, auth.OpDelete, "t") || off.operations(alice, auth.ResourceGroup, "g") != 1<<auth.OpRead|1<<auth.OpDescribe|1<<auth.OpDelete {
+	alice := Requester{Principal: "User:alice", Host: "10.0.0.1"}
+	var off Checker
+	if !off.allowedTopic(alice, auth.OpDelete, "t") || off.Operations(alice, auth.ResourceGroup, "g") != 1<<auth.OpRead|1<<auth.OpDescribe|1<<auth.OpDelete {
 		t.Fatal("an authorizer that is off denied something")
 	}
 
 	store := &memACLStore{}
-	var z authorizer
-	z.configure(true, []string{"User:admin"}, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if z.allowedTopic(alice, auth.OpRead, "t") || !z.allowedCluster(&requestContext{principal: "User:admin"}, auth.OpAlter) {
+	var z Checker
+	z.Configure(true, []string{"User:admin"}, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if z.allowedTopic(alice, auth.OpRead, "t") || !z.Allowed(Requester{Principal: "User:admin"}, auth.OpAlter, auth.ResourceCluster, auth.ClusterResourceName) {
 		t.Fatal("before the first load only super users may pass")
 	}
 	lifetime, cancel := context.WithCancel(context.Background())
 	var loops sync.WaitGroup
 	defer func() { cancel(); loops.Wait() }()
-	if err := z.start(context.Background(), lifetime, &loops); err != nil {
+	if err := z.Start(context.Background(), lifetime, &loops); err != nil {
 		t.Fatal(err)
 	}
 	store.set(readTopicACL("User:alice", "t"))
@@ -87,10 +92,10 @@ func TestAuthorizerFollowsItsStore(t *testing.T) {
 		t.Fatal("an ACL allowed more than it names")
 	}
 
-	newer := z.snapshot()
-	z.current.Store(&authzSnapshot{z: newer.z, acls: newer.acls, revision: newer.revision + 10})
+	newer := z.Snapshot()
+	z.current.Store(&Snapshot{z: newer.z, acls: newer.acls, revision: newer.revision + 10})
 	store.set() // revision below the installed one
-	if err := z.reload(context.Background()); err != nil {
+	if err := z.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !z.allowedTopic(alice, auth.OpRead, "t") {
