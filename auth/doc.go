@@ -6,6 +6,23 @@
 // (metadata.Store.ScramCredential), and asks an Authorizer built from
 // metadata.Store.ACLs.
 //
+// Subpackage acl keeps a broker's snapshot of the ACLs current (it does the
+// I/O this package does not).
+//
+// # SASL sequence
+//
+// A SASLServer is one connection's authentication: Handshake chooses a
+// mechanism once, among those the listener offers (DefaultMechanisms, the
+// two SCRAM ones, unless configured; PLAIN is opt-in), then Step feeds it
+// the client's tokens until it names the user. Out-of-sequence calls fail
+// with ErrSASLState (Kafka's ILLEGAL_SASL_STATE), an unoffered mechanism
+// with ErrMechanismNotEnabled; after a success or any error every further
+// Step fails. Credentials come from a CredentialSource: the first stored
+// credential among the mechanisms asked, in order (PLAIN asks for
+// SCRAM-SHA-512, then SCRAM-SHA-256; a SCRAM mechanism for its own). The
+// Kafka framing (SaslHandshake, SaslAuthenticate, v0 raw tokens) is the
+// broker's.
+//
 // # SCRAM exchange
 //
 // Kafka carries each SASL message in a SaslAuthenticate request (KIP-152).

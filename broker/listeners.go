@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -217,7 +218,7 @@ func (c Config) validateListeners() error {
 	if !seen[c.interBrokerListener()] {
 		return fmt.Errorf("%w: inter-broker listener %s is not a listener", ErrInvalidConfig, c.InterBrokerListener)
 	}
-	if s := c.InterBrokerSASL; s.Mechanism != "" && !knownMechanism(s.Mechanism) {
+	if s := c.InterBrokerSASL; s.Mechanism != "" && !auth.KnownMechanism(s.Mechanism) {
 		return fmt.Errorf("%w: inter-broker SASL mechanism %q", ErrInvalidConfig, s.Mechanism)
 	}
 	return nil
@@ -241,7 +242,7 @@ func (l ListenerConfig) validate() error {
 		}
 	}
 	for _, m := range l.SASLMechanisms {
-		if !knownMechanism(m) {
+		if !auth.KnownMechanism(m) {
 			return fmt.Errorf("%w: %s: SASL mechanism %q", ErrBadListener, l.Name, m)
 		}
 	}
