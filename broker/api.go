@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/broker/listeners"
 	"github.com/strata-log/strata/broker/txn"
 	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/compaction"
@@ -244,7 +245,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if c.Advertise != "" {
-		if _, _, err := parseHostPort(c.Advertise); err != nil {
+		if _, _, err := listeners.SplitHostPort(c.Advertise); err != nil {
 			return fmt.Errorf("%w: advertise: %v", ErrInvalidConfig, err)
 		}
 	}

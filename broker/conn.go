@@ -91,7 +91,7 @@ const tlsHandshakeTimeout = 10 * time.Second
 // SSL listener a verified client certificate makes the principal
 // "User:" + its subject (Kafka's default principal builder).
 func (c *conn) handshake() error {
-	if !c.l.Security.usesTLS() {
+	if !c.l.Security.UsesTLS() {
 		return nil
 	}
 	tc := tls.Server(c.raw, c.l.TLS)

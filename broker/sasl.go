@@ -62,8 +62,8 @@ type connAuth struct {
 
 // newConnAuth is the identity of a new connection on listener l.
 func newConnAuth(c *conn, l ListenerConfig) connAuth {
-	a := connAuth{principal: anonymousPrincipal, authenticated: !l.Security.usesSASL()}
-	if l.Security.usesSASL() {
+	a := connAuth{principal: anonymousPrincipal, authenticated: !l.Security.UsesSASL()}
+	if l.Security.UsesSASL() {
 		a.sasl = auth.NewSASLServer(l.SASLMechanisms, c.scramCredential)
 	}
 	return a
