@@ -1,13 +1,11 @@
 // Package auth holds Strata's authentication and authorization logic: the
 // server side of SASL SCRAM-SHA-256/512 (RFC 5802, RFC 7677), SASL PLAIN
-// verified against stored SCRAM credentials (RFC 4616), and Kafka's ACL
-// model. It is pure: no I/O, no goroutines, no clocks. The broker feeds it
-// the client's bytes and a CredentialLookup backed by etcd
-// (metadata.Store.ScramCredential), and asks an Authorizer built from
-// metadata.Store.ACLs.
-//
-// Subpackage acl keeps a broker's snapshot of the ACLs current (it does the
-// I/O this package does not).
+// verified against stored SCRAM credentials (RFC 4616), the SASL sequence
+// of one connection (SASLServer), and Kafka's ACL model. It is pure: no
+// I/O, no goroutines, no clocks. The broker feeds it the client's bytes
+// and a CredentialSource backed by etcd (metadata.Store.ScramCredential);
+// its authorization checks go to an Authorizer built from
+// metadata.Store.ACLs, which subpackage acl keeps current.
 //
 // # SASL sequence
 //
