@@ -102,3 +102,43 @@ func TestAuthorizerFollowsItsStore(t *testing.T) {
 		t.Fatal("an older revision replaced a newer snapshot")
 	}
 }
+
+// KIP-679's rule, on the snapshot: IdempotentWrite on the cluster, or some
+// Write (or All) on topics for the principal or User:*, unless Write on
+// every topic is denied to it.
+func TestAllowedIdempotentWrite(t *testing.T) {
+	topicACL := func(principal, name string, op auth.Operation, perm auth.Permission) auth.ACL {
+		return auth.ACL{ResourceType: auth.ResourceTopic, ResourceName: name, PatternType: auth.PatternLiteral,
+			Principal: principal, Host: auth.Wildcard, Operation: op, Permission: perm}
+	}
+	clusterIdem := auth.ACL{ResourceType: auth.ResourceCluster, ResourceName: auth.ClusterResourceName,
+		PatternType: auth.PatternLiteral, Principal: "User:alice", Host: auth.Wildcard,
+		Operation: auth.OpIdempotentWrite, Permission: auth.PermissionAllow}
+	alice := Requester{Principal: "User:alice", Host: "10.0.0.1"}
+	cases := []struct {
+		name string
+		acls []auth.ACL
+		want bool
+	}{
+		{"nothing", nil, false},
+		{"cluster IdempotentWrite", []auth.ACL{clusterIdem}, true},
+		{"write on one topic", []auth.ACL{topicACL("User:alice", "t", auth.OpWrite, auth.PermissionAllow)}, true},
+		{"all for every user", []auth.ACL{topicACL("User:*", "t", auth.OpAll, auth.PermissionAllow)}, true},
+		{"read only", []auth.ACL{topicACL("User:alice", "t", auth.OpRead, auth.PermissionAllow)}, false},
+		{"someone else", []auth.ACL{topicACL("User:bob", "t", auth.OpWrite, auth.PermissionAllow)}, false},
+		{"write denied on every topic", []auth.ACL{topicACL("User:alice", "t", auth.OpWrite, auth.PermissionAllow),
+			topicACL("User:alice", "*", auth.OpWrite, auth.PermissionDeny)}, false},
+	}
+	for _, tc := range cases {
+		store := &memACLStore{}
+		store.set(tc.acls...)
+		var z Checker
+		z.Configure(true, nil, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err := z.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := z.AllowedIdempotentWrite(alice); got != tc.want {
+			t.Errorf("%s: AllowedIdempotentWrite = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
