@@ -400,7 +400,7 @@ func (b *Broker) Start(ctx context.Context) error {
 }
 
 func (b *Broker) start(ctx context.Context) error {
-	listeners, err := b.openListeners()
+	listeners, err := openListeners(b.cfg.listeners())
 	if err != nil {
 		return err
 	}

@@ -102,11 +102,11 @@ type listener struct {
 	endpoint string
 }
 
-// openListeners binds every configured listener; on error it closes the
-// ones already bound.
-func (b *Broker) openListeners() ([]*listener, error) {
+// openListeners binds every listener of cfgs; on error it closes the ones
+// already bound.
+func openListeners(cfgs []ListenerConfig) ([]*listener, error) {
 	var out []*listener
-	for _, cfg := range b.cfg.listeners() {
+	for _, cfg := range cfgs {
 		ln, err := net.Listen("tcp", cfg.Addr)
 		if err == nil {
 			var endpoint string
