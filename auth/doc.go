@@ -1,10 +1,25 @@
 // Package auth holds Strata's authentication and authorization logic: the
 // server side of SASL SCRAM-SHA-256/512 (RFC 5802, RFC 7677), SASL PLAIN
-// verified against stored SCRAM credentials (RFC 4616), and Kafka's ACL
-// model. It is pure: no I/O, no goroutines, no clocks. The broker feeds it
-// the client's bytes and a CredentialLookup backed by etcd
-// (metadata.Store.ScramCredential), and asks an Authorizer built from
-// metadata.Store.ACLs.
+// verified against stored SCRAM credentials (RFC 4616), the SASL sequence
+// of one connection (SASLServer), and Kafka's ACL model. It is pure: no
+// I/O, no goroutines, no clocks. The broker feeds it the client's bytes
+// and a CredentialSource backed by etcd (metadata.Store.ScramCredential);
+// its authorization checks go to an Authorizer built from
+// metadata.Store.ACLs, which subpackage acl keeps current.
+//
+// # SASL sequence
+//
+// A SASLServer is one connection's authentication: Handshake chooses a
+// mechanism once, among those the listener offers (DefaultMechanisms, the
+// two SCRAM ones, unless configured; PLAIN is opt-in), then Step feeds it
+// the client's tokens until it names the user. Out-of-sequence calls fail
+// with ErrSASLState (Kafka's ILLEGAL_SASL_STATE), an unoffered mechanism
+// with ErrMechanismNotEnabled; after a success or any error every further
+// Step fails. Credentials come from a CredentialSource: the first stored
+// credential among the mechanisms asked, in order (PLAIN asks for
+// SCRAM-SHA-512, then SCRAM-SHA-256; a SCRAM mechanism for its own). The
+// Kafka framing (SaslHandshake, SaslAuthenticate, v0 raw tokens) is the
+// broker's.
 //
 // # SCRAM exchange
 //

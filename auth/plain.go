@@ -13,7 +13,7 @@ import (
 // credential: it recomputes StoredKey from the password with the
 // credential's salt and iterations and compares in constant time, so no
 // plaintext password is ever stored. lookup returns the credential to
-// verify against (the broker prefers SCRAM-SHA-512, else SCRAM-SHA-256);
+// verify against (SASLServer prefers SCRAM-SHA-512, else SCRAM-SHA-256);
 // either mechanism is accepted. An unknown user costs the same PBKDF2 work
 // as a known one, against a fake credential, before failing.
 func VerifyPlain(msg []byte, lookup CredentialLookup) (user string, err error) {

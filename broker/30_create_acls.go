@@ -73,7 +73,7 @@ func (b *Broker) reloadAfterSecurityChange(ctx context.Context) {
 	if !b.cfg.Authorizer {
 		return
 	}
-	if err := b.authz.reload(ctx); err != nil {
+	if err := b.authz.Reload(ctx); err != nil {
 		b.log.Warn("reloading ACLs after a change; the watch will retry", "err", err)
 	}
 }

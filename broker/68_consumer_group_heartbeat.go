@@ -62,7 +62,7 @@ func (b *Broker) describableTopics(rc *requestContext) group.TopicFilter {
 		return nil
 	}
 	principal, host := principalOf(rc)
-	z := b.authz.snapshot().z
+	z := b.authz.Snapshot()
 	return func(topic string) bool {
 		return z.Authorized(principal, host, auth.OpDescribe, auth.ResourceTopic, topic)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/broker/listeners"
 	"github.com/strata-log/strata/broker/txn"
 	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/compaction"
@@ -244,7 +245,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if c.Advertise != "" {
-		if _, _, err := parseHostPort(c.Advertise); err != nil {
+		if _, _, err := listeners.SplitHostPort(c.Advertise); err != nil {
 			return fmt.Errorf("%w: advertise: %v", ErrInvalidConfig, err)
 		}
 	}
@@ -389,7 +390,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.initReplicaShell()
 	b.quotas.Attach(store, b.lifetime, b.log)
-	b.authz.configure(cfg.Authorizer, cfg.SuperUsers, store, b.log)
+	b.authz.Configure(cfg.Authorizer, cfg.SuperUsers, store, b.log)
 	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	return b, nil
 }
@@ -403,7 +404,7 @@ func (b *Broker) Start(ctx context.Context) error {
 }
 
 func (b *Broker) start(ctx context.Context) error {
-	listeners, err := b.openListeners()
+	listeners, err := openListeners(b.cfg.listeners())
 	if err != nil {
 		return err
 	}
@@ -443,7 +444,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	if err := b.startPartitions(ctx); err != nil {
 		return err
 	}
-	if err := b.authz.start(ctx, b.lifetime, &b.loops); err != nil {
+	if err := b.authz.Start(ctx, b.lifetime, &b.loops); err != nil {
 		return fmt.Errorf("broker: loading ACLs: %w", err)
 	}
 	b.groups.Start()

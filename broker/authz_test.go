@@ -66,9 +66,9 @@ func allowTopic(t *testing.T, tb *testBroker, principal, topic string, ops ...au
 func waitACLs(t *testing.T, b *Broker, ok func([]auth.ACL) bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !ok(b.authz.snapshot().acls) {
+	for !ok(b.authz.Snapshot().ACLs()) {
 		if time.Now().After(deadline) {
-			t.Fatalf("ACL snapshot not updated by the watch after 20s: %v", b.authz.snapshot().acls)
+			t.Fatalf("ACL snapshot not updated by the watch after 20s: %v", b.authz.Snapshot().ACLs())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

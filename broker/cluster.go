@@ -2,10 +2,7 @@ package broker
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/strata-log/strata/metadata"
@@ -51,18 +48,6 @@ func (b *Broker) brokers() []metadata.BrokerInfo {
 
 func (b *Broker) isLive(node int32) bool {
 	return slices.ContainsFunc(b.brokers(), func(i metadata.BrokerInfo) bool { return i.NodeID == node })
-}
-
-func parseHostPort(s string) (string, int32, error) {
-	host, portStr, err := net.SplitHostPort(s)
-	if err != nil {
-		return "", 0, err
-	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil {
-		return "", 0, fmt.Errorf("port %q: %w", portStr, err)
-	}
-	return host, int32(port), nil
 }
 
 // producerIDs hands out producer ids from blocks reserved in metadata.

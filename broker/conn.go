@@ -51,7 +51,7 @@ type conn struct {
 
 func newConn(b *Broker, nc net.Conn, l ListenerConfig, parent context.Context) *conn {
 	ctx, cancel := context.WithCancel(parent)
-	return &conn{
+	c := &conn{
 		b:      b,
 		raw:    nc,
 		nc:     nc,
@@ -61,8 +61,9 @@ func newConn(b *Broker, nc net.Conn, l ListenerConfig, parent context.Context) *
 		queue:  make(chan *wire.Slot, b.cfg.MaxInFlightRequests),
 		ctx:    ctx,
 		cancel: cancel,
-		auth:   connAuth{principal: anonymousPrincipal, authenticated: !l.Security.usesSASL()},
 	}
+	c.auth = newConnAuth(c, l)
+	return c
 }
 
 // serve runs the connection until it closes; it returns once both loops
@@ -90,7 +91,7 @@ const tlsHandshakeTimeout = 10 * time.Second
 // SSL listener a verified client certificate makes the principal
 // "User:" + its subject (Kafka's default principal builder).
 func (c *conn) handshake() error {
-	if !c.l.Security.usesTLS() {
+	if !c.l.Security.UsesTLS() {
 		return nil
 	}
 	tc := tls.Server(c.raw, c.l.TLS)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-log/strata/auth"
+	"github.com/strata-log/strata/broker/listeners"
 	"github.com/strata-log/strata/replication/peer"
 )
 
@@ -47,14 +48,14 @@ func (b *Broker) peerSecurityOpts() ([]kgo.Opt, error) {
 		}
 	}
 	var opts []kgo.Opt
-	if l.Security.usesTLS() {
+	if l.Security.UsesTLS() {
 		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if b.cfg.InterBrokerTLS != nil {
 			tlsCfg = b.cfg.InterBrokerTLS.Clone()
 		}
 		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
 	}
-	if l.Security.usesSASL() {
+	if l.Security.UsesSASL() {
 		m, err := peerSASLMechanism(b.cfg.InterBrokerSASL)
 		if err != nil {
 			return nil, err
@@ -86,7 +87,7 @@ func (b *Broker) peerAddress(node int32) string {
 	}
 	for _, info := range b.brokers() {
 		if info.NodeID == node {
-			return endpointOn(info, b.cfg.interBrokerListener())
+			return listeners.EndpointOn(info, b.cfg.interBrokerListener())
 		}
 	}
 	return ""

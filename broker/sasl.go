@@ -1,8 +1,8 @@
 package broker
 
-// SASL authentication (issue 9): SaslHandshake (key 17) and
-// SaslAuthenticate (key 36), handled by the connection's reader itself,
-// in order, before it reads the next request:
+// SASL authentication: SaslHandshake (key 17) and SaslAuthenticate (key
+// 36), handled by the connection's reader itself, in order, before it
+// reads the next request:
 //
 //	ApiVersions*  ->  SaslHandshake(mechanism)  ->  SaslAuthenticate(token)+  ->  any request
 //
@@ -12,7 +12,10 @@ package broker
 // answered with SASL_AUTHENTICATION_FAILED and the connection closed.
 // After SaslHandshake v0 the tokens travel raw, outside Kafka framing
 // (a 4-byte size, then the token, both ways) until the exchange ends; v1
-// wraps them in SaslAuthenticate. Re-authentication (KIP-368) is not offered: session_lifetime_ms is 0.
+// wraps them in SaslAuthenticate. Re-authentication (KIP-368) is not
+// offered: session_lifetime_ms is 0. The mechanisms themselves run in
+// auth.SASLServer; this file decodes the requests, answers Kafka's codes
+// and frames the raw tokens.
 
 import (
 	"context"
@@ -20,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,14 +44,6 @@ const (
 	preAuthMaxRequestBytes = 512 << 10
 )
 
-// defaultSASLMechanisms are offered by a SASL listener configured without
-// mechanisms: PLAIN sends the password itself, so it is opt-in.
-var defaultSASLMechanisms = []string{auth.MechScramSHA256, auth.MechScramSHA512}
-
-func knownMechanism(m string) bool {
-	return m == auth.MechPlain || m == auth.MechScramSHA256 || m == auth.MechScramSHA512
-}
-
 // connAuth is a connection's identity. Owned by the connection's reader
 // (SASL requests are served by the reader itself).
 type connAuth struct {
@@ -59,21 +53,20 @@ type connAuth struct {
 	// authenticated: requests beyond the pre-auth set may be served.
 	// True from the start on listeners without SASL.
 	authenticated bool
-	// mechanism is the one chosen by SaslHandshake ("" before).
-	mechanism string
-	// scram is the SCRAM exchange in progress (SCRAM mechanisms only).
-	scram *auth.ScramServer
+	// sasl is the SASL authentication (nil on listeners without SASL).
+	sasl *auth.SASLServer
 	// rawTokens: SaslHandshake v0 chose raw tokens; the reader reads them
 	// instead of requests until authenticated.
 	rawTokens bool
 }
 
-// saslMechanisms are the mechanisms of the connection's listener.
-func (c *conn) saslMechanisms() []string {
-	if len(c.l.SASLMechanisms) > 0 {
-		return c.l.SASLMechanisms
+// newConnAuth is the identity of a new connection on listener l.
+func newConnAuth(c *conn, l ListenerConfig) connAuth {
+	a := connAuth{principal: anonymousPrincipal, authenticated: !l.Security.UsesSASL()}
+	if l.Security.UsesSASL() {
+		a.sasl = auth.NewSASLServer(l.SASLMechanisms, c.scramCredential)
 	}
-	return defaultSASLMechanisms
+	return a
 }
 
 // serveSASL answers a SaslHandshake or SaslAuthenticate request into s.
@@ -96,50 +89,43 @@ func (c *conn) serveSASL(d decodedRequest, s *wire.Slot) (closeAfter bool) {
 
 func (c *conn) saslHandshake(req *kmsg.SASLHandshakeRequest) (kmsg.Response, bool) {
 	resp := kmsg.NewPtrSASLHandshakeResponse()
-	if !c.l.Security.usesSASL() || c.auth.authenticated || c.auth.mechanism != "" {
+	if c.auth.sasl == nil || c.auth.authenticated || c.auth.sasl.Mechanism() != "" {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp, true
 	}
-	resp.SupportedMechanisms = c.saslMechanisms()
-	if !slices.Contains(resp.SupportedMechanisms, req.Mechanism) {
+	resp.SupportedMechanisms = c.auth.sasl.Mechanisms()
+	if err := c.auth.sasl.Handshake(req.Mechanism); err != nil {
 		c.log.Info("SASL mechanism not enabled", "mechanism", req.Mechanism)
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return resp, true
 	}
-	c.auth.mechanism, c.auth.rawTokens = req.Mechanism, req.Version == 0
-	if req.Mechanism != auth.MechPlain {
-		scram, err := auth.NewScramServer(req.Mechanism, c.credentialLookup(req.Mechanism))
-		if err != nil { // knownMechanism was checked at Validate
-			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-			return resp, true
-		}
-		c.auth.scram = scram
-	}
+	c.auth.rawTokens = req.Version == 0
 	return resp, false
 }
 
 func (c *conn) saslAuthenticate(req *kmsg.SASLAuthenticateRequest) (kmsg.Response, bool) {
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
-	if c.auth.mechanism == "" || c.auth.authenticated {
+	if c.auth.sasl == nil || c.auth.sasl.Mechanism() == "" || c.auth.authenticated {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		msg := "SaslAuthenticate without a SaslHandshake first"
 		resp.ErrorMessage = &msg
 		return resp, true
 	}
-	reply, user, err := c.saslStep(req.SASLAuthBytes)
+	mech := c.auth.sasl.Mechanism()
+	reply, user, err := c.auth.sasl.Step(req.SASLAuthBytes)
 	if err != nil {
-		c.log.Info("SASL authentication failed", "mechanism", c.auth.mechanism, "err", err)
+		c.log.Info("SASL authentication failed", "mechanism", mech, "err", err)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		msg := fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", c.auth.mechanism)
+		msg := fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", mech)
 		if !errors.Is(err, auth.ErrAuthFailed) && !errors.Is(err, auth.ErrBadMessage) {
-			msg = fmt.Sprintf("Authentication failed with SASL mechanism %s: credentials unavailable", c.auth.mechanism)
+			msg = fmt.Sprintf("Authentication failed with SASL mechanism %s: credentials unavailable", mech)
 		}
 		resp.ErrorMessage = &msg
 		return resp, true
 	}
 	resp.SASLAuthBytes = reply
 	if user != "" {
-		c.setPrincipal("User:"+user, c.auth.mechanism)
+		c.setPrincipal("User:"+user, mech)
 	}
 	return resp, false
 }
@@ -153,9 +139,9 @@ func (c *conn) serveRawToken() bool {
 		c.logReadError(err)
 		return false
 	}
-	reply, user, err := c.saslStep(token)
+	reply, user, err := c.auth.sasl.Step(token)
 	if err != nil {
-		c.log.Info("SASL authentication failed", "mechanism", c.auth.mechanism, "err", err)
+		c.log.Info("SASL authentication failed", "mechanism", c.auth.sasl.Mechanism(), "err", err)
 		return false
 	}
 	s := wire.NewSlot()
@@ -167,7 +153,7 @@ func (c *conn) serveRawToken() bool {
 		return false
 	}
 	if user != "" {
-		c.setPrincipal("User:"+user, c.auth.mechanism)
+		c.setPrincipal("User:"+user, c.auth.sasl.Mechanism())
 	}
 	return true
 }
@@ -190,38 +176,19 @@ func readRawToken(r io.Reader) ([]byte, error) {
 	return token, nil
 }
 
-// saslStep runs one step of the chosen mechanism. user is set once the
-// exchange is complete.
-func (c *conn) saslStep(msg []byte) (reply []byte, user string, err error) {
-	if c.auth.mechanism == auth.MechPlain {
-		user, err = auth.VerifyPlain(msg, c.credentialLookup(auth.MechPlain))
-		return nil, user, err
-	}
-	reply, done, err := c.auth.scram.Step(msg)
-	if err != nil || !done {
-		return reply, "", err
-	}
-	return reply, c.auth.scram.User(), nil
-}
-
-// credentialLookup reads a user's SCRAM credential from etcd for mech;
-// for PLAIN, the SCRAM-SHA-512 credential, else the SCRAM-SHA-256 one.
-func (c *conn) credentialLookup(mech string) auth.CredentialLookup {
-	mechs := []string{mech}
-	if mech == auth.MechPlain {
-		mechs = []string{auth.MechScramSHA512, auth.MechScramSHA256}
-	}
-	return func(user string) (auth.ScramCredential, bool, error) {
-		ctx, cancel := context.WithTimeout(c.ctx, saslLookupTimeout)
-		defer cancel()
-		for _, m := range mechs {
-			cred, found, err := c.b.store.ScramCredential(ctx, user, m)
-			if err != nil || found {
-				return cred, found, err
-			}
+// scramCredential is the connection's auth.CredentialSource: the user's
+// first stored credential among mechs, read from etcd within one
+// saslLookupTimeout.
+func (c *conn) scramCredential(user string, mechs []string) (auth.ScramCredential, bool, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, saslLookupTimeout)
+	defer cancel()
+	for _, m := range mechs {
+		cred, found, err := c.b.store.ScramCredential(ctx, user, m)
+		if err != nil || found {
+			return cred, found, err
 		}
-		return auth.ScramCredential{}, false, nil
 	}
+	return auth.ScramCredential{}, false, nil
 }
 
 // setPrincipal records a successful authentication.
