@@ -270,24 +270,15 @@ type Broker struct {
 	// lifetime ends the background loops (watch, retention, registration).
 	lifetime       context.Context
 	lifetimeCancel context.CancelFunc
-	// handlerCtx is the parent of every connection's handler context; it
-	// ends when a shutdown's deadline passes.
-	handlerCtx    context.Context
-	handlerCancel context.CancelFunc
 	// drainStart ends when shutdown starts draining connections: fetch
 	// long-polls then answer at once instead of holding the drain up to
 	// their max wait. Set by New.
 	drainStart context.Context
 	draining   context.CancelFunc
 	loops      sync.WaitGroup // acceptLoop, watchLoop, retentionLoop
-	inflight   sync.WaitGroup // handler goroutines
 
-	conns struct {
-		mu      sync.Mutex
-		set     map[*conn]struct{}
-		closing bool
-		wg      sync.WaitGroup // one per serving connection
-	}
+	// conns runs the client connections (server.go). Set by New.
+	conns *wire.Server
 	// connLimits admits connections at accept (MaxConnections,
 	// MaxConnectionsPerIP). Set by New.
 	connLimits *wire.ConnLimiter
@@ -378,15 +369,16 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 		return nil, err
 	}
 	b.apis = newAPITable(b)
-	b.conns.set = map[*conn]struct{}{}
 	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
 	b.queued = wire.NewByteBudget(cfg.QueuedMaxRequestBytes)
+	if b.conns, err = newConnServer(b); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	b.parts.init()
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.initReplicaShell()
 	b.quotas.Attach(store, b.lifetime, b.log)
 	b.authz.configure(cfg.Authorizer, cfg.SuperUsers, store, b.log)
-	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	return b, nil
 }
 
@@ -566,9 +558,9 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	b.groups.Close()
 	b.closeTxns()
 	b.draining()
-	drainErr := b.drainConns(ctx)
-	b.handlerCancel()
-	waitTimeout(&b.inflight, time.Second)
+	drainErr := b.conns.Drain(ctx)
+	// Handlers that ignore their context must not hang shutdown.
+	b.conns.Close(time.Second)
 	b.lifetimeCancel()
 	b.loops.Wait()
 	b.followers.Close()
@@ -578,16 +570,3 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	return errors.Join(drainErr, closeErr)
 }
 
-// waitTimeout waits for wg, at most d (handlers that ignore their context
-// must not hang shutdown).
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(d):
-	}
-}
