@@ -569,4 +569,3 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	b.log.Info("broker stopped")
 	return errors.Join(drainErr, closeErr)
 }
-

@@ -179,5 +179,3 @@ func (s *Server) Close(wait time.Duration) {
 // RequestMetrics returns the request counters of every API key that has
 // served at least one request, in key order.
 func (s *Server) RequestMetrics() []APIMetrics { return s.stats.Snapshot() }
-
-

@@ -37,4 +37,3 @@ func TestMetricsObserveRequestBuckets(t *testing.T) {
 		t.Errorf("sum %v, want %v", m.SumSeconds, want)
 	}
 }
-
