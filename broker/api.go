@@ -328,7 +328,7 @@ type Broker struct {
 	// nil until Start.
 	ctrl *controller.Controller
 
-	// metrics are the request and topic counters (metrics.go; atomics).
+	// metrics are the topic byte counters (metrics.go; atomics).
 	metrics brokerMetrics
 	// quotas are the client quotas and their rates (quotas.go; loads
 	// from store, attached by New).

@@ -1,25 +1,18 @@
 package broker
 
-// Topic and partition metrics, and forwards of the request metrics that
-// the connection server keeps (wire.RequestStats). The broker keeps plain
-// counters and answers snapshots; cmd/strata maps them to Prometheus at
-// scrape time (STYLE.md, habit 8), so this package imports no metrics
-// library.
-//
-// Recording is lock-free: per topic three atomic byte counters found
-// through a sync.Map (Produce and Fetch add to them once per topic of a
-// request). Snapshots read the atomics one by one, so a snapshot taken
-// during traffic may split a request between two scrapes; each counter on
-// its own only ever grows.
+// Partition metrics, the glue that feeds the topic byte counters
+// (package traffic) from Produce and Fetch responses, and forwards of the
+// counters that the connection server keeps (wire.RequestStats).
+// cmd/strata maps the snapshots to Prometheus at scrape time (STYLE.md,
+// habit 8), so this package imports no metrics library.
 
 import (
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/broker/traffic"
 	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/metadata"
@@ -34,17 +27,7 @@ type APIMetrics = wire.APIMetrics
 func RequestLatencyBuckets() []float64 { return wire.RequestLatencyBuckets() }
 
 // TopicBytes are one topic's record bytes moved by this broker.
-type TopicBytes struct {
-	Topic string
-	// BytesIn is the record-batch bytes of Produce requests appended as
-	// leader (Kafka's BytesInPerSec).
-	BytesIn uint64
-	// BytesOut is the record-batch bytes returned to consumers' fetches
-	// (Kafka's BytesOutPerSec); ReplicationBytesOut the same for
-	// followers' fetches (ReplicationBytesOutPerSec).
-	BytesOut            uint64
-	ReplicationBytesOut uint64
-}
+type TopicBytes = traffic.TopicBytes
 
 // PartitionMetrics is one hosted partition's replication and log state.
 type PartitionMetrics struct {
@@ -73,25 +56,10 @@ type PartitionMetrics struct {
 	HighWatermark   int64
 }
 
-// topicCounters is one topic's byte counters (atomics only).
-type topicCounters struct {
-	bytesIn, bytesOut, replicationBytesOut atomic.Uint64
-}
-
-// brokerMetrics is the broker's topic counters. topics maps a topic name
-// to its *topicCounters: entries are added on first traffic and removed by
-// TopicBytes once the topic is gone.
+// brokerMetrics feeds the topic byte counters from the handlers'
+// responses (Produce and Fetch add once per topic of a request).
 type brokerMetrics struct {
-	topics sync.Map
-}
-
-// topic returns name's counters, adding them on first use.
-func (m *brokerMetrics) topic(name string) *topicCounters {
-	if c, ok := m.topics.Load(name); ok {
-		return c.(*topicCounters)
-	}
-	c, _ := m.topics.LoadOrStore(name, new(topicCounters))
-	return c.(*topicCounters)
+	traffic.Counters
 }
 
 // recordProduceBytes adds, per topic, the record bytes of the partitions
@@ -110,7 +78,7 @@ func (m *brokerMetrics) recordProduceBytes(req *kmsg.ProduceRequest, resp *kmsg.
 			continue
 		}
 		if name, ok := metricTopicName(resp.Topics[ti].Topic, resp.Topics[ti].TopicID, topicName); ok {
-			m.topic(name).bytesIn.Add(uint64(n))
+			m.AddIn(name, n)
 		}
 	}
 }
@@ -134,11 +102,7 @@ func (m *brokerMetrics) recordFetchBytes(resp *kmsg.FetchResponse, slots []fetch
 		if !ok {
 			continue
 		}
-		if c := m.topic(name); follower {
-			c.replicationBytesOut.Add(uint64(n))
-		} else {
-			c.bytesOut.Add(uint64(n))
-		}
+		m.AddOut(name, n, follower)
 	}
 }
 
@@ -162,28 +126,10 @@ func (b *Broker) RequestMetrics() []APIMetrics { return b.conns.RequestMetrics()
 // by name. Topics no longer known to the broker are dropped (a recreated
 // topic starts from zero, as a Prometheus counter reset).
 func (b *Broker) TopicBytes() []TopicBytes {
-	return b.metrics.topicBytes(func(name string) bool {
+	return b.metrics.Snapshot(func(name string) bool {
 		_, ok := b.parts.topic(name)
 		return ok
 	})
-}
-
-// topicBytes snapshots the topic counters by name, dropping those of the
-// topics that known reports gone.
-func (m *brokerMetrics) topicBytes(known func(topic string) bool) []TopicBytes {
-	var out []TopicBytes
-	m.topics.Range(func(k, v any) bool {
-		name, c := k.(string), v.(*topicCounters)
-		if !known(name) {
-			m.topics.Delete(name)
-			return true
-		}
-		out = append(out, TopicBytes{Topic: name, BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
-			ReplicationBytesOut: c.replicationBytesOut.Load()})
-		return true
-	})
-	slices.SortFunc(out, func(x, y TopicBytes) int { return strings.Compare(x.Topic, y.Topic) })
-	return out
 }
 
 // PartitionMetrics returns the state of every partition this broker
