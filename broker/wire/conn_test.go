@@ -376,3 +376,24 @@ func TestServerDrainDeadlineCancelsHandlers(t *testing.T) {
 	}
 	c.expectClosed()
 }
+
+func TestServerConfigValidate(t *testing.T) {
+	valid := ServerConfig{Log: slog.Default(), MaxInFlightRequests: 1, Versions: allKeys,
+		Budget: NewByteBudget(0), Limiter: NewConnLimiter(ConnLimits{})}
+	if err := valid.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(*ServerConfig){
+		"log":       func(c *ServerConfig) { c.Log = nil },
+		"in flight": func(c *ServerConfig) { c.MaxInFlightRequests = 0 },
+		"versions":  func(c *ServerConfig) { c.Versions = nil },
+		"budget":    func(c *ServerConfig) { c.Budget = nil },
+		"limiter":   func(c *ServerConfig) { c.Limiter = nil },
+	} {
+		c := valid
+		edit(&c)
+		if _, err := NewServer(c); !errors.Is(err, ErrInvalidServerConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

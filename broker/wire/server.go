@@ -28,10 +28,23 @@ type ServerConfig struct {
 	Limiter *ConnLimiter
 }
 
-// Validate reports a missing field.
+// ErrInvalidServerConfig reports a ServerConfig field missing or out of
+// range.
+var ErrInvalidServerConfig = errors.New("wire: invalid server config")
+
+// Validate reports the first field missing or out of range.
 func (c ServerConfig) Validate() error {
-	if c.Log == nil || c.Versions == nil || c.Budget == nil || c.Limiter == nil || c.MaxInFlightRequests <= 0 {
-		return fmt.Errorf("wire: incomplete server config %+v", c)
+	switch {
+	case c.Log == nil:
+		return fmt.Errorf("%w: no Log", ErrInvalidServerConfig)
+	case c.MaxInFlightRequests <= 0:
+		return fmt.Errorf("%w: MaxInFlightRequests %d", ErrInvalidServerConfig, c.MaxInFlightRequests)
+	case c.Versions == nil:
+		return fmt.Errorf("%w: no Versions", ErrInvalidServerConfig)
+	case c.Budget == nil:
+		return fmt.Errorf("%w: no Budget", ErrInvalidServerConfig)
+	case c.Limiter == nil:
+		return fmt.Errorf("%w: no Limiter", ErrInvalidServerConfig)
 	}
 	return nil
 }
