@@ -57,7 +57,7 @@ import (
 //     TOPIC_AUTHORIZATION_FAILED; a transactional producer also needs Write
 //     on its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 //     for every partition. Checked before the topic is looked up.
-//   - Produce requests of one connection are appended in order (conn.go);
+//   - Produce requests of one connection are appended in order (wire.Turns);
 //     the handler releases the next one as soon as its appends are done, so
 //     acks=-1 waits of pipelined requests overlap.
 

@@ -271,24 +271,15 @@ type Broker struct {
 	// lifetime ends the background loops (watch, retention, registration).
 	lifetime       context.Context
 	lifetimeCancel context.CancelFunc
-	// handlerCtx is the parent of every connection's handler context; it
-	// ends when a shutdown's deadline passes.
-	handlerCtx    context.Context
-	handlerCancel context.CancelFunc
 	// drainStart ends when shutdown starts draining connections: fetch
 	// long-polls then answer at once instead of holding the drain up to
 	// their max wait. Set by New.
 	drainStart context.Context
 	draining   context.CancelFunc
 	loops      sync.WaitGroup // acceptLoop, watchLoop, retentionLoop
-	inflight   sync.WaitGroup // handler goroutines
 
-	conns struct {
-		mu      sync.Mutex
-		set     map[*conn]struct{}
-		closing bool
-		wg      sync.WaitGroup // one per serving connection
-	}
+	// conns runs the client connections (server.go). Set by New.
+	conns *wire.Server
 	// connLimits admits connections at accept (MaxConnections,
 	// MaxConnectionsPerIP). Set by New.
 	connLimits *wire.ConnLimiter
@@ -339,7 +330,7 @@ type Broker struct {
 	// nil until Start.
 	ctrl *controller.Controller
 
-	// metrics are the request and topic counters (metrics.go; atomics).
+	// metrics are the topic byte counters (metrics.go; atomics).
 	metrics brokerMetrics
 	// quotas are the client quotas and their rates (quotas.go; loads
 	// from store, attached by New).
@@ -380,9 +371,11 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 		return nil, err
 	}
 	b.apis = newAPITable(b)
-	b.conns.set = map[*conn]struct{}{}
 	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
 	b.queued = wire.NewByteBudget(cfg.QueuedMaxRequestBytes)
+	if b.conns, err = newConnServer(b); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	b.parts.init()
 	b.parts.configure(registryDeps{node: cfg.NodeID, dataDir: cfg.DataDir, durability: cfg.Durability,
 		producerIDExpiration: cfg.ProducerIDExpiration, manifest: b.manifest, tiered: b.tieringEnabled,
@@ -391,7 +384,6 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.initReplicaShell()
 	b.quotas.Attach(store, b.lifetime, b.log)
 	b.authz.Configure(cfg.Authorizer, cfg.SuperUsers, store, b.log)
-	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
 	return b, nil
 }
 
@@ -571,9 +563,9 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	b.groups.Close()
 	b.closeTxns()
 	b.draining()
-	drainErr := b.drainConns(ctx)
-	b.handlerCancel()
-	waitTimeout(&b.inflight, time.Second)
+	drainErr := b.conns.Drain(ctx)
+	// Handlers that ignore their context must not hang shutdown.
+	b.conns.Close(time.Second)
 	b.lifetimeCancel()
 	b.loops.Wait()
 	b.followers.Close()
@@ -581,18 +573,4 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	closeErr := b.parts.closeAll(b.log)
 	b.log.Info("broker stopped")
 	return errors.Join(drainErr, closeErr)
-}
-
-// waitTimeout waits for wg, at most d (handlers that ignore their context
-// must not hang shutdown).
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(d):
-	}
 }

@@ -62,12 +62,12 @@ func TestDecodeRoundTrip(t *testing.T) {
 			req := kmsg.RequestForKey(key)
 			req.SetVersion(v)
 			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("client-1")).AppendRequest(nil, req, 77)
-			d, err := tab.decode(frame[4:])
+			hdr, req, err := wire.DecodeRequest(frame[4:], tab.versions)
 			if err != nil {
 				t.Fatalf("key %d v%d: %v", key, v, err)
 			}
-			if d.hdr.ClientID != "client-1" || d.hdr.CorrelationID != 77 || d.req.GetVersion() != v {
-				t.Fatalf("key %d v%d: header %+v", key, v, d.hdr)
+			if hdr.ClientID != "client-1" || hdr.CorrelationID != 77 || req.GetVersion() != v {
+				t.Fatalf("key %d v%d: header %+v", key, v, hdr)
 			}
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // frame's ownership is described in broker/wire (buffers.go). A hot
 // segment read (hotlog.Log.ReadPooled) belongs to the request's
 // pooledReads until the response is encoded into its frame (a copy):
-// conn.run releases them then. Cold reads (the cold cache's blocks) are
+// conn.serve releases them then. Cold reads (the cold cache's blocks) are
 // never pooled here.
 
 // pooledReads collects the pooled buffers one request's reads returned.

@@ -11,10 +11,9 @@ func (b *Broker) ConnStats() ConnStats {
 	return b.connLimits.Stats()
 }
 
-// admitConn takes a connection slot for host on the named listener. As in
-// Kafka, a separate inter-broker listener is exempt from MaxConnections
+// exemptFromMaxConnections: connections of the named listener skip
+// MaxConnections. As in Kafka, a separate inter-broker listener is exempt
 // (clients filling the broker must not cut replication off).
-func (b *Broker) admitConn(host, listenerName string) bool {
-	exempt := len(b.listeners) > 1 && listenerName == b.cfg.interBrokerListener()
-	return b.connLimits.Admit(host, exempt)
+func (b *Broker) exemptFromMaxConnections(listenerName string) bool {
+	return len(b.listeners) > 1 && listenerName == b.cfg.interBrokerListener()
 }

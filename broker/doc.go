@@ -1,6 +1,6 @@
-// Package broker is Strata's Kafka front door: the listener, one reader and
-// one writer goroutine per connection (framing is broker/wire's), body
-// decoding with kmsg, the API registry (apis.go: one row per API key with
+// Package broker is Strata's Kafka front door: the listeners, each
+// connection's session (identity, SASL, routing to handlers; conn.go,
+// sasl.go) over broker/wire, which runs the connections, the API registry (apis.go: one row per API key with
 // its versions, handler and per-API facts; ApiVersions and the dispatcher
 // both read it) over one handler file per key, named <key>_<api>.go, and
 // the partition manager that mirrors the cluster metadata into open local
@@ -8,10 +8,11 @@
 //
 // # Wire framing
 //
-// Frames, request headers, the response order and the connection limits
-// are package broker/wire's; its doc draws the formats. The connection
-// loop (conn.go) reads with wire.ReadFrame, decodes with the API registry
-// (apis.go) and writes with wire.WriteInOrder.
+// Frames, request headers, the response order, the connection limits and
+// the connection loop itself are package broker/wire's; its doc draws the
+// formats. wire.Server accepts and drains the connections; for each, the
+// broker supplies a wire.Session (conn.go) that decides how a request is
+// served and runs its handler from the API registry (apis.go).
 //
 // # Errors
 //
@@ -26,7 +27,7 @@
 // The requests of one connection take effect in the order they were sent,
 // as in Kafka: the reader reads ahead and appends a slot per request to an
 // ordered queue, but each handler starts only after the previous request's
-// handler released its turn (conn.dispatch), and the writer writes the
+// handler released its turn (wire.Turns), and the writer writes the
 // responses strictly in request order, waiting on each slot in turn. A
 // handler releases its turn when it returns, or earlier through
 // requestContext.releaseOrder once all its effects have happened and only

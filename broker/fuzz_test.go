@@ -68,12 +68,12 @@ func FuzzRequestFrame(f *testing.F) {
 			if len(frame) > limit || len(frame) < wire.MinRequestHeaderBytes {
 				t.Fatalf("frame of %d bytes passed the bounds", len(frame))
 			}
-			d, err := tab.decode(frame)
+			hdr, req, err := wire.DecodeRequest(frame, tab.versions)
 			if err != nil {
 				return
 			}
-			if d.req == nil && d.hdr.APIKey != wire.APIVersionsKey {
-				t.Fatalf("nil request for key %d", d.hdr.APIKey)
+			if req == nil && hdr.APIKey != wire.APIVersionsKey {
+				t.Fatalf("nil request for key %d", hdr.APIKey)
 			}
 		}
 	})

@@ -110,13 +110,16 @@ func TestConnectionLimitSparesTheInterBrokerListener(t *testing.T) {
 	b := &Broker{cfg: Config{MaxConnections: 1, InterBrokerListener: "INTERNAL"}}
 	b.listeners = []*listener{{cfg: ListenerConfig{Name: "CLIENT"}}, {cfg: ListenerConfig{Name: "INTERNAL"}}}
 	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: b.cfg.MaxConnections})
-	if !b.admitConn("10.0.0.1", "CLIENT") {
+	admitConn := func(host, listenerName string) bool {
+		return b.connLimits.Admit(host, b.exemptFromMaxConnections(listenerName))
+	}
+	if !admitConn("10.0.0.1", "CLIENT") {
 		t.Fatal("first client refused")
 	}
-	if b.admitConn("10.0.0.2", "CLIENT") {
+	if admitConn("10.0.0.2", "CLIENT") {
 		t.Fatal("client beyond max connections admitted")
 	}
-	if !b.admitConn("10.0.0.3", "INTERNAL") {
+	if !admitConn("10.0.0.3", "INTERNAL") {
 		t.Fatal("peer refused by the broker-wide limit")
 	}
 	if counts := b.ConnStats(); counts.Open != 2 || counts.RefusedTotal != 1 {

@@ -1,77 +1,33 @@
 package broker
 
-// Request, topic and partition metrics. The broker keeps plain
-// counters and answers snapshots; cmd/strata maps them to Prometheus at
-// scrape time (STYLE.md, habit 8), so this package imports no metrics
-// library.
-//
-// Recording is lock-free: per API key a fixed array of atomic histogram
-// buckets (conn.run calls observeRequest once per request), per topic
-// three atomic byte counters found through a sync.Map (Produce and Fetch
-// add to them once per topic of a request). Snapshots read the atomics one
-// by one, so a snapshot taken during traffic may split a request between
-// two scrapes; each counter on its own only ever grows.
+// Partition metrics, the glue that feeds the topic byte counters
+// (package traffic) from Produce and Fetch responses, and forwards of the
+// counters that the connection server keeps (wire.RequestStats).
+// cmd/strata maps the snapshots to Prometheus at scrape time (STYLE.md,
+// habit 8), so this package imports no metrics library.
 
 import (
 	"slices"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/broker/traffic"
 	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
 )
 
-// requestLatencyBounds are the upper bounds, in seconds, of the request
-// latency histogram's buckets (an implicit +Inf bucket follows). Fetch
-// long polls land in the upper buckets, by design: they are the wait.
-var requestLatencyBounds = [...]float64{
-	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-}
+// APIMetrics is one API key's request counters since the broker started.
+type APIMetrics = wire.APIMetrics
 
 // RequestLatencyBuckets returns the upper bounds, in seconds, of the
 // buckets of APIMetrics.Buckets (the last bucket, +Inf, is not listed).
-func RequestLatencyBuckets() []float64 { return slices.Clone(requestLatencyBounds[:]) }
-
-// APIMetrics is one API key's request counters since the broker started.
-type APIMetrics struct {
-	APIKey int16
-	Name   string // kmsg.NameForKey: "Produce", "Fetch", ...
-	// Count is the requests answered (or dropped: acks=0, closed
-	// connection); it equals the sum of Buckets.
-	Count uint64
-	// Errors counts requests whose handler failed or panicked, which
-	// closes the connection. Kafka error codes inside a response are not
-	// errors here: the request was answered.
-	Errors uint64
-	// Buckets[i] counts requests that took at most
-	// RequestLatencyBuckets()[i] seconds (cumulative, as Prometheus
-	// buckets); len(Buckets) == len(RequestLatencyBuckets()).
-	Buckets []uint64
-	// SumSeconds is the total time of the counted requests, from the
-	// request's dispatch (queueing behind an earlier Produce included) to
-	// its encoded response.
-	SumSeconds float64
-}
+func RequestLatencyBuckets() []float64 { return wire.RequestLatencyBuckets() }
 
 // TopicBytes are one topic's record bytes moved by this broker.
-type TopicBytes struct {
-	Topic string
-	// BytesIn is the record-batch bytes of Produce requests appended as
-	// leader (Kafka's BytesInPerSec).
-	BytesIn uint64
-	// BytesOut is the record-batch bytes returned to consumers' fetches
-	// (Kafka's BytesOutPerSec); ReplicationBytesOut the same for
-	// followers' fetches (ReplicationBytesOutPerSec).
-	BytesOut            uint64
-	ReplicationBytesOut uint64
-}
+type TopicBytes = traffic.TopicBytes
 
 // PartitionMetrics is one hosted partition's replication and log state.
 type PartitionMetrics struct {
@@ -100,58 +56,10 @@ type PartitionMetrics struct {
 	HighWatermark   int64
 }
 
-// apiCounters is one API key's histogram. Atomics only: written by every
-// handler goroutine, read by snapshots.
-type apiCounters struct {
-	// buckets[i] counts requests in (bound[i-1], bound[i]]; the last
-	// element is the +Inf bucket. Not cumulative (one add per request).
-	buckets  [len(requestLatencyBounds) + 1]atomic.Uint64
-	errors   atomic.Uint64
-	sumNanos atomic.Int64
-}
-
-// topicCounters is one topic's byte counters (atomics only).
-type topicCounters struct {
-	bytesIn, bytesOut, replicationBytesOut atomic.Uint64
-}
-
-// brokerMetrics is the broker's request and topic counters. apis is
-// indexed by API key (keys the table serves are <= kmsg.MaxKey); topics
-// maps a topic name to its *topicCounters: entries are added on first
-// traffic and removed by TopicBytes once the topic is gone.
+// brokerMetrics feeds the topic byte counters from the handlers'
+// responses (Produce and Fetch add once per topic of a request).
 type brokerMetrics struct {
-	apis   [kmsg.MaxKey + 1]apiCounters
-	topics sync.Map
-}
-
-// observeRequest records one finished request of apiKey that took took;
-// failed: its handler failed, so the connection closes.
-func (m *brokerMetrics) observeRequest(apiKey int16, took time.Duration, failed bool) {
-	if apiKey < 0 || int(apiKey) >= len(m.apis) {
-		return
-	}
-	c := &m.apis[apiKey]
-	i := sort.SearchFloat64s(requestLatencyBounds[:], took.Seconds()) // first bound >= took: Prometheus's le
-	c.buckets[i].Add(1)
-	c.sumNanos.Add(int64(took))
-	if failed {
-		c.errors.Add(1)
-	}
-}
-
-// topic returns name's counters, adding them on first use.
-func (m *brokerMetrics) topic(name string) *topicCounters {
-	if c, ok := m.topics.Load(name); ok {
-		return c.(*topicCounters)
-	}
-	c, _ := m.topics.LoadOrStore(name, new(topicCounters))
-	return c.(*topicCounters)
-}
-
-// requestDone records a finished request (conn.run defers it with the
-// request's start time).
-func (c *conn) requestDone(apiKey int16, start time.Time, s *wire.Slot) {
-	c.b.metrics.observeRequest(apiKey, time.Since(start), s.CloseAfter)
+	traffic.Counters
 }
 
 // recordProduceBytes adds, per topic, the record bytes of the partitions
@@ -170,7 +78,7 @@ func (m *brokerMetrics) recordProduceBytes(req *kmsg.ProduceRequest, resp *kmsg.
 			continue
 		}
 		if name, ok := metricTopicName(resp.Topics[ti].Topic, resp.Topics[ti].TopicID, topicName); ok {
-			m.topic(name).bytesIn.Add(uint64(n))
+			m.AddIn(name, n)
 		}
 	}
 }
@@ -194,11 +102,7 @@ func (m *brokerMetrics) recordFetchBytes(resp *kmsg.FetchResponse, slots []fetch
 		if !ok {
 			continue
 		}
-		if c := m.topic(name); follower {
-			c.replicationBytesOut.Add(uint64(n))
-		} else {
-			c.bytesOut.Add(uint64(n))
-		}
+		m.AddOut(name, n, follower)
 	}
 }
 
@@ -216,55 +120,16 @@ func metricTopicName(name string, id [16]byte, topicName topicNamer) (string, bo
 
 // RequestMetrics returns the request counters of every API key that has
 // served at least one request, in key order.
-func (b *Broker) RequestMetrics() []APIMetrics { return b.metrics.requests() }
-
-func (m *brokerMetrics) requests() []APIMetrics {
-	var out []APIMetrics
-	for key := range m.apis {
-		c := &m.apis[key]
-		am := APIMetrics{APIKey: int16(key), Name: kmsg.NameForKey(int16(key)), Buckets: make([]uint64, len(requestLatencyBounds))}
-		for i := range c.buckets {
-			am.Count += c.buckets[i].Load()
-			if i < len(am.Buckets) {
-				am.Buckets[i] = am.Count
-			}
-		}
-		if am.Count == 0 {
-			continue
-		}
-		am.Errors = c.errors.Load()
-		am.SumSeconds = time.Duration(c.sumNanos.Load()).Seconds()
-		out = append(out, am)
-	}
-	return out
-}
+func (b *Broker) RequestMetrics() []APIMetrics { return b.conns.RequestMetrics() }
 
 // TopicBytes returns the byte counters of every topic that had traffic,
 // by name. Topics no longer known to the broker are dropped (a recreated
 // topic starts from zero, as a Prometheus counter reset).
 func (b *Broker) TopicBytes() []TopicBytes {
-	return b.metrics.topicBytes(func(name string) bool {
+	return b.metrics.Snapshot(func(name string) bool {
 		_, ok := b.parts.topic(name)
 		return ok
 	})
-}
-
-// topicBytes snapshots the topic counters by name, dropping those of the
-// topics that known reports gone.
-func (m *brokerMetrics) topicBytes(known func(topic string) bool) []TopicBytes {
-	var out []TopicBytes
-	m.topics.Range(func(k, v any) bool {
-		name, c := k.(string), v.(*topicCounters)
-		if !known(name) {
-			m.topics.Delete(name)
-			return true
-		}
-		out = append(out, TopicBytes{Topic: name, BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
-			ReplicationBytesOut: c.replicationBytesOut.Load()})
-		return true
-	})
-	slices.SortFunc(out, func(x, y TopicBytes) int { return strings.Compare(x.Topic, y.Topic) })
-	return out
 }
 
 // PartitionMetrics returns the state of every partition this broker

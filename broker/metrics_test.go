@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/hotlog"
 )
@@ -51,37 +50,6 @@ func checkHistogram(t *testing.T, m APIMetrics) {
 	}
 	if m.SumSeconds <= 0 {
 		t.Fatalf("%s: sum %v after %d requests", m.Name, m.SumSeconds, m.Count)
-	}
-}
-
-func TestMetricsObserveRequestBuckets(t *testing.T) {
-	var b Broker
-	b.metrics.observeRequest(0, 30*time.Millisecond, false) // in (0.025, 0.05]
-	b.metrics.observeRequest(0, 50*time.Millisecond, true)  // exactly 0.05: le is inclusive
-	b.metrics.observeRequest(0, time.Minute, false)         // +Inf only
-	b.metrics.observeRequest(-1, time.Second, false)        // ignored
-	b.metrics.observeRequest(kmsg.MaxKey+1, time.Second, false)
-	got := b.RequestMetrics()
-	if len(got) != 1 {
-		t.Fatalf("metrics for %d keys, want 1: %+v", len(got), got)
-	}
-	m := got[0]
-	bounds := RequestLatencyBuckets()
-	for i, bound := range bounds {
-		want := uint64(0)
-		switch {
-		case bound >= 0.05:
-			want = 2
-		}
-		if m.Buckets[i] != want {
-			t.Errorf("bucket le=%v: %d, want %d", bound, m.Buckets[i], want)
-		}
-	}
-	if m.Name != "Produce" || m.Count != 3 || m.Errors != 1 {
-		t.Errorf("got %+v, want Produce with count 3, 1 error", m)
-	}
-	if want := (30*time.Millisecond + 50*time.Millisecond + time.Minute).Seconds(); m.SumSeconds != want {
-		t.Errorf("sum %v, want %v", m.SumSeconds, want)
 	}
 }
 

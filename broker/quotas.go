@@ -5,7 +5,7 @@ package broker
 // throttles (quota/doc.go). Here: withQuotas charges each request's
 // produce bytes, fetch bytes and handler time to its client, and
 // applyThrottle writes the throttle into the response. The connection then
-// reads no more of that client's requests for that long (conn.go).
+// reads no more of that client's requests for that long (wire.Mute).
 
 import (
 	"context"

@@ -19,10 +19,8 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,22 +67,21 @@ func newConnAuth(c *conn, l ListenerConfig) connAuth {
 	return a
 }
 
-// serveSASL answers a SaslHandshake or SaslAuthenticate request into s.
-// It reports whether the connection must close after the answer.
-func (c *conn) serveSASL(d decodedRequest, s *wire.Slot) (closeAfter bool) {
+// serveSASL answers a SaslHandshake or SaslAuthenticate request on the
+// connection's reader: the response frame, and whether the connection
+// must close after it.
+func (c *conn) serveSASL(hdr wire.RequestHeader, req kmsg.Request) (frame []byte, closeAfter bool) {
 	var resp kmsg.Response
-	switch req := d.req.(type) {
+	switch req := req.(type) {
 	case *kmsg.SASLHandshakeRequest:
 		resp, closeAfter = c.saslHandshake(req)
 	case *kmsg.SASLAuthenticateRequest:
 		resp, closeAfter = c.saslAuthenticate(req)
 	default:
-		return true
+		return nil, true
 	}
-	resp.SetVersion(d.req.GetVersion())
-	s.Frame = wire.AppendResponseFrame(nil, d.hdr.CorrelationID, resp)
-	s.CloseAfter = closeAfter
-	return closeAfter
+	resp.SetVersion(req.GetVersion())
+	return wire.AppendResponseFrame(nil, hdr.CorrelationID, resp), closeAfter
 }
 
 func (c *conn) saslHandshake(req *kmsg.SASLHandshakeRequest) (kmsg.Response, bool) {
@@ -130,50 +127,20 @@ func (c *conn) saslAuthenticate(req *kmsg.SASLAuthenticateRequest) (kmsg.Respons
 	return resp, false
 }
 
-// serveRawToken reads one raw SASL token (after SaslHandshake v0) and
-// queues the raw reply; false closes the connection (v0 has no way to
-// say why: the client sees the close).
-func (c *conn) serveRawToken() bool {
-	token, err := readRawToken(c.br)
-	if err != nil {
-		c.logReadError(err)
-		return false
-	}
+// RawToken runs one step of the exchange on a raw token (after
+// SaslHandshake v0; wire reads and frames it); false closes the
+// connection (raw tokens have no way to say why: the client sees the
+// close).
+func (c *conn) RawToken(token []byte) ([]byte, bool) {
 	reply, user, err := c.auth.sasl.Step(token)
 	if err != nil {
 		c.log.Info("SASL authentication failed", "mechanism", c.auth.sasl.Mechanism(), "err", err)
-		return false
-	}
-	s := wire.NewSlot()
-	s.Frame = append(binary.BigEndian.AppendUint32(nil, uint32(len(reply))), reply...)
-	s.Finish()
-	select {
-	case c.queue <- s:
-	case <-c.ctx.Done():
-		return false
+		return nil, false
 	}
 	if user != "" {
 		c.setPrincipal("User:"+user, c.auth.sasl.Mechanism())
 	}
-	return true
-}
-
-// readRawToken reads a size-prefixed raw SASL token, bounded by the
-// largest SASL message the auth package accepts.
-func readRawToken(r io.Reader) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n > auth.MaxMessageSize {
-		return nil, fmt.Errorf("%w: raw SASL token of %d bytes", wire.ErrFrameTooLarge, n)
-	}
-	token := make([]byte, n)
-	if _, err := io.ReadFull(r, token); err != nil {
-		return nil, err
-	}
-	return token, nil
+	return reply, true
 }
 
 // scramCredential is the connection's auth.CredentialSource: the user's

@@ -44,10 +44,13 @@ func newWireBrokerConfig(t *testing.T, cfg Config, store *metadata.Store, edit f
 	if edit != nil {
 		edit(b.apis)
 	}
-	b.conns.set = map[*conn]struct{}{}
 	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
 	b.queued = wire.NewByteBudget(cfg.QueuedMaxRequestBytes)
-	b.handlerCtx, b.handlerCancel = context.WithCancel(context.Background())
+	conns, err := newConnServer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.conns = conns
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +63,7 @@ func newWireBrokerConfig(t *testing.T, cfg Config, store *metadata.Store, edit f
 		ln.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		b.drainConns(ctx)
+		b.conns.Drain(ctx)
 		b.loops.Wait()
 	})
 	return b
@@ -331,7 +334,7 @@ func TestDrainFinishesInFlightRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	b.ln.Close()
-	if err := b.drainConns(ctx); err != nil {
+	if err := b.conns.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if corr, _, err := c.recv(false); err != nil || corr != 9 {

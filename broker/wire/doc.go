@@ -1,9 +1,39 @@
 // Package wire is the Kafka protocol's transport, below the broker's
 // handlers: request framing and header parsing, response framing, the
-// per-connection response order, the connection limits and the
-// broker-wide bound on queued request bytes. It knows nothing of
-// partitions or handlers and does not import package broker; the broker's
-// connection loop drives it.
+// connection loop and its per-connection response order, the connection
+// limits, the broker-wide bound on queued request bytes, and the per-API
+// request metrics. It knows nothing of partitions or handlers and does not
+// import package broker: the broker supplies a Session per connection.
+//
+// # Connections
+//
+// Server accepts a listener's connections (Accept), admits each within the
+// ConnLimiter, runs its TLS handshake if the Listener has a TLS
+// configuration, and asks the Listener's NewSession for the broker's side
+// of the connection. A Conn then runs two goroutines:
+//
+//   - the reader reads a frame once the ByteBudget has room for it,
+//     decodes it (DecodeRequest against ServerConfig.Versions), and asks
+//     the Session how to serve it (Route): refuse it (close), answer it
+//     inline before reading on (SASL, whose answer changes what is read
+//     next, and the ApiVersions fallback), or start a Handler on its own
+//     goroutine, chained behind the previous request's turn (Turns). While
+//     the Session wants raw SASL tokens (RawTokenLimit > 0) the reader reads
+//     those instead of requests;
+//   - the writer writes the answers in request order (WriteInOrder) and
+//     closes the connection when a slot asks to, a write fails, or the
+//     reader has ended and every answer is out.
+//
+// Every Session method is called by the reader only, so the Session's
+// state (its identity) needs no lock. A Handler's error or panic closes
+// its connection only, after the answers before it. Drain stops every
+// reader (a read deadline in the past) and waits for the requests in
+// flight to be answered until its context ends; then it cancels the
+// handlers' context and closes what is left. Close cancels the handlers
+// and waits for them, boundedly.
+//
+// Lock order: Server.mu, then ConnLimiter.mu. Conn fields are owned as
+// stated on the type.
 //
 // # Wire framing
 //
@@ -51,7 +81,18 @@
 // ByteBudget bounds the bytes of requests read and not yet handled across
 // the broker (queued.max.request.bytes): a reader acquires a frame's
 // charge before it allocates the frame, and one frame larger than the
-// whole budget passes when nothing else is held.
+// whole budget passes when nothing else is held. The charge is 64 bytes
+// per frame byte while the frame is decoded (a request of many tiny array
+// elements decodes to tens of times its size); a decoded Produce, whose
+// records stay in the frame, then holds its frame size only, other
+// requests the whole charge, until their handler ends.
+//
+// # Request metrics
+//
+// RequestStats counts, per API key, the requests given to a Handler: a
+// latency histogram (RequestLatencyBuckets, from dispatch to the encoded
+// answer, the wait for the turn included) and the handler failures.
+// Inline answers are not counted.
 //
 // # Buffers
 //
