@@ -61,11 +61,11 @@ func createTopicError(name string, code int16, msg string) kmsg.CreateTopicsResp
 
 // createOneTopic validates and creates one topic.
 func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
-	spec, code, msg := b.topicSpecFromRequest(rt)
+	spec, code, msg := topicSpecFromRequest(rt, b.cfg.DefaultPartitions, &b.parts)
 	if code != 0 {
 		return createTopicError(rt.Topic, code, msg)
 	}
-	replicas, code, msg := b.placeReplicas(spec)
+	replicas, code, msg := placeReplicas(spec, b.liveBrks.view())
 	if code != 0 {
 		return createTopicError(rt.Topic, code, msg)
 	}
@@ -81,7 +81,7 @@ func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequest
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic, st.TopicID = spec.name, id
 	st.NumPartitions, st.ReplicationFactor = int32(len(replicas)), int16(len(replicas[0]))
-	for _, e := range topicConfigEntries(spec.configs, b.topicDefaults()) {
+	for _, e := range topicConfigEntries(spec.configs, b.cfg.topicDefaults()) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.Source, c.ReadOnly, c.IsSensitive = e.name, kmsg.StringPtr(e.value), int8(e.source), e.readOnly, e.sensitive
 		st.Configs = append(st.Configs, c)
@@ -90,12 +90,12 @@ func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequest
 }
 
 // topicSpecFromRequest checks name, configs and counts of a request topic.
-func (b *Broker) topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic) (topicSpec, int16, string) {
+func topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic, defaultPartitions int32, topics *partitionManager) (topicSpec, int16, string) {
 	spec := topicSpec{name: rt.Topic, partitions: rt.NumPartitions, replicationFactor: rt.ReplicationFactor}
 	if err := validateTopicName(rt.Topic); err != nil {
 		return spec, kerr.InvalidTopicException.Code, err.Error()
 	}
-	if code, msg := b.checkTopicNameFree(rt.Topic); code != 0 {
+	if code, msg := topics.checkNameFree(rt.Topic); code != 0 {
 		return spec, code, msg
 	}
 	configs, code, msg := configsFromRequest(rt.Configs)
@@ -112,7 +112,7 @@ func (b *Broker) topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic) (topicSp
 		return spec, code, msg
 	}
 	if spec.partitions == -1 {
-		spec.partitions = b.cfg.DefaultPartitions
+		spec.partitions = defaultPartitions
 	}
 	if spec.replicationFactor == -1 {
 		spec.replicationFactor = 1 // default.replication.factor
@@ -122,12 +122,12 @@ func (b *Broker) topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic) (topicSp
 
 // checkTopicNameFree refuses an existing name or one colliding with an
 // existing name once '.' and '_' are identified (Kafka's rule).
-func (b *Broker) checkTopicNameFree(name string) (int16, string) {
-	if _, ok := b.parts.topic(name); ok {
+func (m *partitionManager) checkNameFree(name string) (int16, string) {
+	if _, ok := m.topic(name); ok {
 		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", name)
 	}
 	key := collisionKey(name)
-	for _, t := range b.parts.allTopics() {
+	for _, t := range m.allTopics() {
 		if collisionKey(t.topic.Name) == key {
 			return kerr.InvalidTopicException.Code, fmt.Sprintf("topic %q collides with existing topic %q", name, t.topic.Name)
 		}
@@ -170,10 +170,10 @@ func assignmentFromRequest(ra []kmsg.CreateTopicsRequestTopicReplicaAssignment) 
 
 // placeReplicas validates a manual assignment against the live brokers, or
 // places replicas with controller.Assign (rack-aware, leaders spread).
-func (b *Broker) placeReplicas(spec topicSpec) ([][]int32, int16, string) {
-	brokers := b.brokers()
+func placeReplicas(spec topicSpec, view brokerView) ([][]int32, int16, string) {
+	brokers := view.list
 	if spec.assignment != nil {
-		if code, msg := b.checkAssignment(spec.assignment, len(spec.assignment[0])); code != 0 {
+		if code, msg := checkAssignment(spec.assignment, len(spec.assignment[0]), view); code != 0 {
 			return nil, code, msg
 		}
 		return spec.assignment, 0, ""
@@ -197,7 +197,7 @@ func roundRobin(brokers []metadata.BrokerInfo, from, count, rf int) [][]int32 {
 }
 
 // checkAssignment: every partition has rf distinct, live replicas.
-func (b *Broker) checkAssignment(assignment [][]int32, rf int) (int16, string) {
+func checkAssignment(assignment [][]int32, rf int, view brokerView) (int16, string) {
 	for p, replicas := range assignment {
 		if len(replicas) == 0 || len(replicas) != rf {
 			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: every partition needs the same, non-zero number of replicas", p)
@@ -208,7 +208,7 @@ func (b *Broker) checkAssignment(assignment [][]int32, rf int) (int16, string) {
 				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: duplicate replica %d", p, r)
 			}
 			seen[r] = true
-			if !b.isLive(r) {
+			if !view.live(r) {
 				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: unknown broker %d", p, r)
 			}
 		}
@@ -226,7 +226,7 @@ func (b *Broker) createTopic(ctx context.Context, req metadata.CreateTopicReques
 	if err := b.applyTopic(t, nil); err != nil {
 		return t, err
 	}
-	b.awaitLeaders(ctx, t.ID, 0)
+	b.parts.awaitLeaders(ctx, t.ID, 0, &b.liveBrks, b.log)
 	b.log.Info("topic created", "topic", t.Name, "partitions", len(t.Replicas))
 	return t, nil
 }

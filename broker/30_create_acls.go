@@ -49,7 +49,7 @@ func (b *Broker) handleCreateACLs(ctx context.Context, rc *requestContext, kreq 
 		return resp, nil
 	}
 	b.log.Info("ACLs created", "principal", principalName(rc), "acls", len(valid))
-	b.reloadAfterSecurityChange(ctx)
+	b.authz.reloadAfterChange(ctx)
 	return resp, nil
 }
 
@@ -66,15 +66,15 @@ func aclFromCreation(version int16, c kmsg.CreateACLsRequestCreation) auth.ACL {
 	return a
 }
 
-// reloadAfterSecurityChange refreshes this broker's snapshot at once after
+// reloadAfterChange refreshes this broker's snapshot at once after
 // its own write (the watch would, a moment later). A failure leaves that to
 // the watch.
-func (b *Broker) reloadAfterSecurityChange(ctx context.Context) {
-	if !b.cfg.Authorizer {
+func (z *authorizer) reloadAfterChange(ctx context.Context) {
+	if !z.on {
 		return
 	}
-	if err := b.authz.reload(ctx); err != nil {
-		b.log.Warn("reloading ACLs after a change; the watch will retry", "err", err)
+	if err := z.reload(ctx); err != nil {
+		z.log.Warn("reloading ACLs after a change; the watch will retry", "err", err)
 	}
 }
 

@@ -22,7 +22,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, rc *requestContext, kre
 	for _, rr := range req.Resources {
 		r := kmsg.NewAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		code, msg := b.authz.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
 		if code == 0 {
 			code, msg = b.replaceConfigs(ctx, rr, req.ValidateOnly)
 		}
@@ -35,7 +35,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, rc *requestContext, kre
 }
 
 func (b *Broker) replaceConfigs(ctx context.Context, rr kmsg.AlterConfigsRequestResource, validateOnly bool) (int16, string) {
-	if code, msg := b.checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
+	if code, msg := checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
 		return code, msg
 	}
 	next := make(map[string]string, len(rr.Configs))

@@ -52,7 +52,7 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	case rt.Count > maxPartitions:
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("at most %d partitions", maxPartitions)
 	}
-	added, code, msg := b.newPartitionReplicas(rt, current, len(t.topic.Replicas[0]))
+	added, code, msg := newPartitionReplicas(rt, current, len(t.topic.Replicas[0]), b.liveBrks.view())
 	if code != 0 || validateOnly {
 		return code, msg
 	}
@@ -63,17 +63,17 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	if err := b.applyTopic(updated, nil); err != nil {
 		return errorCode(err)
 	}
-	b.awaitLeaders(ctx, updated.ID, current)
+	b.parts.awaitLeaders(ctx, updated.ID, current, &b.liveBrks, b.log)
 	b.log.Info("partitions added", "topic", rt.Topic, "partitions", len(updated.Replicas))
 	return 0, ""
 }
 
 // newPartitionReplicas checks the manual assignment of the new partitions
 // or places them with the topic's replication factor.
-func (b *Broker) newPartitionReplicas(rt kmsg.CreatePartitionsRequestTopic, current, rf int) ([][]int32, int16, string) {
+func newPartitionReplicas(rt kmsg.CreatePartitionsRequestTopic, current, rf int, view brokerView) ([][]int32, int16, string) {
 	newCount := int(rt.Count) - current
 	if rt.Assignment == nil {
-		brokers := b.brokers()
+		brokers := view.list
 		if rf > len(brokers) {
 			return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d larger than available brokers %d", rf, len(brokers))
 		}
@@ -87,7 +87,7 @@ func (b *Broker) newPartitionReplicas(rt kmsg.CreatePartitionsRequestTopic, curr
 	for i, a := range rt.Assignment {
 		out[i] = nonNil(a.Replicas)
 	}
-	if code, msg := b.checkAssignment(out, rf); code != 0 {
+	if code, msg := checkAssignment(out, rf, view); code != 0 {
 		return nil, code, msg
 	}
 	return out, 0, ""

@@ -24,7 +24,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *requestC
 	for _, rr := range req.Resources {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		code, msg := b.authz.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
 		if code == 0 {
 			code, msg = b.incrementalAlter(ctx, rr, req.ValidateOnly)
 		}
@@ -37,7 +37,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *requestC
 }
 
 func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, string) {
-	if code, msg := b.checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
+	if code, msg := checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
 		return code, msg
 	}
 	seen := map[string]bool{}
@@ -60,7 +60,7 @@ func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterC
 }
 
 // checkAlterResource: topics can be altered; broker configs are static.
-func (b *Broker) checkAlterResource(typ kmsg.ConfigResourceType, name string) (int16, string) {
+func checkAlterResource(typ kmsg.ConfigResourceType, name string) (int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if err := validateTopicName(name); err != nil {

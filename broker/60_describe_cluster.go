@@ -27,9 +27,9 @@ func (b *Broker) handleDescribeCluster(_ context.Context, rc *requestContext, kr
 	resp.ControllerID = b.controllerID()
 	resp.ClusterAuthorizedOperations = authorizedOperationsUnknown
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOperations(rc)
+		resp.ClusterAuthorizedOperations = b.authz.clusterOperations(rc)
 	}
-	for _, info := range b.brokers() {
+	for _, info := range b.liveBrks.all() {
 		br := kmsg.NewDescribeClusterResponseBroker()
 		br.NodeID, br.Host, br.Port = info.NodeID, info.Host, info.Port
 		if info.Rack != "" {

@@ -382,6 +382,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
 	b.queued = wire.NewByteBudget(cfg.QueuedMaxRequestBytes)
 	b.parts.init()
+	b.liveBrks.setSelf(metadata.BrokerInfo{NodeID: cfg.NodeID})
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.initReplicaShell()
 	b.quotas.Attach(store, b.lifetime, b.log)
@@ -436,6 +437,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	if b.advertised, err = b.registrationInfo(); err != nil {
 		return err
 	}
+	b.liveBrks.setSelf(b.advertised)
 	if err := b.startPartitions(ctx); err != nil {
 		return err
 	}
@@ -449,7 +451,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		return fmt.Errorf("broker: register: %w", err)
 	}
 	b.setRegistration(reg)
-	b.refreshBrokers(ctx)
+	b.liveBrks.refresh(ctx, b.store, b.log)
 	ctrl, err := controller.Start(b.lifetime, controller.Config{
 		NodeID: b.cfg.NodeID, Store: b.store, SessionTTL: time.Duration(b.cfg.RegistrationTTL) * time.Second,
 		RebalanceInterval: b.cfg.LeaderRebalanceInterval,
@@ -459,7 +461,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		return fmt.Errorf("broker: controller: %w", err)
 	}
 	b.ctrl = ctrl
-	b.awaitController(ctx)
+	awaitController(ctx, b.ctrl)
 	b.awaitOwnElections(ctx)
 	b.loops.Add(2)
 	go b.retentionLoop()

@@ -52,7 +52,7 @@ type endpointMap map[int32]string
 
 func (b *Broker) endpointMap(listenerName string) endpointMap {
 	m := endpointMap{}
-	for _, info := range b.brokers() {
+	for _, info := range b.liveBrks.all() {
 		if addr, ok := info.Endpoints[listenerName]; ok {
 			m[info.NodeID] = addr
 		}

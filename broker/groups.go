@@ -155,8 +155,8 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) (topicView, error) {
 	if t, ok := b.parts.topic(group.OffsetsTopic); ok {
 		return t, nil
 	}
-	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.brokers()))
-	replicas := roundRobin(b.brokers(), 0, int(b.groups.Partitions()), rf)
+	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.liveBrks.all()))
+	replicas := roundRobin(b.liveBrks.all(), 0, int(b.groups.Partitions()), rf)
 	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{
 		Name: group.OffsetsTopic, Replicas: replicas, Internal: true,
 		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(offsetsTopicSegmentBytes)},
@@ -182,7 +182,7 @@ func (b *Broker) coordinatorOf(ctx context.Context, key string) (metadata.Broker
 		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code,
 			fmt.Sprintf("%s has %d partitions, offsets.topic.num.partitions is %d", group.OffsetsTopic, len(t.states), b.groups.Partitions())
 	}
-	view := b.brokerView()
+	view := b.liveBrks.view()
 	if info, ok := view.find(view.leaderOf(t.states[p])); ok {
 		return info, 0, ""
 	}

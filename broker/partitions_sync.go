@@ -43,7 +43,7 @@ func (b *Broker) startPartitions(ctx context.Context) error {
 			return err
 		}
 	}
-	b.setBrokers(snap.Brokers)
+	b.liveBrks.set(snap.Brokers)
 	events := b.store.Watch(b.lifetime, snap.Revision+1)
 	b.loops.Add(2)
 	go b.watchLoop(events)
@@ -92,7 +92,7 @@ func (b *Broker) resync() {
 			b.removeTopic(t.topic.Name, t.topic.ID)
 		}
 	}
-	b.setBrokers(snap.Brokers)
+	b.liveBrks.set(snap.Brokers)
 }
 
 func (b *Broker) applyEvent(ev metadata.Event) {
@@ -113,7 +113,7 @@ func (b *Broker) applyEvent(ev metadata.Event) {
 		}
 	case metadata.BrokersChanged:
 		ctx, cancel := context.WithTimeout(b.lifetime, 10*time.Second)
-		b.refreshBrokers(ctx)
+		b.liveBrks.refresh(ctx, b.store, b.log)
 		cancel()
 	case metadata.Resync:
 		b.log.Warn("metadata watch lost events; resynchronising")

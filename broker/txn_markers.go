@@ -25,7 +25,7 @@ const markerRequestTimeout = 30 * time.Second
 func (s markerSender) SendMarkers(ctx context.Context, job txn.Markers, coordinatorEpoch int32) []txn.TopicPartition {
 	var retry []txn.TopicPartition
 	byLeader := map[int32][]txn.TopicPartition{}
-	view := s.b.brokerView()
+	view := s.b.liveBrks.view()
 	for _, tp := range job.Partitions {
 		t, ok := s.b.parts.topic(tp.Topic)
 		if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.states) {

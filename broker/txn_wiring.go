@@ -40,7 +40,7 @@ func (b *Broker) newTxnCoordinator() (*txn.Coordinator, error) {
 	alloc := func() (int64, error) {
 		ctx, cancel := context.WithTimeout(b.lifetime, producerIDTimeout)
 		defer cancel()
-		return b.nextProducerID(ctx)
+		return b.pids.allocate(ctx, b.store)
 	}
 	c, err := txn.New(cfg, alloc, markerSender{b})
 	if err != nil {
@@ -99,8 +99,8 @@ func (b *Broker) ensureTxnTopic(ctx context.Context) (topicView, error) {
 	if t, ok := b.parts.topic(txn.TopicName); ok {
 		return t, nil
 	}
-	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.brokers()))
-	replicas := roundRobin(b.brokers(), 0, int(b.txns.Partitions()), rf)
+	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.liveBrks.all()))
+	replicas := roundRobin(b.liveBrks.all(), 0, int(b.txns.Partitions()), rf)
 	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{
 		Name: txn.TopicName, Replicas: replicas, Internal: true,
 		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(txnStateSegmentBytes)},
@@ -126,7 +126,7 @@ func (b *Broker) txnCoordinatorOf(ctx context.Context, id string) (metadata.Brok
 		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code,
 			fmt.Sprintf("%s has %d partitions, expected %d", txn.TopicName, len(t.states), b.txns.Partitions())
 	}
-	view := b.brokerView()
+	view := b.liveBrks.view()
 	if info, ok := view.find(view.leaderOf(t.states[p])); ok {
 		return info, 0, ""
 	}
