@@ -34,7 +34,7 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *requestContext, kreq km
 		resp.Brokers = append(resp.Brokers, br)
 	}
 	resp.ClusterID = kmsg.StringPtr(b.clusterID)
-	resp.ControllerID = b.controllerID()
+	resp.ControllerID = controllerID(b.ctrl, b.cfg.NodeID)
 	resp.AuthorizedOperations = authorizedOperationsUnknown
 	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
 		resp.AuthorizedOperations = b.authz.clusterOperations(rc)

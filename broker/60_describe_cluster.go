@@ -24,7 +24,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, rc *requestContext, kr
 		return resp, nil
 	}
 	resp.ClusterID = b.clusterID
-	resp.ControllerID = b.controllerID()
+	resp.ControllerID = controllerID(b.ctrl, b.cfg.NodeID)
 	resp.ClusterAuthorizedOperations = authorizedOperationsUnknown
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = b.authz.clusterOperations(rc)

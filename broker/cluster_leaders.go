@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -48,11 +49,11 @@ func (v brokerView) leaderOf(st metadata.PartitionState) int32 {
 
 // controllerID is the elected controller as last observed (this node
 // before the controller started).
-func (b *Broker) controllerID() int32 {
-	if b.ctrl == nil {
-		return b.cfg.NodeID
+func controllerID(ctrl *controller.Controller, self int32) int32 {
+	if ctrl == nil {
+		return self
 	}
-	if id := b.ctrl.ID(); id >= 0 {
+	if id := ctrl.ID(); id >= 0 {
 		return id
 	}
 	return -1
