@@ -114,12 +114,28 @@ func (ids *producerIDs) allocate(ctx context.Context, store producerIDAllocator)
 	return id, nil
 }
 
-// dropBelow forgets the cached block if its next id lies below next (a
-// restore raised the cluster's allocator past it).
-func (ids *producerIDs) dropBelow(next int64) {
+// producerIDRaiser is the slice of the metadata store a restore raises the
+// producer-id allocator through (*metadata.Store implements it).
+type producerIDRaiser interface {
+	RaiseNextProducerID(ctx context.Context, floor int64) error
+}
+
+// reserve raises the cluster's producer-id allocator to next (a restored
+// topic's producers used ids below it) and drops this broker's cached
+// block if it lies below. Other brokers' cached blocks are not reached:
+// restore into a cluster whose producers have not started
+// (docs/ARCHITECTURE.md, "Restore"). next <= 0 reserves nothing.
+func (ids *producerIDs) reserve(ctx context.Context, store producerIDRaiser, next int64) error {
+	if next <= 0 {
+		return nil
+	}
+	if err := store.RaiseNextProducerID(ctx, next); err != nil {
+		return err
+	}
 	ids.mu.Lock()
 	if ids.valid && ids.next < next {
 		ids.valid = false
 	}
 	ids.mu.Unlock()
+	return nil
 }

@@ -193,8 +193,12 @@ func (b *Broker) awaitOwnElections(ctx context.Context) {
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	leads := func(topic string, index int32) bool {
+		_, code := b.lookupPartition(topic, index)
+		return code == 0
+	}
 	for {
-		pending := b.staleOwnLeaderships()
+		pending := b.parts.staleLeaderships(b.cfg.NodeID, b.registration().Epoch, leads)
 		if pending == 0 {
 			return
 		}
@@ -207,21 +211,18 @@ func (b *Broker) awaitOwnElections(ctx context.Context) {
 	}
 }
 
-// staleOwnLeaderships counts states naming this node leader with another
-// registration epoch than the current one, and states naming it leader
-// under the current one that its local replica does not lead yet (the
-// state reached the mirror; the replica applies it right after).
-func (b *Broker) staleOwnLeaderships() int {
-	epoch := b.registration().Epoch
+// staleLeaderships counts states naming node leader with another
+// registration epoch than epoch, and states naming it leader under epoch
+// whose local replica does not lead yet by leads (the state reached the
+// mirror; the replica applies it right after).
+func (m *partitionManager) staleLeaderships(node int32, epoch int64, leads func(topic string, index int32) bool) int {
 	n := 0
-	for _, t := range b.parts.allTopics() {
+	for _, t := range m.allTopics() {
 		for i, st := range t.states {
-			if st.Leader != b.cfg.NodeID {
+			if st.Leader != node {
 				continue
 			}
-			if st.LeaderBrokerEpoch != epoch {
-				n++
-			} else if _, code := b.lookupPartition(t.topic.Name, int32(i)); code != 0 {
+			if st.LeaderBrokerEpoch != epoch || !leads(t.topic.Name, int32(i)) {
 				n++
 			}
 		}

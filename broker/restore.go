@@ -68,7 +68,7 @@ func (b *Broker) RestoreTopic(ctx context.Context, req RestoreTopicRequest) (Res
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if err := b.reserveRestoredProducerIDs(ctx, req.NextProducerID); err != nil {
+	if err := b.pids.reserve(ctx, b.store, req.NextProducerID); err != nil {
 		return RestoreResult{}, err
 	}
 	t, err := b.store.RestoreTopic(ctx, mreq)
@@ -120,19 +120,4 @@ func restoreRequest(req RestoreTopicRequest, view brokerView) (metadata.RestoreT
 			MaxTimestamp: e.MaxTimestamp, LeaderEpoch: e.LeaderEpoch, Key: e.Key, Size: e.Size})
 	}
 	return out, nil
-}
-
-// reserveRestoredProducerIDs raises the cluster's producer-id allocator to
-// next and drops this broker's cached block if it lies below. Other
-// brokers' cached blocks are not reached: restore into a cluster whose
-// producers have not started (docs/ARCHITECTURE.md, "Restore").
-func (b *Broker) reserveRestoredProducerIDs(ctx context.Context, next int64) error {
-	if next <= 0 {
-		return nil
-	}
-	if err := b.store.RaiseNextProducerID(ctx, next); err != nil {
-		return err
-	}
-	b.pids.dropBelow(next)
-	return nil
 }
