@@ -17,7 +17,9 @@ type memBrokerLister struct {
 	err  error
 }
 
-func (m *memBrokerLister) Brokers(context.Context) ([]metadata.BrokerInfo, error) { return m.list, m.err }
+func (m *memBrokerLister) Brokers(context.Context) ([]metadata.BrokerInfo, error) {
+	return m.list, m.err
+}
 
 var _ brokerLister = (*memBrokerLister)(nil)
 
