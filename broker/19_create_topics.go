@@ -168,52 +168,26 @@ func assignmentFromRequest(ra []kmsg.CreateTopicsRequestTopicReplicaAssignment) 
 	return out, 0, ""
 }
 
-// placeReplicas validates a manual assignment against the live brokers, or
-// places replicas with controller.Assign (rack-aware, leaders spread).
+// placeReplicas checks a manual assignment against the live brokers, or
+// places replicas with controller.PlaceTopic (rack-aware, leaders spread).
 func placeReplicas(spec topicSpec, view brokerView) ([][]int32, int16, string) {
-	brokers := view.list
+	replicas, err := spec.assignment, error(nil)
 	if spec.assignment != nil {
-		if code, msg := checkAssignment(spec.assignment, len(spec.assignment[0]), view); code != 0 {
-			return nil, code, msg
-		}
-		return spec.assignment, 0, ""
+		err = controller.CheckAssignment(spec.assignment, len(spec.assignment[0]), view.live)
+	} else {
+		replicas, err = controller.PlaceTopic(view.list, int(spec.partitions), int(spec.replicationFactor), maxPartitions)
 	}
-	switch {
-	case spec.partitions < 1 || spec.partitions > maxPartitions:
-		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("number of partitions must be in [1, %d], got %d", maxPartitions, spec.partitions)
-	case spec.replicationFactor < 1:
-		return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor must be at least 1, got %d", spec.replicationFactor)
-	case int(spec.replicationFactor) > len(brokers):
-		return nil, kerr.InvalidReplicationFactor.Code,
-			fmt.Sprintf("replication factor: %d larger than available brokers: %d", spec.replicationFactor, len(brokers))
+	if err != nil {
+		code, msg := errorCode(err)
+		return nil, code, msg
 	}
-	return controller.Assign(brokers, 0, int(spec.partitions), int(spec.replicationFactor)), 0, ""
+	return replicas, 0, ""
 }
 
 // roundRobin is controller.Assign under its old name, kept for the callers
 // outside this file (groups.go); new code calls controller.Assign.
 func roundRobin(brokers []metadata.BrokerInfo, from, count, rf int) [][]int32 {
 	return controller.Assign(brokers, from, count, rf)
-}
-
-// checkAssignment: every partition has rf distinct, live replicas.
-func checkAssignment(assignment [][]int32, rf int, view brokerView) (int16, string) {
-	for p, replicas := range assignment {
-		if len(replicas) == 0 || len(replicas) != rf {
-			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: every partition needs the same, non-zero number of replicas", p)
-		}
-		seen := map[int32]bool{}
-		for _, r := range replicas {
-			if seen[r] {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: duplicate replica %d", p, r)
-			}
-			seen[r] = true
-			if !view.live(r) {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: unknown broker %d", p, r)
-			}
-		}
-	}
-	return 0, ""
 }
 
 // createTopic writes the topic to metadata and applies it locally before
@@ -264,8 +238,12 @@ func errorCode(err error) (int16, string) {
 		return kerr.InvalidPartitions.Code, err.Error()
 	case errors.Is(err, metadata.ErrInvalidTopic):
 		return kerr.InvalidTopicException.Code, err.Error()
-	case errors.Is(err, metadata.ErrInvalidReplicas):
+	case errors.Is(err, metadata.ErrInvalidReplicas), errors.Is(err, controller.ErrInvalidReplicaAssignment):
 		return kerr.InvalidReplicaAssignment.Code, err.Error()
+	case errors.Is(err, controller.ErrInvalidPartitions):
+		return kerr.InvalidPartitions.Code, err.Error()
+	case errors.Is(err, controller.ErrInvalidReplicationFactor):
+		return kerr.InvalidReplicationFactor.Code, err.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut.Code, err.Error()
 	}

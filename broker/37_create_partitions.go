@@ -72,22 +72,22 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 // or places them with the topic's replication factor.
 func newPartitionReplicas(rt kmsg.CreatePartitionsRequestTopic, current, rf int, view brokerView) ([][]int32, int16, string) {
 	newCount := int(rt.Count) - current
+	var out [][]int32
+	var err error
 	if rt.Assignment == nil {
-		brokers := view.list
-		if rf > len(brokers) {
-			return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d larger than available brokers %d", rf, len(brokers))
-		}
-		return controller.Assign(brokers, current, newCount, rf), 0, ""
-	}
-	if len(rt.Assignment) != newCount {
+		out, err = controller.PlaceAdded(view.list, current, newCount, rf)
+	} else if len(rt.Assignment) != newCount {
 		return nil, kerr.InvalidReplicaAssignment.Code,
 			fmt.Sprintf("%d assignments given for %d new partitions", len(rt.Assignment), newCount)
+	} else {
+		out = make([][]int32, newCount)
+		for i, a := range rt.Assignment {
+			out[i] = nonNil(a.Replicas)
+		}
+		err = controller.CheckAssignment(out, rf, view.live)
 	}
-	out := make([][]int32, newCount)
-	for i, a := range rt.Assignment {
-		out[i] = nonNil(a.Replicas)
-	}
-	if code, msg := checkAssignment(out, rf, view); code != 0 {
+	if err != nil {
+		code, msg := errorCode(err)
 		return nil, code, msg
 	}
 	return out, 0, ""
