@@ -120,7 +120,7 @@ func topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic, defaultPartitions in
 	return spec, 0, ""
 }
 
-// checkTopicNameFree refuses an existing name or one colliding with an
+// checkNameFree refuses an existing name or one colliding with an
 // existing name once '.' and '_' are identified (Kafka's rule).
 func (m *partitionManager) checkNameFree(name string) (int16, string) {
 	if _, ok := m.topic(name); ok {

@@ -43,13 +43,13 @@ func (b *Broker) handleAlterClientQuotas(ctx context.Context, rc *requestContext
 	return resp, nil
 }
 
-// alterQuotaEntry validates and applies one entry.
 // quotaWriter is the slice of the metadata store AlterClientQuotas writes
 // (*metadata.Store implements it).
 type quotaWriter interface {
 	AlterQuotas(ctx context.Context, e metadata.QuotaEntity, set map[string]float64, remove []string) error
 }
 
+// alterQuotaEntry validates and applies one entry.
 func alterQuotaEntry(ctx context.Context, store quotaWriter, entry kmsg.AlterClientQuotasRequestEntry, validateOnly bool) (int16, string) {
 	e, err := quota.ParseAlterEntity(entry.Entity)
 	if err != nil {

@@ -128,8 +128,9 @@ func (ch *scramUserChange) add(mechCode int8, build func(mech string) (scramAlte
 	ch.alters = append(ch.alters, a)
 }
 
-// scramCredentialStore is the slice of the metadata store AlterUserSCRAMCredentials
-// reads and writes (*metadata.Store implements it).
+// scramCredentialStore is the slice of the metadata store that
+// AlterUserSCRAMCredentials reads and writes (*metadata.Store implements
+// it).
 type scramCredentialStore interface {
 	ScramCredential(ctx context.Context, user, mech string) (auth.ScramCredential, bool, error)
 	PutScramCredential(ctx context.Context, user string, c auth.ScramCredential) error
