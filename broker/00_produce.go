@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -101,7 +102,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 		}
 		return nil, nil
 	case -1:
-		b.waitAcks(ctx, req.TimeoutMillis, resp, pending)
+		waitAcks(ctx, b.log, req.TimeoutMillis, resp, pending)
 	}
 	b.addProduceLeaders(req, resp, &leaders)
 	return resp, nil
@@ -159,12 +160,12 @@ func (b *Broker) producePartition(ctx context.Context, req *kmsg.ProduceRequest,
 		return sp, nil
 	}
 	if err := b.tiering.ThrottleUploadLag(b.lifetime, tierPartition{p, b}); err != nil {
-		b.setProduceError(&sp, err)
+		setProduceError(b.log, &sp, err)
 		return sp, nil
 	}
 	res, logAppendTime, wait, err := b.appendProduced(ctx, p, req, rp.Records, now)
 	if err != nil {
-		b.setProduceError(&sp, err)
+		setProduceError(b.log, &sp, err)
 		return sp, nil
 	}
 	sp.BaseOffset = res.BaseOffset
@@ -203,7 +204,7 @@ func (b *Broker) appendProduced(ctx context.Context, p *partition, req *kmsg.Pro
 // the ISR shrank below min.insync.replicas), at the request timeout
 // (REQUEST_TIMED_OUT; the data stays appended, as in Kafka), or when
 // leadership ends (NOT_LEADER_OR_FOLLOWER).
-func (b *Broker) waitAcks(ctx context.Context, timeoutMillis int32, resp *kmsg.ProduceResponse, pending []pendingAck) {
+func waitAcks(ctx context.Context, log *slog.Logger, timeoutMillis int32, resp *kmsg.ProduceResponse, pending []pendingAck) {
 	if len(pending) == 0 {
 		return
 	}
@@ -211,7 +212,7 @@ func (b *Broker) waitAcks(ctx context.Context, timeoutMillis int32, resp *kmsg.P
 	defer backstop.Stop()
 	for _, w := range pending {
 		if err := w.wait.Await(ctx, backstop.C); err != nil {
-			b.setProduceError(&resp.Topics[w.topic].Partitions[w.partition], err)
+			setProduceError(log, &resp.Topics[w.topic].Partitions[w.partition], err)
 		}
 	}
 }
@@ -245,7 +246,7 @@ func (b *Broker) addProduceLeaders(req *kmsg.ProduceRequest, resp *kmsg.ProduceR
 
 // setProduceError puts err into a partition answer (code and, v8+, the
 // message). Unexpected errors are logged: the client only sees a code.
-func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, err error) {
+func setProduceError(log *slog.Logger, sp *kmsg.ProduceResponseTopicPartition, err error) {
 	if code, ok := replicationErrorCode(err); ok {
 		sp.ErrorCode = code
 	} else if code, ok := producerStateErrorCode(err); ok {
@@ -256,7 +257,7 @@ func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, err err
 	msg := err.Error()
 	sp.ErrorMessage = &msg
 	if sp.ErrorCode == kerr.UnknownServerError.Code || sp.ErrorCode == kerr.KafkaStorageError.Code {
-		b.log.Warn("produce failed", "partition", sp.Partition, "err", err)
+		log.Warn("produce failed", "partition", sp.Partition, "err", err)
 	}
 }
 

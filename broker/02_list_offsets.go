@@ -9,6 +9,7 @@ import (
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/tier"
 )
 
 // ListOffsets: v1-10.
@@ -91,7 +92,7 @@ func (b *Broker) listPartitionOffset(ctx context.Context, topic string, rp *kmsg
 		sp.Offset, sp.Timestamp, sp.LeaderEpoch = p.log.LogEndOffset(), -1, p.leaderEpoch()
 		return sp
 	}
-	offset, timestamp, epoch, err := b.listOffset(ctx, p, rp.Timestamp, iso)
+	offset, timestamp, epoch, err := listOffset(ctx, b.coldSrc, p, rp.Timestamp, iso)
 	if err != nil {
 		sp.ErrorCode = dataPathErrorCode(err)
 		if sp.ErrorCode == kerr.UnknownServerError.Code || sp.ErrorCode == kerr.KafkaStorageError.Code {
@@ -108,7 +109,7 @@ func (b *Broker) listPartitionOffset(ctx context.Context, topic string, rp *kmsg
 
 // listOffset resolves one ListOffsets timestamp to (offset, timestamp,
 // leader epoch); (-1, -1) when there is no such offset.
-func (b *Broker) listOffset(ctx context.Context, p *partition, ts int64, iso fetch.IsolationLevel) (int64, int64, int32, error) {
+func listOffset(ctx context.Context, coldSrc tier.ColdSource, p *partition, ts int64, iso fetch.IsolationLevel) (int64, int64, int32, error) {
 	visible := p.highWatermark()
 	if iso == fetch.ReadCommitted {
 		visible = min(p.lastStableOffset(), visible)
@@ -129,13 +130,13 @@ func (b *Broker) listOffset(ctx context.Context, p *partition, ts int64, iso fet
 		last := entries[len(entries)-1]
 		return last.LastOffset, -1, last.LeaderEpoch, nil
 	case listOffsetsMaxTimestamp:
-		res, ok, err := b.maxTimestampAcrossTiers(ctx, p, visible)
+		res, ok, err := maxTimestampAcrossTiers(ctx, coldSrc, p, visible)
 		if err != nil || !ok {
 			return -1, -1, epoch, err
 		}
 		return res.Offset, res.Timestamp, epoch, nil
 	}
-	res, ok, err := b.offsetForTimestampAcrossTiers(ctx, p, ts, visible)
+	res, ok, err := offsetForTimestampAcrossTiers(ctx, coldSrc, p, ts, visible)
 	if err != nil || !ok || res.Offset >= visible {
 		return -1, -1, epoch, err
 	}
@@ -144,8 +145,8 @@ func (b *Broker) listOffset(ctx context.Context, p *partition, ts int64, iso fet
 
 // offsetForTimestampAcrossTiers searches the bucket's part first (it holds
 // the earlier offsets), then the hot log.
-func (b *Broker) offsetForTimestampAcrossTiers(ctx context.Context, p *partition, ts, visible int64) (hotlog.OffsetTime, bool, error) {
-	res, ok, err := b.coldSrc.OffsetForTimestamp(ctx, tp(p), p.localLogStartOffset(), ts, p.logStartOffset())
+func offsetForTimestampAcrossTiers(ctx context.Context, coldSrc tier.ColdSource, p *partition, ts, visible int64) (hotlog.OffsetTime, bool, error) {
+	res, ok, err := coldSrc.OffsetForTimestamp(ctx, tp(p), p.localLogStartOffset(), ts, p.logStartOffset())
 	if err != nil || ok {
 		return res, ok, err
 	}
@@ -154,12 +155,12 @@ func (b *Broker) offsetForTimestampAcrossTiers(ctx context.Context, p *partition
 
 // maxTimestampAcrossTiers: the tiered maximum wins unless the hot log has a
 // strictly larger timestamp (on a tie the earlier offset is Kafka's answer).
-func (b *Broker) maxTimestampAcrossTiers(ctx context.Context, p *partition, visible int64) (hotlog.OffsetTime, bool, error) {
+func maxTimestampAcrossTiers(ctx context.Context, coldSrc tier.ColdSource, p *partition, visible int64) (hotlog.OffsetTime, bool, error) {
 	local, localOK, err := p.log.MaxTimestamp(visible)
 	if err != nil {
 		return local, false, err
 	}
-	cold, coldOK, err := b.coldSrc.MaxTimestamp(ctx, tp(p), p.localLogStartOffset())
+	cold, coldOK, err := coldSrc.MaxTimestamp(ctx, tp(p), p.localLogStartOffset())
 	if err != nil {
 		return cold, false, err
 	}

@@ -24,7 +24,7 @@ import (
 func (b *Broker) handleMetadata(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	view := b.brokerView()
+	view := b.liveBrks.view()
 	for _, info := range view.list {
 		br := kmsg.NewMetadataResponseBroker()
 		br.NodeID, br.Host, br.Port = info.NodeID, info.Host, info.Port
@@ -34,12 +34,12 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *requestContext, kreq km
 		resp.Brokers = append(resp.Brokers, br)
 	}
 	resp.ClusterID = kmsg.StringPtr(b.clusterID)
-	resp.ControllerID = b.controllerID()
+	resp.ControllerID = controllerID(b.ctrl, b.cfg.NodeID)
 	resp.AuthorizedOperations = authorizedOperationsUnknown
 	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
-		resp.AuthorizedOperations = b.clusterAuthorizedOperations(rc)
+		resp.AuthorizedOperations = b.authz.clusterOperations(rc)
 	}
-	defer b.addTopicAuthorizedOperations(rc, req, resp)
+	defer b.authz.addTopicOperations(rc, req, resp)
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range b.parts.allTopics() {
 			if b.authz.allowedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, t.topic.Name) {
@@ -55,24 +55,24 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *requestContext, kreq km
 	return resp, nil
 }
 
-// clusterAuthorizedOperations is the Cluster's authorized_operations: 0
+// clusterOperations is the Cluster's authorized_operations: 0
 // without Describe on it, as Kafka.
-func (b *Broker) clusterAuthorizedOperations(rc *requestContext) int32 {
-	if !b.authz.allowedQuiet(rc, auth.OpDescribe, auth.ResourceCluster, auth.ClusterResourceName) {
+func (z *authorizer) clusterOperations(rc *requestContext) int32 {
+	if !z.allowedQuiet(rc, auth.OpDescribe, auth.ResourceCluster, auth.ClusterResourceName) {
 		return 0
 	}
-	return b.authz.operations(rc, auth.ResourceCluster, auth.ClusterResourceName)
+	return z.operations(rc, auth.ResourceCluster, auth.ClusterResourceName)
 }
 
-// addTopicAuthorizedOperations fills the described topics'
+// addTopicOperations fills the described topics'
 // authorized_operations when the client asks (v8+).
-func (b *Broker) addTopicAuthorizedOperations(rc *requestContext, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+func (z *authorizer) addTopicOperations(rc *requestContext, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 	if !req.IncludeTopicAuthorizedOperations {
 		return
 	}
 	for i := range resp.Topics {
 		if mt := &resp.Topics[i]; mt.ErrorCode == 0 && mt.Topic != nil {
-			mt.AuthorizedOperations = b.authz.operations(rc, auth.ResourceTopic, *mt.Topic)
+			mt.AuthorizedOperations = z.operations(rc, auth.ResourceTopic, *mt.Topic)
 		}
 	}
 }
@@ -127,7 +127,7 @@ func (b *Broker) metadataForRequested(ctx context.Context, rc *requestContext, r
 // replication factor; losing a race to another creator is fine.
 func (b *Broker) autoCreateTopic(ctx context.Context, name string) (topicView, error) {
 	spec := topicSpec{name: name, partitions: b.cfg.DefaultPartitions, replicationFactor: b.cfg.DefaultReplicationFactor}
-	replicas, code, msg := b.placeReplicas(spec)
+	replicas, code, msg := placeReplicas(spec, b.liveBrks.view())
 	if code != 0 {
 		return topicView{}, errors.New(msg)
 	}

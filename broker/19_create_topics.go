@@ -61,11 +61,11 @@ func createTopicError(name string, code int16, msg string) kmsg.CreateTopicsResp
 
 // createOneTopic validates and creates one topic.
 func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
-	spec, code, msg := b.topicSpecFromRequest(rt)
+	spec, code, msg := topicSpecFromRequest(rt, b.cfg.DefaultPartitions, &b.parts)
 	if code != 0 {
 		return createTopicError(rt.Topic, code, msg)
 	}
-	replicas, code, msg := b.placeReplicas(spec)
+	replicas, code, msg := placeReplicas(spec, b.liveBrks.view())
 	if code != 0 {
 		return createTopicError(rt.Topic, code, msg)
 	}
@@ -81,7 +81,7 @@ func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequest
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic, st.TopicID = spec.name, id
 	st.NumPartitions, st.ReplicationFactor = int32(len(replicas)), int16(len(replicas[0]))
-	for _, e := range topicConfigEntries(spec.configs, b.topicDefaults()) {
+	for _, e := range topicConfigEntries(spec.configs, b.cfg.topicDefaults()) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.Source, c.ReadOnly, c.IsSensitive = e.name, kmsg.StringPtr(e.value), int8(e.source), e.readOnly, e.sensitive
 		st.Configs = append(st.Configs, c)
@@ -90,12 +90,12 @@ func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequest
 }
 
 // topicSpecFromRequest checks name, configs and counts of a request topic.
-func (b *Broker) topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic) (topicSpec, int16, string) {
+func topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic, defaultPartitions int32, topics *partitionManager) (topicSpec, int16, string) {
 	spec := topicSpec{name: rt.Topic, partitions: rt.NumPartitions, replicationFactor: rt.ReplicationFactor}
 	if err := validateTopicName(rt.Topic); err != nil {
 		return spec, kerr.InvalidTopicException.Code, err.Error()
 	}
-	if code, msg := b.checkTopicNameFree(rt.Topic); code != 0 {
+	if code, msg := topics.checkNameFree(rt.Topic); code != 0 {
 		return spec, code, msg
 	}
 	configs, code, msg := configsFromRequest(rt.Configs)
@@ -112,7 +112,7 @@ func (b *Broker) topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic) (topicSp
 		return spec, code, msg
 	}
 	if spec.partitions == -1 {
-		spec.partitions = b.cfg.DefaultPartitions
+		spec.partitions = defaultPartitions
 	}
 	if spec.replicationFactor == -1 {
 		spec.replicationFactor = 1 // default.replication.factor
@@ -120,14 +120,14 @@ func (b *Broker) topicSpecFromRequest(rt kmsg.CreateTopicsRequestTopic) (topicSp
 	return spec, 0, ""
 }
 
-// checkTopicNameFree refuses an existing name or one colliding with an
+// checkNameFree refuses an existing name or one colliding with an
 // existing name once '.' and '_' are identified (Kafka's rule).
-func (b *Broker) checkTopicNameFree(name string) (int16, string) {
-	if _, ok := b.parts.topic(name); ok {
+func (m *partitionManager) checkNameFree(name string) (int16, string) {
+	if _, ok := m.topic(name); ok {
 		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", name)
 	}
 	key := collisionKey(name)
-	for _, t := range b.parts.allTopics() {
+	for _, t := range m.allTopics() {
 		if collisionKey(t.topic.Name) == key {
 			return kerr.InvalidTopicException.Code, fmt.Sprintf("topic %q collides with existing topic %q", name, t.topic.Name)
 		}
@@ -168,52 +168,20 @@ func assignmentFromRequest(ra []kmsg.CreateTopicsRequestTopicReplicaAssignment) 
 	return out, 0, ""
 }
 
-// placeReplicas validates a manual assignment against the live brokers, or
-// places replicas with controller.Assign (rack-aware, leaders spread).
-func (b *Broker) placeReplicas(spec topicSpec) ([][]int32, int16, string) {
-	brokers := b.brokers()
+// placeReplicas checks a manual assignment against the live brokers, or
+// places replicas with controller.PlaceTopic (rack-aware, leaders spread).
+func placeReplicas(spec topicSpec, view brokerView) ([][]int32, int16, string) {
+	replicas, err := spec.assignment, error(nil)
 	if spec.assignment != nil {
-		if code, msg := b.checkAssignment(spec.assignment, len(spec.assignment[0])); code != 0 {
-			return nil, code, msg
-		}
-		return spec.assignment, 0, ""
+		err = controller.CheckAssignment(spec.assignment, len(spec.assignment[0]), view.live)
+	} else {
+		replicas, err = controller.PlaceTopic(view.list, int(spec.partitions), int(spec.replicationFactor), maxPartitions)
 	}
-	switch {
-	case spec.partitions < 1 || spec.partitions > maxPartitions:
-		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("number of partitions must be in [1, %d], got %d", maxPartitions, spec.partitions)
-	case spec.replicationFactor < 1:
-		return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor must be at least 1, got %d", spec.replicationFactor)
-	case int(spec.replicationFactor) > len(brokers):
-		return nil, kerr.InvalidReplicationFactor.Code,
-			fmt.Sprintf("replication factor: %d larger than available brokers: %d", spec.replicationFactor, len(brokers))
+	if err != nil {
+		code, msg := errorCode(err)
+		return nil, code, msg
 	}
-	return controller.Assign(brokers, 0, int(spec.partitions), int(spec.replicationFactor)), 0, ""
-}
-
-// roundRobin is controller.Assign under its old name, kept for the callers
-// outside this file (groups.go); new code calls controller.Assign.
-func roundRobin(brokers []metadata.BrokerInfo, from, count, rf int) [][]int32 {
-	return controller.Assign(brokers, from, count, rf)
-}
-
-// checkAssignment: every partition has rf distinct, live replicas.
-func (b *Broker) checkAssignment(assignment [][]int32, rf int) (int16, string) {
-	for p, replicas := range assignment {
-		if len(replicas) == 0 || len(replicas) != rf {
-			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: every partition needs the same, non-zero number of replicas", p)
-		}
-		seen := map[int32]bool{}
-		for _, r := range replicas {
-			if seen[r] {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: duplicate replica %d", p, r)
-			}
-			seen[r] = true
-			if !b.isLive(r) {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partition %d: unknown broker %d", p, r)
-			}
-		}
-	}
-	return 0, ""
+	return replicas, 0, ""
 }
 
 // createTopic writes the topic to metadata and applies it locally before
@@ -226,7 +194,7 @@ func (b *Broker) createTopic(ctx context.Context, req metadata.CreateTopicReques
 	if err := b.parts.applyTopic(t, nil); err != nil {
 		return t, err
 	}
-	b.awaitLeaders(ctx, t.ID, 0)
+	b.parts.awaitLeaders(ctx, t.ID, 0, &b.liveBrks, b.log)
 	b.log.Info("topic created", "topic", t.Name, "partitions", len(t.Replicas))
 	return t, nil
 }
@@ -264,8 +232,12 @@ func errorCode(err error) (int16, string) {
 		return kerr.InvalidPartitions.Code, err.Error()
 	case errors.Is(err, metadata.ErrInvalidTopic):
 		return kerr.InvalidTopicException.Code, err.Error()
-	case errors.Is(err, metadata.ErrInvalidReplicas):
+	case errors.Is(err, metadata.ErrInvalidReplicas), errors.Is(err, controller.ErrInvalidReplicaAssignment):
 		return kerr.InvalidReplicaAssignment.Code, err.Error()
+	case errors.Is(err, controller.ErrInvalidPartitions):
+		return kerr.InvalidPartitions.Code, err.Error()
+	case errors.Is(err, controller.ErrInvalidReplicationFactor):
+		return kerr.InvalidReplicationFactor.Code, err.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut.Code, err.Error()
 	}

@@ -43,7 +43,7 @@ func (b *Broker) deleteOneTopic(ctx context.Context, rc *requestContext, rt kmsg
 	if rt.Topic != nil && !b.authz.allowedTopic(rc, auth.OpDelete, *rt.Topic) {
 		return fail(kerr.TopicAuthorizationFailed.Code, "not authorized to delete the topic")
 	}
-	t, code, msg := b.resolveDeleteTarget(rt)
+	t, code, msg := resolveDeleteTarget(rt, &b.parts)
 	if code != 0 {
 		return fail(code, msg)
 	}
@@ -59,7 +59,7 @@ func (b *Broker) deleteOneTopic(ctx context.Context, rc *requestContext, rt kmsg
 }
 
 // resolveDeleteTarget finds the topic named or identified (not both).
-func (b *Broker) resolveDeleteTarget(rt kmsg.DeleteTopicsRequestTopic) (topicView, int16, string) {
+func resolveDeleteTarget(rt kmsg.DeleteTopicsRequestTopic, topics *partitionManager) (topicView, int16, string) {
 	hasID := rt.TopicID != metadata.TopicID{}
 	switch {
 	case rt.Topic != nil && hasID:
@@ -68,13 +68,13 @@ func (b *Broker) resolveDeleteTarget(rt kmsg.DeleteTopicsRequestTopic) (topicVie
 		if err := validateTopicName(*rt.Topic); err != nil {
 			return topicView{}, kerr.InvalidTopicException.Code, err.Error()
 		}
-		t, ok := b.parts.topic(*rt.Topic)
+		t, ok := topics.topic(*rt.Topic)
 		if !ok {
 			return topicView{}, kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", *rt.Topic)
 		}
 		return t, 0, ""
 	case hasID:
-		t, ok := b.parts.topicByID(rt.TopicID)
+		t, ok := topics.topicByID(rt.TopicID)
 		if !ok {
 			return topicView{}, kerr.UnknownTopicID.Code, "no topic has this id"
 		}

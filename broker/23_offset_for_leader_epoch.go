@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/tier"
 )
 
 // OffsetForLeaderEpoch: v0-4.
@@ -72,7 +73,7 @@ func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.Offse
 		return sp
 	}
 	if follower {
-		return b.followerEpochEndOffset(ctx, p, rp, sp)
+		return followerEpochEndOffset(ctx, b.coldSrc, p, rp, sp)
 	}
 	if current := p.leaderEpoch(); rp.LeaderEpoch == current {
 		// Kafka records the leader's epoch in its cache when it becomes
@@ -98,7 +99,7 @@ func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.Offse
 // followerEpochEndOffset answers a follower from the leading replica; an
 // epoch that ended below the local log start comes from the bucket (the
 // hot log's epoch cache no longer knows it).
-func (b *Broker) followerEpochEndOffset(ctx context.Context, p *partition,
+func followerEpochEndOffset(ctx context.Context, cold tier.ColdSource, p *partition,
 	rp kmsg.OffsetForLeaderEpochRequestTopicPartition, sp kmsg.OffsetForLeaderEpochResponseTopicPartition,
 ) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	var epoch int32
@@ -113,7 +114,7 @@ func (b *Broker) followerEpochEndOffset(ctx context.Context, p *partition,
 		return sp
 	}
 	if rp.LeaderEpoch < p.leaderEpoch() {
-		if e, o, inBucket, err := b.coldSrc.EpochEndOffset(ctx, tp(p), p.localLogStartOffset(), rp.LeaderEpoch); err == nil && inBucket {
+		if e, o, inBucket, err := cold.EpochEndOffset(ctx, tp(p), p.localLogStartOffset(), rp.LeaderEpoch); err == nil && inBucket {
 			epoch, end = e, o
 		}
 	}

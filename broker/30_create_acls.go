@@ -49,7 +49,7 @@ func (b *Broker) handleCreateACLs(ctx context.Context, rc *requestContext, kreq 
 		return resp, nil
 	}
 	b.log.Info("ACLs created", "principal", principalName(rc), "acls", len(valid))
-	b.reloadAfterSecurityChange(ctx)
+	b.authz.ReloadAfterChange(ctx)
 	return resp, nil
 }
 
@@ -64,18 +64,6 @@ func aclFromCreation(version int16, c kmsg.CreateACLsRequestCreation) auth.ACL {
 		a.PatternType = auth.PatternLiteral
 	}
 	return a
-}
-
-// reloadAfterSecurityChange refreshes this broker's snapshot at once after
-// its own write (the watch would, a moment later). A failure leaves that to
-// the watch.
-func (b *Broker) reloadAfterSecurityChange(ctx context.Context) {
-	if !b.cfg.Authorizer {
-		return
-	}
-	if err := b.authz.Reload(ctx); err != nil {
-		b.log.Warn("reloading ACLs after a change; the watch will retry", "err", err)
-	}
 }
 
 // securityStoreErrorCode maps an etcd failure of an ACL or credential

@@ -47,7 +47,7 @@ func (b *Broker) handleDeleteACLs(ctx context.Context, rc *requestContext, kreq 
 	}
 	if deleted > 0 {
 		b.log.Info("ACLs deleted", "principal", principalName(rc), "acls", deleted)
-		b.reloadAfterSecurityChange(ctx)
+		b.authz.ReloadAfterChange(ctx)
 	}
 	return resp, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/auth"
+	"github.com/strata-log/strata/metadata"
 )
 
 // handleDescribeConfigs describes topic configs (overrides and defaults)
@@ -21,12 +22,12 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, rc *requestContext, kr
 	for _, rr := range req.Resources {
 		r := kmsg.NewDescribeConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		if code := b.configAuthCode(rc, auth.OpDescribeConfigs, rr.ResourceType, rr.ResourceName); code != 0 {
+		if code := b.authz.configAuthCode(rc, auth.OpDescribeConfigs, rr.ResourceType, rr.ResourceName); code != 0 {
 			r.ErrorCode = code
 			resp.Resources = append(resp.Resources, r)
 			continue
 		}
-		entries, code, msg := b.describeResource(rr.ResourceType, rr.ResourceName)
+		entries, code, msg := describeResource(rr.ResourceType, rr.ResourceName, &b.parts, &b.cfg, b.advertised)
 		if code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
 		} else {
@@ -41,14 +42,14 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, rc *requestContext, kr
 // (DescribeConfigs or AlterConfigs) on a config resource: topics are
 // checked on the topic, broker and broker-logger resources on the Cluster;
 // other types are refused later as unsupported.
-func (b *Broker) configAuthCode(rc *requestContext, op auth.Operation, typ kmsg.ConfigResourceType, name string) int16 {
+func (z *authorizer) configAuthCode(rc *requestContext, op auth.Operation, typ kmsg.ConfigResourceType, name string) int16 {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if !b.authz.allowedTopic(rc, op, name) {
+		if !z.allowedTopic(rc, op, name) {
 			return kerr.TopicAuthorizationFailed.Code
 		}
 	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
-		if !b.authz.allowedCluster(rc, op) {
+		if !z.allowedCluster(rc, op) {
 			return kerr.ClusterAuthorizationFailed.Code
 		}
 	}
@@ -56,34 +57,36 @@ func (b *Broker) configAuthCode(rc *requestContext, op auth.Operation, typ kmsg.
 }
 
 // describeResource returns the configs of one resource, or an error code.
-func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string) ([]configEntry, int16, string) {
+func describeResource(typ kmsg.ConfigResourceType, name string, topics *partitionManager, cfg *Config,
+	advertised metadata.BrokerInfo,
+) ([]configEntry, int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if err := validateTopicName(name); err != nil {
 			return nil, kerr.InvalidTopicException.Code, err.Error()
 		}
-		t, ok := b.parts.topic(name)
+		t, ok := topics.topic(name)
 		if !ok {
 			return nil, kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
 		}
-		return topicConfigEntries(t.topic.Configs, b.topicDefaults()), 0, ""
+		return topicConfigEntries(t.topic.Configs, cfg.topicDefaults()), 0, ""
 	case kmsg.ConfigResourceTypeBroker:
 		if name == "" {
 			return []configEntry{}, 0, "" // no cluster-wide dynamic defaults
 		}
-		if code, msg := b.checkBrokerResource(name); code != 0 {
+		if code, msg := checkBrokerResource(name, cfg.NodeID); code != 0 {
 			return nil, code, msg
 		}
-		return b.brokerConfigEntries(), 0, ""
+		return brokerConfigEntries(cfg, advertised), 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("resource type %v is not supported", typ)
 }
 
 // checkBrokerResource accepts this broker's id only.
-func (b *Broker) checkBrokerResource(name string) (int16, string) {
+func checkBrokerResource(name string, nodeID int32) (int16, string) {
 	id, err := strconv.ParseInt(name, 10, 32)
-	if err != nil || int32(id) != b.cfg.NodeID {
-		return kerr.InvalidRequest.Code, fmt.Sprintf("unexpected broker id %q, this is broker %d", name, b.cfg.NodeID)
+	if err != nil || int32(id) != nodeID {
+		return kerr.InvalidRequest.Code, fmt.Sprintf("unexpected broker id %q, this is broker %d", name, nodeID)
 	}
 	return 0, ""
 }

@@ -22,9 +22,13 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, rc *requestContext, kre
 	for _, rr := range req.Resources {
 		r := kmsg.NewAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		code, msg := b.authz.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		var mutate func(map[string]string) error
 		if code == 0 {
-			code, msg = b.replaceConfigs(ctx, rr, req.ValidateOnly)
+			mutate, code, msg = replaceConfigs(rr)
+		}
+		if code == 0 {
+			code, msg = b.alterTopicConfigs(ctx, rr.ResourceName, mutate, req.ValidateOnly)
 		}
 		if code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
@@ -34,27 +38,29 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, rc *requestContext, kre
 	return resp, nil
 }
 
-func (b *Broker) replaceConfigs(ctx context.Context, rr kmsg.AlterConfigsRequestResource, validateOnly bool) (int16, string) {
-	if code, msg := b.checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
-		return code, msg
+// replaceConfigs checks one AlterConfigs resource and returns the edit
+// that replaces all of the topic's overrides with the given set.
+func replaceConfigs(rr kmsg.AlterConfigsRequestResource) (func(map[string]string) error, int16, string) {
+	if code, msg := checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
+		return nil, code, msg
 	}
 	next := make(map[string]string, len(rr.Configs))
 	for _, c := range rr.Configs {
 		if c.Value == nil {
-			return kerr.InvalidRequest.Code, fmt.Sprintf("null value for config %q is not supported", c.Name)
+			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("null value for config %q is not supported", c.Name)
 		}
 		if _, dup := next[c.Name]; dup {
-			return kerr.InvalidRequest.Code, fmt.Sprintf("config %q given twice", c.Name)
+			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("config %q given twice", c.Name)
 		}
 		next[c.Name] = *c.Value
 	}
 	if err := metadata.ValidateTopicConfigs(next); err != nil {
-		return kerr.InvalidConfig.Code, err.Error()
+		return nil, kerr.InvalidConfig.Code, err.Error()
 	}
 	mutate := func(m map[string]string) error {
 		clear(m)
 		maps.Copy(m, next)
 		return nil
 	}
-	return b.alterTopicConfigs(ctx, rr.ResourceName, mutate, validateOnly)
+	return mutate, 0, ""
 }

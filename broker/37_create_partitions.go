@@ -52,7 +52,7 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	case rt.Count > maxPartitions:
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("at most %d partitions", maxPartitions)
 	}
-	added, code, msg := b.newPartitionReplicas(rt, current, len(t.topic.Replicas[0]))
+	added, code, msg := newPartitionReplicas(rt, current, len(t.topic.Replicas[0]), b.liveBrks.view())
 	if code != 0 || validateOnly {
 		return code, msg
 	}
@@ -63,31 +63,31 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	if err := b.parts.applyTopic(updated, nil); err != nil {
 		return errorCode(err)
 	}
-	b.awaitLeaders(ctx, updated.ID, current)
+	b.parts.awaitLeaders(ctx, updated.ID, current, &b.liveBrks, b.log)
 	b.log.Info("partitions added", "topic", rt.Topic, "partitions", len(updated.Replicas))
 	return 0, ""
 }
 
 // newPartitionReplicas checks the manual assignment of the new partitions
 // or places them with the topic's replication factor.
-func (b *Broker) newPartitionReplicas(rt kmsg.CreatePartitionsRequestTopic, current, rf int) ([][]int32, int16, string) {
+func newPartitionReplicas(rt kmsg.CreatePartitionsRequestTopic, current, rf int, view brokerView) ([][]int32, int16, string) {
 	newCount := int(rt.Count) - current
+	var out [][]int32
+	var err error
 	if rt.Assignment == nil {
-		brokers := b.brokers()
-		if rf > len(brokers) {
-			return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d larger than available brokers %d", rf, len(brokers))
-		}
-		return controller.Assign(brokers, current, newCount, rf), 0, ""
-	}
-	if len(rt.Assignment) != newCount {
+		out, err = controller.PlaceAdded(view.list, current, newCount, rf)
+	} else if len(rt.Assignment) != newCount {
 		return nil, kerr.InvalidReplicaAssignment.Code,
 			fmt.Sprintf("%d assignments given for %d new partitions", len(rt.Assignment), newCount)
+	} else {
+		out = make([][]int32, newCount)
+		for i, a := range rt.Assignment {
+			out[i] = nonNil(a.Replicas)
+		}
+		err = controller.CheckAssignment(out, rf, view.live)
 	}
-	out := make([][]int32, newCount)
-	for i, a := range rt.Assignment {
-		out[i] = nonNil(a.Replicas)
-	}
-	if code, msg := b.checkAssignment(out, rf); code != 0 {
+	if err != nil {
+		code, msg := errorCode(err)
 		return nil, code, msg
 	}
 	return out, 0, ""

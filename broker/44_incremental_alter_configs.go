@@ -24,9 +24,13 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *requestC
 	for _, rr := range req.Resources {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		code, msg := b.authz.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		var mutate func(map[string]string) error
 		if code == 0 {
-			code, msg = b.incrementalAlter(ctx, rr, req.ValidateOnly)
+			mutate, code, msg = incrementalAlter(rr)
+		}
+		if code == 0 {
+			code, msg = b.alterTopicConfigs(ctx, rr.ResourceName, mutate, req.ValidateOnly)
 		}
 		if code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
@@ -36,18 +40,20 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *requestC
 	return resp, nil
 }
 
-func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, string) {
-	if code, msg := b.checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
-		return code, msg
+// incrementalAlter checks one IncrementalAlterConfigs resource and returns
+// the edit that applies its operations; the edited set is validated whole.
+func incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource) (func(map[string]string) error, int16, string) {
+	if code, msg := checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
+		return nil, code, msg
 	}
 	seen := map[string]bool{}
 	for _, c := range rr.Configs {
 		if seen[c.Name] {
-			return kerr.InvalidRequest.Code, fmt.Sprintf("config %q given twice", c.Name)
+			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("config %q given twice", c.Name)
 		}
 		seen[c.Name] = true
 		if code, msg := checkIncrementalOp(c); code != 0 {
-			return code, msg
+			return nil, code, msg
 		}
 	}
 	mutate := func(m map[string]string) error {
@@ -56,11 +62,11 @@ func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterC
 		}
 		return metadata.ValidateTopicConfigs(m)
 	}
-	return b.alterTopicConfigs(ctx, rr.ResourceName, mutate, validateOnly)
+	return mutate, 0, ""
 }
 
 // checkAlterResource: topics can be altered; broker configs are static.
-func (b *Broker) checkAlterResource(typ kmsg.ConfigResourceType, name string) (int16, string) {
+func checkAlterResource(typ kmsg.ConfigResourceType, name string) (int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if err := validateTopicName(name); err != nil {

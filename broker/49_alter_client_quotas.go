@@ -27,7 +27,7 @@ func (b *Broker) handleAlterClientQuotas(ctx context.Context, rc *requestContext
 		}
 		code, msg := kerr.ClusterAuthorizationFailed.Code, "not authorized to alter client quotas"
 		if allowed {
-			code, msg = b.alterQuotaEntry(ctx, entry, req.ValidateOnly)
+			code, msg = alterQuotaEntry(ctx, b.store, entry, req.ValidateOnly)
 		}
 		if code != 0 {
 			out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(msg)
@@ -43,8 +43,14 @@ func (b *Broker) handleAlterClientQuotas(ctx context.Context, rc *requestContext
 	return resp, nil
 }
 
+// quotaWriter is the slice of the metadata store AlterClientQuotas writes
+// (*metadata.Store implements it).
+type quotaWriter interface {
+	AlterQuotas(ctx context.Context, e metadata.QuotaEntity, set map[string]float64, remove []string) error
+}
+
 // alterQuotaEntry validates and applies one entry.
-func (b *Broker) alterQuotaEntry(ctx context.Context, entry kmsg.AlterClientQuotasRequestEntry, validateOnly bool) (int16, string) {
+func alterQuotaEntry(ctx context.Context, store quotaWriter, entry kmsg.AlterClientQuotasRequestEntry, validateOnly bool) (int16, string) {
 	e, err := quota.ParseAlterEntity(entry.Entity)
 	if err != nil {
 		return kerr.InvalidRequest.Code, err.Error()
@@ -56,7 +62,7 @@ func (b *Broker) alterQuotaEntry(ctx context.Context, entry kmsg.AlterClientQuot
 	if validateOnly {
 		return 0, ""
 	}
-	if err := b.store.AlterQuotas(ctx, e, set, remove); err != nil {
+	if err := store.AlterQuotas(ctx, e, set, remove); err != nil {
 		if errors.Is(err, metadata.ErrInvalidConfig) {
 			return kerr.InvalidRequest.Code, err.Error()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,7 +53,7 @@ func (b *Broker) handleAlterUserSCRAMCredentials(ctx context.Context, rc *reques
 			ch.code, ch.msg = kerr.ClusterAuthorizationFailed.Code, ""
 		}
 		if ch.code == 0 {
-			ch.code, ch.msg = b.applyScramChange(ctx, ch)
+			ch.code, ch.msg = applyScramChange(ctx, b.store, b.log, ch)
 		}
 		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		r.User, r.ErrorCode = ch.user, ch.code
@@ -127,14 +128,23 @@ func (ch *scramUserChange) add(mechCode int8, build func(mech string) (scramAlte
 	ch.alters = append(ch.alters, a)
 }
 
+// scramCredentialStore is the slice of the metadata store that
+// AlterUserSCRAMCredentials reads and writes (*metadata.Store implements
+// it).
+type scramCredentialStore interface {
+	ScramCredential(ctx context.Context, user, mech string) (auth.ScramCredential, bool, error)
+	PutScramCredential(ctx context.Context, user string, c auth.ScramCredential) error
+	DeleteScramCredential(ctx context.Context, user, mech string) error
+}
+
 // applyScramChange checks the user's deletions against etcd, then writes
 // every alteration.
-func (b *Broker) applyScramChange(ctx context.Context, ch *scramUserChange) (int16, string) {
+func applyScramChange(ctx context.Context, store scramCredentialStore, log *slog.Logger, ch *scramUserChange) (int16, string) {
 	for _, a := range ch.alters {
 		if !a.deletion {
 			continue
 		}
-		_, ok, err := b.store.ScramCredential(ctx, ch.user, a.mech)
+		_, ok, err := store.ScramCredential(ctx, ch.user, a.mech)
 		if err != nil {
 			return securityStoreErrorCode(err)
 		}
@@ -145,9 +155,9 @@ func (b *Broker) applyScramChange(ctx context.Context, ch *scramUserChange) (int
 	for _, a := range ch.alters {
 		var err error
 		if a.deletion {
-			err = b.store.DeleteScramCredential(ctx, ch.user, a.mech)
+			err = store.DeleteScramCredential(ctx, ch.user, a.mech)
 		} else {
-			err = b.store.PutScramCredential(ctx, ch.user, a.cred)
+			err = store.PutScramCredential(ctx, ch.user, a.cred)
 		}
 		if errors.Is(err, metadata.ErrInvalidConfig) {
 			return kerr.UnacceptableCredential.Code, err.Error()
@@ -159,6 +169,6 @@ func (b *Broker) applyScramChange(ctx context.Context, ch *scramUserChange) (int
 			return securityStoreErrorCode(err)
 		}
 	}
-	b.log.Info("SCRAM credentials altered", "user", ch.user, "alterations", len(ch.alters))
+	log.Info("SCRAM credentials altered", "user", ch.user, "alterations", len(ch.alters))
 	return 0, ""
 }

@@ -24,12 +24,12 @@ func (b *Broker) handleDescribeCluster(_ context.Context, rc *requestContext, kr
 		return resp, nil
 	}
 	resp.ClusterID = b.clusterID
-	resp.ControllerID = b.controllerID()
+	resp.ControllerID = controllerID(b.ctrl, b.cfg.NodeID)
 	resp.ClusterAuthorizedOperations = authorizedOperationsUnknown
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOperations(rc)
+		resp.ClusterAuthorizedOperations = b.authz.clusterOperations(rc)
 	}
-	for _, info := range b.brokers() {
+	for _, info := range b.liveBrks.all() {
 		br := kmsg.NewDescribeClusterResponseBroker()
 		br.NodeID, br.Host, br.Port = info.NodeID, info.Host, info.Port
 		if info.Rack != "" {

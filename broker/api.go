@@ -380,6 +380,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.parts.configure(registryDeps{node: cfg.NodeID, dataDir: cfg.DataDir, durability: cfg.Durability,
 		producerIDExpiration: cfg.ProducerIDExpiration, manifest: b.manifest, tiered: b.tieringEnabled,
 		replicas: b, coords: b, log: b.log})
+	b.liveBrks.setSelf(metadata.BrokerInfo{NodeID: cfg.NodeID})
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.initReplicaShell()
 	b.quotas.Attach(store, b.lifetime, b.log)
@@ -433,6 +434,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	if b.advertised, err = b.registrationInfo(); err != nil {
 		return err
 	}
+	b.liveBrks.setSelf(b.advertised)
 	if err := b.startPartitions(ctx); err != nil {
 		return err
 	}
@@ -446,7 +448,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		return fmt.Errorf("broker: register: %w", err)
 	}
 	b.setRegistration(reg)
-	b.refreshBrokers(ctx)
+	b.liveBrks.refresh(ctx, b.store, b.log)
 	ctrl, err := controller.Start(b.lifetime, controller.Config{
 		NodeID: b.cfg.NodeID, Store: b.store, SessionTTL: time.Duration(b.cfg.RegistrationTTL) * time.Second,
 		RebalanceInterval: b.cfg.LeaderRebalanceInterval,
@@ -456,7 +458,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		return fmt.Errorf("broker: controller: %w", err)
 	}
 	b.ctrl = ctrl
-	b.awaitController(ctx)
+	awaitController(ctx, b.ctrl)
 	b.awaitOwnElections(ctx)
 	b.loops.Add(2)
 	go b.retentionLoop()

@@ -2,52 +2,76 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 
 	"github.com/strata-log/strata/metadata"
 )
 
+// brokerLister is the slice of the metadata store the live-brokers view
+// reloads from (*metadata.Store implements it).
+type brokerLister interface {
+	Brokers(ctx context.Context) ([]metadata.BrokerInfo, error)
+}
+
 // liveBrokers caches the registered brokers (refreshed on BrokersChanged).
+// Both fields are guarded by mu.
 type liveBrokers struct {
 	mu   sync.RWMutex
 	list []metadata.BrokerInfo // sorted by NodeID
+	// self is this broker as advertised: always part of the view, since
+	// its own registration may not have reached the cache yet.
+	self metadata.BrokerInfo
 }
 
-// refreshBrokers reloads the broker list; on error the old list stays.
-func (b *Broker) refreshBrokers(ctx context.Context) {
-	list, err := b.store.Brokers(ctx)
+// setSelf sets this broker's entry (its node id at New, its advertised
+// address once Start has bound the listeners).
+func (lb *liveBrokers) setSelf(info metadata.BrokerInfo) {
+	lb.mu.Lock()
+	lb.self = info
+	lb.mu.Unlock()
+}
+
+// refresh reloads the broker list; on error the old list stays.
+func (lb *liveBrokers) refresh(ctx context.Context, store brokerLister, log *slog.Logger) {
+	list, err := store.Brokers(ctx)
 	if err != nil {
-		b.log.Warn("listing brokers", "err", err)
+		log.Warn("listing brokers", "err", err)
 		return
 	}
-	b.setBrokers(list)
+	lb.set(list)
 }
 
-// setBrokers replaces the cached broker list.
-func (b *Broker) setBrokers(list []metadata.BrokerInfo) {
+// set replaces the cached broker list.
+func (lb *liveBrokers) set(list []metadata.BrokerInfo) {
 	list = slices.Clone(list)
 	slices.SortFunc(list, func(x, y metadata.BrokerInfo) int { return int(x.NodeID) - int(y.NodeID) })
-	b.liveBrks.mu.Lock()
-	b.liveBrks.list = list
-	b.liveBrks.mu.Unlock()
+	lb.mu.Lock()
+	lb.list = list
+	lb.mu.Unlock()
 }
 
-// brokers lists live brokers, always including this one (its registration
-// may not have reached the cache yet).
-func (b *Broker) brokers() []metadata.BrokerInfo {
-	b.liveBrks.mu.RLock()
-	list := slices.Clone(b.liveBrks.list)
-	b.liveBrks.mu.RUnlock()
-	if !slices.ContainsFunc(list, func(i metadata.BrokerInfo) bool { return i.NodeID == b.cfg.NodeID }) {
-		list = append(list, b.advertised)
+// all lists live brokers sorted by node id, always including this one.
+func (lb *liveBrokers) all() []metadata.BrokerInfo {
+	lb.mu.RLock()
+	list, self := slices.Clone(lb.list), lb.self
+	lb.mu.RUnlock()
+	if !slices.ContainsFunc(list, func(i metadata.BrokerInfo) bool { return i.NodeID == self.NodeID }) {
+		list = append(list, self)
 		slices.SortFunc(list, func(x, y metadata.BrokerInfo) int { return int(x.NodeID) - int(y.NodeID) })
 	}
 	return list
 }
 
-func (b *Broker) isLive(node int32) bool {
-	return slices.ContainsFunc(b.brokers(), func(i metadata.BrokerInfo) bool { return i.NodeID == node })
+// view is the live brokers at this moment, for one response.
+func (lb *liveBrokers) view() brokerView { return brokerView{list: lb.all()} }
+
+// producerIDAllocator is the slice of the metadata store that hands out
+// producer-id blocks (*metadata.Store implements it).
+type producerIDAllocator interface {
+	// AllocateProducerIDs reserves n ids cluster-wide and returns the first.
+	AllocateProducerIDs(ctx context.Context, n int64) (int64, error)
 }
 
 // producerIDs hands out producer ids from blocks reserved in metadata.
@@ -59,18 +83,44 @@ type producerIDs struct {
 
 const producerIDBlock = 1000
 
-// nextProducerID returns an id never given out before, cluster-wide.
-func (b *Broker) nextProducerID(ctx context.Context) (int64, error) {
-	b.pids.mu.Lock()
-	defer b.pids.mu.Unlock()
-	if !b.pids.valid || b.pids.next > b.pids.last {
-		first, err := b.store.AllocateProducerIDs(ctx, producerIDBlock)
+// allocate returns an id never given out before, cluster-wide.
+func (ids *producerIDs) allocate(ctx context.Context, store producerIDAllocator) (int64, error) {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if !ids.valid || ids.next > ids.last {
+		first, err := store.AllocateProducerIDs(ctx, producerIDBlock)
 		if err != nil {
 			return 0, err
 		}
-		b.pids.next, b.pids.last, b.pids.valid = first, first+producerIDBlock-1, true
+		ids.next, ids.last, ids.valid = first, first+producerIDBlock-1, true
 	}
-	id := b.pids.next
-	b.pids.next++
+	id := ids.next
+	ids.next++
 	return id, nil
+}
+
+// producerIDRaiser is the slice of the metadata store a restore raises the
+// producer-id allocator through (*metadata.Store implements it).
+type producerIDRaiser interface {
+	RaiseNextProducerID(ctx context.Context, floor int64) error
+}
+
+// reserve raises the cluster's producer-id allocator to next (a restored
+// topic's producers used ids below it) and drops this broker's cached
+// block if it lies below. Other brokers' cached blocks are not reached:
+// restore into a cluster whose producers have not started
+// (docs/ARCHITECTURE.md, "Restore"). next <= 0 reserves nothing.
+func (ids *producerIDs) reserve(ctx context.Context, store producerIDRaiser, next int64) error {
+	if next <= 0 {
+		return nil
+	}
+	if err := store.RaiseNextProducerID(ctx, next); err != nil {
+		return err
+	}
+	ids.mu.Lock()
+	if ids.valid && ids.next < next {
+		ids.valid = false
+	}
+	ids.mu.Unlock()
+	return nil
 }

@@ -6,9 +6,11 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -16,8 +18,6 @@ import (
 type brokerView struct {
 	list []metadata.BrokerInfo
 }
-
-func (b *Broker) brokerView() brokerView { return brokerView{list: b.brokers()} }
 
 func (v brokerView) find(node int32) (metadata.BrokerInfo, bool) {
 	i := slices.IndexFunc(v.list, func(info metadata.BrokerInfo) bool { return info.NodeID == node })
@@ -49,11 +49,11 @@ func (v brokerView) leaderOf(st metadata.PartitionState) int32 {
 
 // controllerID is the elected controller as last observed (this node
 // before the controller started).
-func (b *Broker) controllerID() int32 {
-	if b.ctrl == nil {
-		return b.cfg.NodeID
+func controllerID(ctrl *controller.Controller, self int32) int32 {
+	if ctrl == nil {
+		return self
 	}
-	if id := b.ctrl.ID(); id >= 0 {
+	if id := ctrl.ID(); id >= 0 {
 		return id
 	}
 	return -1
@@ -82,7 +82,7 @@ func (m *partitionManager) ledWithSuccessor(node int32, live func(node int32) bo
 // successor stay led here until the broker stops (Kafka does the same).
 func (b *Broker) handOverLeadership(ctx context.Context) {
 	reg := b.registration()
-	if reg.Epoch == 0 || len(b.brokers()) < 2 {
+	if reg.Epoch == 0 || len(b.liveBrks.all()) < 2 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.ControlledShutdownTimeout)
@@ -94,7 +94,7 @@ func (b *Broker) handOverLeadership(ctx context.Context) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		left := b.parts.ledWithSuccessor(b.cfg.NodeID, b.isLive)
+		left := b.parts.ledWithSuccessor(b.cfg.NodeID, b.liveBrks.view().live)
 		if left == 0 {
 			b.log.Info("controlled shutdown: leadership handed over")
 			return
@@ -119,19 +119,19 @@ const ownElectionWait = 15 * time.Second
 const leaderElectionWait = 5 * time.Second
 
 // awaitLeaders waits until every partition of the topic from index from on
-// has an elected, live leader in this broker's mirror, so a client that
+// has an elected leader that live serves in this mirror, so a client that
 // creates a topic can produce at once (Kafka answers CreateTopics after
 // the controller set the leaders). It gives up after leaderElectionWait or
 // when ctx ends: clients then see LEADER_NOT_AVAILABLE and retry.
-func (b *Broker) awaitLeaders(ctx context.Context, id metadata.TopicID, from int) {
+func (m *partitionManager) awaitLeaders(ctx context.Context, id metadata.TopicID, from int, live *liveBrokers, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, leaderElectionWait)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for !b.parts.leadersElected(id, from, b.brokerView()) {
+	for !m.leadersElected(id, from, live.view()) {
 		select {
 		case <-ctx.Done():
-			b.log.Warn("partitions still without leaders; clients will retry", "topic_id", id.String())
+			log.Warn("partitions still without leaders; clients will retry", "topic_id", id.String())
 			return
 		case <-tick.C:
 		}
@@ -159,14 +159,21 @@ func (m *partitionManager) leadersElected(id metadata.TopicID, from int, view br
 // for that).
 const controllerWait = 2 * time.Second
 
+// controllerObserver is the controller candidate as the broker observes it
+// (*controller.Controller implements it).
+type controllerObserver interface {
+	// ID is the elected controller, or -1 while unknown.
+	ID() int32
+}
+
 // awaitController waits until the elected controller is known, at most
 // controllerWait, so the first Metadata answers name it.
-func (b *Broker) awaitController(ctx context.Context) {
+func awaitController(ctx context.Context, ctrl controllerObserver) {
 	ctx, cancel := context.WithTimeout(ctx, controllerWait)
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for b.ctrl.ID() < 0 {
+	for ctrl.ID() < 0 {
 		select {
 		case <-ctx.Done():
 			return
@@ -187,7 +194,7 @@ func (b *Broker) awaitOwnElections(ctx context.Context) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		pending := b.staleOwnLeaderships()
+		pending := b.parts.staleLeaderships(b.cfg.NodeID, b.registration().Epoch)
 		if pending == 0 {
 			return
 		}
@@ -200,21 +207,20 @@ func (b *Broker) awaitOwnElections(ctx context.Context) {
 	}
 }
 
-// staleOwnLeaderships counts states naming this node leader with another
-// registration epoch than the current one, and states naming it leader
-// under the current one that its local replica does not lead yet (the
-// state reached the mirror; the replica applies it right after).
-func (b *Broker) staleOwnLeaderships() int {
-	epoch := b.registration().Epoch
+// staleLeaderships counts states naming node leader with another
+// registration epoch than epoch, and states naming it leader under epoch
+// whose local replica does not lead yet (the state reached the
+// mirror; the replica applies it right after).
+func (m *partitionManager) staleLeaderships(node int32, epoch int64) int {
 	n := 0
-	for _, t := range b.parts.allTopics() {
+	for _, t := range m.allTopics() {
 		for i, st := range t.states {
-			if st.Leader != b.cfg.NodeID {
+			if st.Leader != node {
 				continue
 			}
 			if st.LeaderBrokerEpoch != epoch {
 				n++
-			} else if _, code := b.parts.lookup(t.topic.Name, int32(i)); code != 0 {
+			} else if _, code := m.lookup(t.topic.Name, int32(i)); code != 0 {
 				n++
 			}
 		}

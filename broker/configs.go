@@ -55,33 +55,33 @@ func topicConfigEntries(overrides, brokerDefaults map[string]string) []configEnt
 }
 
 // topicDefaults are the topic configs whose default is a broker flag.
-func (b *Broker) topicDefaults() map[string]string {
-	return map[string]string{"tier.upload.max.lag.ms": strconv.FormatInt(b.cfg.Tier.UploadMaxLagMs(), 10)}
+func (c *Config) topicDefaults() map[string]string {
+	return map[string]string{"tier.upload.max.lag.ms": strconv.FormatInt(c.Tier.UploadMaxLagMs(), 10)}
 }
 
 // brokerConfigEntries lists this broker's static, read-only configs.
-func (b *Broker) brokerConfigEntries() []configEntry {
+func brokerConfigEntries(cfg *Config, advertised metadata.BrokerInfo) []configEntry {
 	str := func(name, v string) configEntry {
 		return configEntry{name: name, value: v, configType: kmsg.ConfigType(metadata.ConfigString)}
 	}
 	num := func(name string, v int64, t metadata.ConfigType) configEntry {
 		return configEntry{name: name, value: strconv.FormatInt(v, 10), configType: kmsg.ConfigType(t)}
 	}
-	advertised := fmt.Sprintf("PLAINTEXT://%s:%d", b.advertised.Host, b.advertised.Port)
+	listener := fmt.Sprintf("PLAINTEXT://%s:%d", advertised.Host, advertised.Port)
 	entries := []configEntry{
-		{name: "auto.create.topics.enable", value: strconv.FormatBool(!b.cfg.DisableAutoCreateTopics), configType: kmsg.ConfigType(metadata.ConfigBoolean)},
-		num("broker.id", int64(b.cfg.NodeID), metadata.ConfigInt),
-		str("advertised.listeners", advertised),
+		{name: "auto.create.topics.enable", value: strconv.FormatBool(!cfg.DisableAutoCreateTopics), configType: kmsg.ConfigType(metadata.ConfigBoolean)},
+		num("broker.id", int64(cfg.NodeID), metadata.ConfigInt),
+		str("advertised.listeners", listener),
 		num("default.replication.factor", 1, metadata.ConfigInt),
-		str("listeners", "PLAINTEXT://"+b.cfg.Listen),
-		str("log.dirs", b.cfg.DataDir),
-		num("log.retention.check.interval.ms", b.cfg.RetentionCheckInterval.Milliseconds(), metadata.ConfigLong),
-		num("node.id", int64(b.cfg.NodeID), metadata.ConfigInt),
-		num("num.partitions", int64(b.cfg.DefaultPartitions), metadata.ConfigInt),
-		num("socket.request.max.bytes", int64(b.cfg.SocketRequestMaxBytes), metadata.ConfigInt),
+		str("listeners", "PLAINTEXT://"+cfg.Listen),
+		str("log.dirs", cfg.DataDir),
+		num("log.retention.check.interval.ms", cfg.RetentionCheckInterval.Milliseconds(), metadata.ConfigLong),
+		num("node.id", int64(cfg.NodeID), metadata.ConfigInt),
+		num("num.partitions", int64(cfg.DefaultPartitions), metadata.ConfigInt),
+		num("socket.request.max.bytes", int64(cfg.SocketRequestMaxBytes), metadata.ConfigInt),
 	}
-	if b.cfg.Rack != "" {
-		entries = append(entries, str("broker.rack", b.cfg.Rack))
+	if cfg.Rack != "" {
+		entries = append(entries, str("broker.rack", cfg.Rack))
 	}
 	for i := range entries {
 		entries[i].source, entries[i].readOnly = kmsg.ConfigSourceStaticBrokerConfig, true

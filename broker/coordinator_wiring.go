@@ -76,8 +76,8 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, it internalTopic) (top
 	if t, ok := b.parts.topic(it.name); ok {
 		return t, nil
 	}
-	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.brokers()))
-	replicas := controller.Assign(b.brokers(), 0, int(it.keys.Partitions()), rf)
+	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.liveBrks.all()))
+	replicas := controller.Assign(b.liveBrks.all(), 0, int(it.keys.Partitions()), rf)
 	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{
 		Name: it.name, Replicas: replicas, Internal: true,
 		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(it.segmentBytes)},
@@ -103,7 +103,7 @@ func (b *Broker) coordinatorOf(ctx context.Context, it internalTopic, key string
 		return metadata.BrokerInfo{}, kerr.CoordinatorNotAvailable.Code,
 			fmt.Sprintf("%s has %d partitions, %s %d", it.name, len(t.states), it.countNote, it.keys.Partitions())
 	}
-	view := b.brokerView()
+	view := b.liveBrks.view()
 	if info, ok := view.find(view.leaderOf(t.states[p])); ok {
 		return info, 0, ""
 	}

@@ -13,5 +13,5 @@ func (b *Broker) rewriteEndpoints(listenerName string, resp kmsg.Response) {
 	if len(b.listeners) < 2 || listenerName == b.listeners[0].cfg.Name {
 		return
 	}
-	listeners.RewriteEndpoints(resp, listenerName, b.brokers)
+	listeners.RewriteEndpoints(resp, listenerName, b.liveBrks.all)
 }

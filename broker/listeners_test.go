@@ -47,7 +47,7 @@ func TestRewriteEndpointsUsesTheClientsListener(t *testing.T) {
 	b.listeners = []*listener{{cfg: ListenerConfig{Name: "CLIENT"}}, {cfg: ListenerConfig{Name: "INTERNAL"}}}
 	b.advertised = metadata.BrokerInfo{NodeID: 1, Host: "c1", Port: 1,
 		Endpoints: map[string]string{"CLIENT": "c1:1", "INTERNAL": "i1:11"}}
-	b.setBrokers([]metadata.BrokerInfo{b.advertised,
+	b.liveBrks.set([]metadata.BrokerInfo{b.advertised,
 		{NodeID: 2, Host: "c2", Port: 2, Endpoints: map[string]string{"CLIENT": "c2:2", "INTERNAL": "i2:22"}},
 		{NodeID: 3, Host: "old3", Port: 3}, // registered before listener names
 	})
@@ -94,7 +94,7 @@ func TestRewriteEndpointsUsesTheClientsListener(t *testing.T) {
 func TestPeerAddressUsesTheInterBrokerListener(t *testing.T) {
 	b := &Broker{cfg: Config{NodeID: 1, InterBrokerListener: "INTERNAL", PeerAddresses: map[int32]string{3: "proxy:3"}}}
 	b.advertised = metadata.BrokerInfo{NodeID: 1, Host: "c1", Port: 1}
-	b.setBrokers([]metadata.BrokerInfo{b.advertised,
+	b.liveBrks.set([]metadata.BrokerInfo{b.advertised,
 		{NodeID: 2, Host: "c2", Port: 2, Endpoints: map[string]string{"CLIENT": "c2:2", "INTERNAL": "i2:22"}},
 		{NodeID: 3, Host: "c3", Port: 3, Endpoints: map[string]string{"INTERNAL": "i3:33"}},
 		{NodeID: 4, Host: "old4", Port: 4},

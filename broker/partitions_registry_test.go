@@ -302,6 +302,9 @@ func TestRegistryLoadAndResync(t *testing.T) {
 type memSource struct{ snap metadata.Snapshot }
 
 func (s *memSource) Snapshot(context.Context) (metadata.Snapshot, error) { return s.snap, nil }
+func (s *memSource) Brokers(context.Context) ([]metadata.BrokerInfo, error) {
+	return s.snap.Brokers, nil
+}
 func (s *memSource) Watch(context.Context, int64) <-chan metadata.Event {
 	panic("the test feeds events to run directly")
 }
@@ -312,8 +315,8 @@ type brokerListTwin struct {
 	refreshes int
 }
 
-func (l *brokerListTwin) setBrokers(list []metadata.BrokerInfo) { l.list = list }
-func (l *brokerListTwin) refreshBrokers(context.Context)        { l.refreshes++ }
+func (l *brokerListTwin) set(list []metadata.BrokerInfo)                      { l.list = list }
+func (l *brokerListTwin) refresh(context.Context, brokerLister, *slog.Logger) { l.refreshes++ }
 
 func TestMetadataWatchFeedsTheMirrors(t *testing.T) {
 	f := newTestRegistry(t)

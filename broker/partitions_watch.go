@@ -27,15 +27,17 @@ type metadataWatch struct {
 // metadataSource is the part of the metadata store the watch reads.
 type metadataSource interface {
 	Snapshot(ctx context.Context) (metadata.Snapshot, error)
+	brokerLister
 	// Watch delivers the changes after rev until ctx ends, then closes
 	// the channel.
 	Watch(ctx context.Context, rev int64) <-chan metadata.Event
 }
 
-// brokerList is the broker's cache of the live brokers (cluster.go).
+// brokerList is the broker's cache of the live brokers (cluster.go);
+// refresh reloads it from the store.
 type brokerList interface {
-	setBrokers(list []metadata.BrokerInfo)
-	refreshBrokers(ctx context.Context)
+	set(list []metadata.BrokerInfo)
+	refresh(ctx context.Context, store brokerLister, log *slog.Logger)
 }
 
 var _ metadataSource = (*metadata.Store)(nil)
@@ -47,7 +49,7 @@ func (b *Broker) startPartitions(ctx context.Context) error {
 	if err := os.MkdirAll(b.cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("broker: data dir: %w", err)
 	}
-	w := &metadataWatch{source: b.store, manifest: b.manifest, parts: &b.parts, brokers: b, log: b.log}
+	w := &metadataWatch{source: b.store, manifest: b.manifest, parts: &b.parts, brokers: &b.liveBrks, log: b.log}
 	rev, err := w.load(ctx)
 	if err != nil {
 		return err
@@ -73,7 +75,7 @@ func (w *metadataWatch) load(ctx context.Context) (int64, error) {
 	if err := w.parts.load(snap); err != nil {
 		return 0, err
 	}
-	w.brokers.setBrokers(snap.Brokers)
+	w.brokers.set(snap.Brokers)
 	return snap.Revision, nil
 }
 
@@ -103,7 +105,7 @@ func (w *metadataWatch) apply(lifetime context.Context, ev metadata.Event) {
 		}
 	case metadata.BrokersChanged:
 		ctx, cancel := context.WithTimeout(lifetime, 10*time.Second)
-		w.brokers.refreshBrokers(ctx)
+		w.brokers.refresh(ctx, w.source, w.log)
 		cancel()
 	case metadata.Resync:
 		w.log.Warn("metadata watch lost events; resynchronising")
@@ -122,5 +124,5 @@ func (w *metadataWatch) resync(lifetime context.Context) {
 	}
 	w.manifest.LoadSnapshot(snap)
 	w.parts.resync(snap)
-	w.brokers.setBrokers(snap.Brokers)
+	w.brokers.set(snap.Brokers)
 }

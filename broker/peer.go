@@ -85,7 +85,7 @@ func (b *Broker) peerAddress(node int32) string {
 	if addr := b.cfg.PeerAddresses[node]; addr != "" {
 		return addr
 	}
-	for _, info := range b.brokers() {
+	for _, info := range b.liveBrks.all() {
 		if info.NodeID == node {
 			return listeners.EndpointOn(info, b.cfg.interBrokerListener())
 		}

@@ -83,7 +83,7 @@ func (b *Broker) leaderHint(t topicView, index int32) (leader, epoch int32) {
 		return -1, -1
 	}
 	st := t.states[index]
-	leader = b.brokerView().leaderOf(st)
+	leader = b.liveBrks.view().leaderOf(st)
 	if leader == b.cfg.NodeID && !b.leadsState(st) {
 		leader = -1
 	}
@@ -118,7 +118,7 @@ func (l *leaderEndpoints) add(id int32) {
 }
 
 func (l *leaderEndpoints) infos(b *Broker) []metadata.BrokerInfo {
-	view := b.brokerView()
+	view := b.liveBrks.view()
 	slices.Sort(l.ids)
 	var out []metadata.BrokerInfo
 	for _, id := range l.ids {

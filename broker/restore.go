@@ -64,11 +64,11 @@ const maxRestoreEntries = 1 << 20
 // log at the manifest's end (never at 0 below tiered data). Other brokers
 // learn the entries first too: the watch delivers them in revision order.
 func (b *Broker) RestoreTopic(ctx context.Context, req RestoreTopicRequest) (RestoreResult, error) {
-	mreq, err := b.restoreRequest(req)
+	mreq, err := restoreRequest(req, b.liveBrks.view())
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if err := b.reserveRestoredProducerIDs(ctx, req.NextProducerID); err != nil {
+	if err := b.pids.reserve(ctx, b.store, req.NextProducerID); err != nil {
 		return RestoreResult{}, err
 	}
 	t, err := b.store.RestoreTopic(ctx, mreq)
@@ -84,14 +84,14 @@ func (b *Broker) RestoreTopic(ctx context.Context, req RestoreTopicRequest) (Res
 	if _, err := b.loadTopicLocally(ctx, t.Name); err != nil {
 		return RestoreResult{}, err
 	}
-	b.awaitLeaders(ctx, t.ID, 0)
+	b.parts.awaitLeaders(ctx, t.ID, 0, &b.liveBrks, b.log)
 	b.log.Info("topic restored from the bucket", "topic", t.Name, "topic_id", t.ID.String(),
 		"partitions", len(t.Replicas), "entries", len(mreq.Entries))
 	return RestoreResult{Name: t.Name, TopicID: t.ID.String(), Partitions: int32(len(t.Replicas)), Replicas: t.Replicas}, nil
 }
 
 // restoreRequest checks req and places its replicas.
-func (b *Broker) restoreRequest(req RestoreTopicRequest) (metadata.RestoreTopicRequest, error) {
+func restoreRequest(req RestoreTopicRequest, view brokerView) (metadata.RestoreTopicRequest, error) {
 	id, err := metadata.ParseTopicID(req.TopicID)
 	switch {
 	case err != nil || id.IsZero():
@@ -103,9 +103,9 @@ func (b *Broker) restoreRequest(req RestoreTopicRequest) (metadata.RestoreTopicR
 	}
 	rf := req.ReplicationFactor
 	if rf == -1 {
-		rf = int16(min(3, len(b.brokers())))
+		rf = int16(min(3, len(view.list)))
 	}
-	replicas, code, msg := b.placeReplicas(topicSpec{name: req.Name, partitions: req.Partitions, replicationFactor: rf})
+	replicas, code, msg := placeReplicas(topicSpec{name: req.Name, partitions: req.Partitions, replicationFactor: rf}, view)
 	if code != 0 {
 		return metadata.RestoreTopicRequest{}, fmt.Errorf("%w: %s", ErrRestore, msg)
 	}
@@ -120,23 +120,4 @@ func (b *Broker) restoreRequest(req RestoreTopicRequest) (metadata.RestoreTopicR
 			MaxTimestamp: e.MaxTimestamp, LeaderEpoch: e.LeaderEpoch, Key: e.Key, Size: e.Size})
 	}
 	return out, nil
-}
-
-// reserveRestoredProducerIDs raises the cluster's producer-id allocator to
-// next and drops this broker's cached block if it lies below. Other
-// brokers' cached blocks are not reached: restore into a cluster whose
-// producers have not started (docs/ARCHITECTURE.md, "Restore").
-func (b *Broker) reserveRestoredProducerIDs(ctx context.Context, next int64) error {
-	if next <= 0 {
-		return nil
-	}
-	if err := b.store.RaiseNextProducerID(ctx, next); err != nil {
-		return err
-	}
-	b.pids.mu.Lock()
-	if b.pids.valid && b.pids.next < next {
-		b.pids.valid = false
-	}
-	b.pids.mu.Unlock()
-	return nil
 }

@@ -33,7 +33,7 @@ func (b *Broker) newTxnCoordinator() (*txn.Coordinator, *txn.Router, error) {
 	alloc := func() (int64, error) {
 		ctx, cancel := context.WithTimeout(b.lifetime, producerIDTimeout)
 		defer cancel()
-		return b.nextProducerID(ctx)
+		return b.pids.allocate(ctx, b.store)
 	}
 	router := txn.NewRouter(b.cfg.NodeID, coordinatorCluster{b}, txnPeerDialer{b}, cfg.Logger)
 	c, err := txn.New(cfg, alloc, router)
@@ -61,7 +61,7 @@ func (c coordinatorCluster) PartitionLeader(topic string, partition int32) (int3
 	if !ok || partition < 0 || int(partition) >= len(t.states) {
 		return -1, false
 	}
-	return c.b.brokerView().leaderOf(t.states[partition]), true
+	return c.b.liveBrks.view().leaderOf(t.states[partition]), true
 }
 
 func (c coordinatorCluster) PartitionExists(topic string, partition int32) bool {

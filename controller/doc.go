@@ -2,8 +2,10 @@
 // while elected, keeps every partition led: it picks leaders from the ISR
 // when a leader dies, restarts or drains, raises the leader epoch at every
 // leader change, and takes dead or draining brokers out of ISRs
-// (DESIGN.md §4). It also places new partitions' replicas
-// (Assign).
+// (DESIGN.md §4). It also places new partitions' replicas (Assign) and
+// checks the placements clients ask for (PlaceTopic, PlaceAdded,
+// CheckAssignment), for whichever broker answers CreateTopics or
+// CreatePartitions.
 //
 // # Terms
 //
@@ -110,4 +112,12 @@
 // at a shift that grows every n partitions, and with racks a follower is
 // skipped while its rack holds a replica and some rack holds none. See
 // Assign.
+//
+// PlaceTopic and PlaceAdded refuse what cannot be placed (a partition
+// count outside [1, max], a replication factor below 1 or above the live
+// brokers), and CheckAssignment refuses a manual assignment whose
+// partitions differ in replica count, repeat a replica, or name a broker
+// that is not live. A refusal's text is the reason for the client; it
+// wraps ErrInvalidPartitions, ErrInvalidReplicationFactor or
+// ErrInvalidReplicaAssignment, which the broker maps to Kafka's codes.
 package controller

@@ -222,6 +222,18 @@ func (z *Checker) loop(lifetime context.Context, changes <-chan struct{}) {
 	}
 }
 
+// ReloadAfterChange is Reload right after this broker's own ACL write,
+// when authorization is on. A failure is logged and left to the watch,
+// which would install the change a moment later anyway.
+func (z *Checker) ReloadAfterChange(ctx context.Context) {
+	if !z.on {
+		return
+	}
+	if err := z.Reload(ctx); err != nil {
+		z.log.Warn("reloading ACLs after a change; the watch will retry", "err", err)
+	}
+}
+
 // Reload reads every ACL and installs a new snapshot, unless a newer one
 // is already in place. The ACL handlers call it right after their own
 // writes, so the writer sees its change without waiting for the watch.
