@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-log/strata/broker/datadir"
+	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication/replica"
@@ -21,6 +23,38 @@ import (
 // maxPartitions bounds a topic's partition count from a request before
 // anything is allocated for it.
 const maxPartitions = 100_000
+
+// partition is one local replica: the log and what the data path needs.
+// Owned by the partition registry (partitionManager); handlers reach one
+// through b.parts.lookup / lookupByID (a Kafka error code when not found or
+// not led here) and only call its methods: highWatermark, lastStableOffset,
+// leaderEpoch, config, changed (closed when the HW moves), isLeader,
+// waitHighWatermark, logStartOffset (across both tiers) and
+// localLogStartOffset.
+type partition struct {
+	topic   string
+	topicID metadata.TopicID
+	index   int32
+	log     *hotlog.Log
+	// manifest is the broker's tier manifest (never nil); tier_wiring.go
+	// derives the partition's global log start from it.
+	manifest *tier.Manifest
+	// uploadLag is the bytes of sealed segments not yet tiered, as of the
+	// uploader's last look (written by the uploader, read by Produce).
+	uploadLag atomic.Int64
+	// cleaned is the log cleaner's memory of this partition (its
+	// checkpoints in the bucket, its totals for metrics and status); only
+	// the cleaner writes it.
+	cleaned compaction.PartitionState
+	// self is this broker's node id (the replica's id).
+	self int32
+	// replica is the partition's replication state machine and what the
+	// shell publishes from it (replication/replica, wired in replica.go).
+	// Set at open, never nil.
+	replica *replica.Core
+	// state is the mutable part (config, leader epoch, ...), below.
+	partitionState
+}
 
 // partitionState is the mutable part of a partition.
 type partitionState struct {
