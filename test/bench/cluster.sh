@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10 case (c): acks=all RF=3 produce on three brokers, compared with
+# Performance-suite case (c): acks=all RF=3 produce on three brokers, compared with
 # single-node acks=1 measured in the same run on the same machine.
 #
 #   1. single-acks1: one `strata serve` (embedded etcd, --durability

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10 cases (f) and (g), each on one `strata serve` (embedded etcd,
+# Performance-suite cases (f) and (g), each on one `strata serve` (embedded etcd,
 # --durability replication, loopback ports from the OS, data under
 # $BENCH_WORK/node):
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10 cases (a) and (b) on one broker (embedded etcd, no object store):
+# Performance-suite cases (a) and (b) on one broker (embedded etcd, no object store):
 #
 #   produce-{1k,100b}-{fsync,replication}   flat-out `strata bench produce`, acks=all,
 #                                           BENCH_PARTITIONS partitions, BENCH_CONCURRENCY clients
