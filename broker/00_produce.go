@@ -41,7 +41,7 @@ import (
 //     INVALID_PRODUCER_EPOCH; an unknown producer is accepted at any
 //     sequence (KIP-360, as Kafka 2.5+), so UNKNOWN_PRODUCER_ID is mapped
 //     but not produced.
-//   - Transactional batches (issue 6) are accepted from producers with an
+//   - Transactional batches are accepted from producers with an
 //     id and open the producer's transaction in the partition (the LSO
 //     stops at its first offset until the marker; hotlog/doc.go,
 //     "Transactions"). As Kafka 3.6+ (KIP-890 part 1), a transactional
@@ -54,7 +54,7 @@ import (
 //     via WriteTxnMarkers.
 //   - v13 addresses topics by id; the lookup is here, but the version is not
 //     advertised until v12 is.
-//   - Authorization (issue 9, authz.go): Write on each topic, else
+//   - Authorization (authz.go): Write on each topic, else
 //     TOPIC_AUTHORIZATION_FAILED; a transactional producer also needs Write
 //     on its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 //     for every partition. Checked before the topic is looked up.

@@ -40,11 +40,11 @@ import (
 //     not the HW, from the local log only: an offset below the local log
 //     start that the bucket holds answers OFFSET_MOVED_TO_TIERED_STORAGE.
 //     The answer carries the leader's HW and Kafka's log start.
-//   - Authorization (issue 9, authz.go): a consumer needs Read on each
+//   - Authorization (authz.go): a consumer needs Read on each
 //     topic, a follower ClusterAction on the Cluster; otherwise every
 //     partition of the topic is TOPIC_AUTHORIZATION_FAILED, untouched (a
 //     refused follower fetch moves no replica state).
-//   - Tiering (issue 4): the log start offset is the start across both
+//   - Tiering: the log start offset is the start across both
 //     tiers; offsets below the local log start are read from the bucket
 //     (cold_wiring.go, tier.ColdSource) without holding up the request's hot partitions (see
 //     package fetch, "Cold reads"). A damaged or unreadable object is

@@ -35,10 +35,10 @@ import (
 // Only the leader answers (NOT_LEADER_OR_FOLLOWER). A replica id >= 0
 // (a follower or a debugging tool) gets the LEO for -1.
 //
-// Every answer carries the partition's current leader epoch: on a single
-// node it is >= the epoch of the returned offset's batch, so a client's
-// OffsetForLeaderEpoch validation of it never reports truncation. Exact
-// per-offset epochs come with replication (issue 5).
+// Every answer but latest-tiered carries the partition's current leader
+// epoch, which is >= the epoch of the returned offset's batch, so a
+// client's OffsetForLeaderEpoch validation of it never reports truncation
+// (Kafka answers the batch's own epoch).
 // v11 (-6, earliest pending upload) is left for tiering.
 
 // Special ListOffsets timestamps.

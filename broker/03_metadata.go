@@ -15,7 +15,7 @@ import (
 // (all of them for a null list, or an empty one before v1), creating
 // unknown topics when the client allows and auto.create.topics.enable.
 //
-// Authorization (issue 9): the full list omits topics the principal may
+// Authorization: the full list omits topics the principal may
 // not Describe; a topic asked for by name or id without Describe is
 // TOPIC_AUTHORIZATION_FAILED (for names that do not exist too, so that
 // existence does not leak), and auto-creation needs Create on the Cluster

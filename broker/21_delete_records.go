@@ -22,7 +22,7 @@ import (
 //   - otherwise the log start moves up to offset (never down) in both tiers
 //     (tier.Service.DeleteRecords: etcd's tiered log start first, then the hot
 //     log), tiered segments wholly below it are removed (manifest entry,
-//     then object), and the answer is the new low watermark. With replicas (issue 5) Kafka waits, up to
+//     then object), and the answer is the new low watermark. With replicas Kafka waits, up to
 //     the request timeout, until every replica's log start got there; a
 //     single node is done once its own log moved.
 

@@ -26,11 +26,11 @@ import (
 // (replication/doc.go, "Truncation"); an epoch that ended in the bucket is
 // answered from there for both.
 //
-// Authorization (issue 9): ClusterAction on the Cluster (brokers), or
+// Authorization: ClusterAction on the Cluster (brokers), or
 // Describe on the topic (consumers validating their position, KIP-320);
 // TOPIC_AUTHORIZATION_FAILED otherwise.
 //
-// Across tiers (issue 4): an epoch that ended in the bucket is answered
+// Across tiers: an epoch that ended in the bucket is answered
 // from the tiered objects' leader-epoch ranges
 // (tier.ColdSource.EpochEndOffset): the hot log's checkpoint no longer knows epochs
 // whose segments were deleted locally. Later epochs come from the hot log.

@@ -1,7 +1,7 @@
 package broker
 
-// This file is the contract cmd/strata codes against. Change signatures only
-// by agreement.
+// This file is the contract cmd/strata codes against: a changed signature
+// changes cmd/strata too.
 
 import (
 	"context"
@@ -124,7 +124,7 @@ type Config struct {
 	// with auto.leader.rebalance.enable): how often the controller moves
 	// leadership back to preferred replicas. Default 5m; negative: never.
 	LeaderRebalanceInterval time.Duration
-	// Security and hardening (issue 9; listeners.go, sasl.go, connlimits.go).
+	// Security and hardening (listeners.go, sasl.go; connection limits in broker/wire).
 	//
 	// Listeners are the named listeners (Kafka's listeners,
 	// advertised.listeners and listener.security.protocol.map; see
