@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/tier/objstore"
@@ -187,7 +188,7 @@ func TestReadCommittedFromTheBucket(t *testing.T) {
 	produceTiered(t, tb.b, "ctxn", 1, 0, 200) // seal and upload past the last marker
 	waitAllUploaded(t, tb.b, "ctxn", 1, 30*time.Second)
 	p, _ := tb.b.parts.lookup("ctxn", 0)
-	waitUntil(t, 10*time.Second, func() bool { return p.localLogStartOffset() > lastMarker })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.localLogStartOffset() > lastMarker })
 	got := map[[2]int64]bool{}
 	for offset := int64(0); offset <= lastMarker; {
 		sp := fetchIso(t, cl, "ctxn", id, offset, 1)

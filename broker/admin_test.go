@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 )
@@ -468,7 +469,7 @@ func TestRestartKeepsTopicsAndConfigs(t *testing.T) {
 	if c := configOf(t, adm2, "kept", "segment.bytes"); *c.Value != "2097152" {
 		t.Fatalf("segment.bytes after restart: %+v", c)
 	}
-	waitUntil(t, 10*time.Second, func() bool { _, code := again.b.parts.lookup("kept", 1); return code == 0 }) // re-elected
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { _, code := again.b.parts.lookup("kept", 1); return code == 0 }) // re-elected
 	if p, code := again.b.parts.lookup("kept", 1); code != 0 || p.config().RetentionMs != 123456 {
 		t.Fatalf("partition after restart: code %d", code)
 	}

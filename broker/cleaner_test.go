@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/compaction"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier/objstore"
 )
@@ -201,7 +202,7 @@ func TestCleanerTieredObjects(t *testing.T) {
 	m.produceKeyed(t, newDataClient(t, tb.b, kgo.ProducerLinger(5*time.Millisecond)), recs)
 
 	p, _ := tb.b.parts.lookup("tkeyed", 0)
-	waitUntil(t, 30*time.Second, func() bool { return p.localLogStartOffset() > 10000 })
+	testkit.WaitFor(t, 30*time.Second, "condition", func() bool { return p.localLogStartOffset() > 10000 })
 	// A reader scans from 0 again and again while cleaning runs.
 	stop := make(chan struct{})
 	scans := make(chan error, 1)
@@ -224,7 +225,7 @@ func TestCleanerTieredObjects(t *testing.T) {
 	}
 	// Old objects go after the grace period; what remains is what the
 	// manifest names (and nothing it names is missing).
-	waitUntil(t, 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "condition", func() bool {
 		live := tb.b.manifest.Keys()
 		objs, err := mem.List(testCtx(t), tb.store.Cluster()+"/topics/")
 		if err != nil {
@@ -246,7 +247,7 @@ func TestCleanerTieredObjects(t *testing.T) {
 	keys := tb.b.manifest.Keys()
 	passes := p.cleaned.Totals().Passes
 	p.cleaned.SetTierCheckpoint(0)
-	waitUntil(t, 20*time.Second, func() bool { return p.cleaned.Totals().Passes > passes })
+	testkit.WaitFor(t, 20*time.Second, "condition", func() bool { return p.cleaned.Totals().Passes > passes })
 	if after := tb.b.manifest.Keys(); fmt.Sprint(after) != fmt.Sprint(keys) {
 		t.Fatalf("a pass over already clean objects replaced them: %d keys before, %d after", len(keys), len(after))
 	}
@@ -334,7 +335,7 @@ func TestCleanerCompactsConsumerOffsets(t *testing.T) {
 	}
 	// 3000 commits of two partitions are ~300 KiB of records; cleaned, the
 	// log holds the latest two plus the uncleanable tail.
-	waitUntil(t, 30*time.Second, func() bool { return p.log.Size() < 64<<10 })
+	testkit.WaitFor(t, 30*time.Second, "condition", func() bool { return p.log.Size() < 64<<10 })
 	checkCommitted := func(adm *kadm.Client) {
 		t.Helper()
 		got, err := adm.FetchOffsets(testCtx(t), group)

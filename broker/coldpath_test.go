@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier"
 	"github.com/strata-log/strata/tier/objstore"
@@ -92,20 +93,9 @@ func produceColdHistory(t *testing.T, b *Broker) {
 	}
 	// Let the uploader and local retention settle, so the offsets checked
 	// next do not move under the checks.
-	waitUntil(t, 60*time.Second, func() bool { return len(b.tiering.PendingSegments(tierPartition{p, b})) == 0 })
+	testkit.WaitFor(t, 60*time.Second, "condition", func() bool { return len(b.tiering.PendingSegments(tierPartition{p, b})) == 0 })
 	for prev := int64(-1); prev != p.localLogStartOffset(); time.Sleep(300 * time.Millisecond) {
 		prev = p.localLogStartOffset()
-	}
-}
-
-func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not reached within %v", d)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -150,7 +140,7 @@ func TestColdReadsAcrossRestart(t *testing.T) {
 
 	again := startTestBroker(t, endpoints, dir, coldBrokerConfig(mem))
 	p := waitLookup(t, again.b, coldTopic, 0)
-	waitUntil(t, 10*time.Second, func() bool { return p.logStartOffset() == 0 }) // manifest loaded
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.logStartOffset() == 0 }) // manifest loaded
 	checkColdOffsets(t, again.b)
 	consumeColdFromStart(t, again.b)
 }
@@ -255,7 +245,7 @@ func TestColdIsolation(t *testing.T) {
 	tb := startTestBroker(t, metadatatest.StartEmbedded(t), dir, coldBrokerConfig(mem))
 	produceColdHistory(t, tb.b)
 	p, _ := tb.b.parts.lookup(coldTopic, 0)
-	waitUntil(t, 30*time.Second, func() bool { return len(tb.b.tiering.PendingSegments(tierPartition{p, tb.b})) == 0 }) // uploader idle
+	testkit.WaitFor(t, 30*time.Second, "condition", func() bool { return len(tb.b.tiering.PendingSegments(tierPartition{p, tb.b})) == 0 }) // uploader idle
 	partDir := tb.b.parts.partitionDir(coldTopic, 0)
 	before := openLogFiles(t, partDir)
 	var opened atomic.Value
@@ -374,7 +364,7 @@ func TestColdOffsetForLeaderEpochAcrossTiers(t *testing.T) {
 		produceSyncAll(t, producer, records)
 	}
 	starts[epochs] = p.log.LogEndOffset()
-	waitUntil(t, 60*time.Second, func() bool { return p.localLogStartOffset() > starts[2] })
+	testkit.WaitFor(t, 60*time.Second, "condition", func() bool { return p.localLogStartOffset() > starts[2] })
 	first := p.leaderEpoch() - epochs + 1
 	for e := 0; e < epochs; e++ {
 		got := epochEndOffsetDirect(t, cl, first+int32(e))
@@ -405,5 +395,5 @@ func bumpLeaderEpoch(t *testing.T, tb *testBroker, id [16]byte, p *partition) {
 	if _, err := tb.store.CASPartitionState(testCtx(t), id, 0, st); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, func() bool { return p.leaderEpoch() == st.LeaderEpoch })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.leaderEpoch() == st.LeaderEpoch })
 }

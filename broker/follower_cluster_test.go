@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 )
@@ -104,7 +105,7 @@ func produceTo(t *testing.T, b *Broker, topic string, from, n int, acks kgo.Acks
 // leader's HW.
 func caughtUp(t *testing.T, leader, follower *partition) {
 	t.Helper()
-	waitFor(t, "the follower to catch up", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the follower to catch up", func() bool {
 		hw := leader.highWatermark()
 		return hw > 0 && hw == leader.log.LogEndOffset() && follower.log.LogEndOffset() == hw &&
 			follower.replicationStatus().HighWatermark == hw
@@ -123,14 +124,14 @@ func TestFollowerTwoBrokers(t *testing.T) {
 
 	// Broker 1 leads epoch 1: acks=all completes only once 2 fetched.
 	electLeader(t, b1.store, topic.ID, b1.b, 1, []int32{1, 2})
-	waitFor(t, "broker 1 to lead", func() bool { return p1.isLeader() })
+	testkit.WaitFor(t, 20*time.Second, "broker 1 to lead", func() bool { return p1.isLeader() })
 	produceTo(t, b1.b, "rep", 0, 200, kgo.AllISRAcks())
 	caughtUp(t, p1, p2)
 
 	// Broker 2 leads epoch 2; broker 1 truncates (nothing divergent here)
 	// and follows it.
 	electLeader(t, b1.store, topic.ID, b2.b, 2, []int32{1, 2})
-	waitFor(t, "broker 2 to lead", func() bool { return p2.isLeader() })
+	testkit.WaitFor(t, 20*time.Second, "broker 2 to lead", func() bool { return p2.isLeader() })
 	produceTo(t, b2.b, "rep", 200, 100, kgo.AllISRAcks())
 	caughtUp(t, p2, p1)
 	if e, end := p1.log.EndOffsetForEpoch(1); e != 1 || end != 200 {
@@ -146,7 +147,7 @@ func createReplicatedTopic(t *testing.T, b1, b2 *testBroker) (metadata.Topic, *p
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both replicas open", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "both replicas open", func() bool {
 		return hostedPartition(b1.b, "rep", 0) != nil && hostedPartition(b2.b, "rep", 0) != nil
 	})
 	return topic, hostedPartition(b1.b, "rep", 0), hostedPartition(b2.b, "rep", 0)
@@ -173,14 +174,14 @@ func TestFollowerTwoBrokersTruncatesDivergentLeader(t *testing.T) {
 	topic, p1, p2 := createReplicatedTopic(t, b1, b2)
 
 	electLeader(t, b1.store, topic.ID, b1.b, 1, []int32{1, 2})
-	waitFor(t, "broker 1 to lead", func() bool { return p1.isLeader() })
+	testkit.WaitFor(t, 20*time.Second, "broker 1 to lead", func() bool { return p1.isLeader() })
 	produceTo(t, b1.b, "rep", 0, 50, kgo.LeaderAck())
 	if p1.log.LogEndOffset() != 50 || p2.log.LogEndOffset() != 0 {
 		t.Fatalf("LEOs %d and %d: broker 2 was to miss every write", p1.log.LogEndOffset(), p2.log.LogEndOffset())
 	}
 
 	electLeader(t, b1.store, topic.ID, b2.b, 2, []int32{1, 2})
-	waitFor(t, "broker 2 to lead", func() bool { return p2.isLeader() })
+	testkit.WaitFor(t, 20*time.Second, "broker 2 to lead", func() bool { return p2.isLeader() })
 	produceTo(t, b2.b, "rep", 1000, 30, kgo.AllISRAcks())
 	caughtUp(t, p2, p1)
 	if e := p1.log.LatestEpoch(); e != 2 || p1.log.LogEndOffset() != 30 {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 func requestMetricsFor(b *Broker, key int16) (APIMetrics, bool) {
@@ -107,7 +108,7 @@ func TestMetricsHandlerErrors(t *testing.T) {
 	wc := dialWire(t, b)
 	wc.send(newProduceReq("e", 0, 1000, []byte("not a record batch at all, so it is corrupt")), 1)
 	wc.expectClosed()
-	waitUntil(t, 5*time.Second, func() bool { m, _ := requestMetricsFor(b, 0); return m.Errors == 1 })
+	testkit.WaitFor(t, 5*time.Second, "condition", func() bool { m, _ := requestMetricsFor(b, 0); return m.Errors == 1 })
 	if m, _ := requestMetricsFor(b, 0); m.Count != 1 {
 		t.Fatalf("produce metrics %+v, want 1 request, 1 error", m)
 	}
@@ -130,7 +131,7 @@ func TestMetricsUnderReplicatedAndISRShrink(t *testing.T) {
 		t.Fatalf("after a %d-byte follower fetch: %+v", len(sp.RecordBatches), tb)
 	}
 	// The follower stops fetching: after ReplicaLagTimeMax it leaves.
-	waitUntil(t, 15*time.Second, func() bool { return partitionMetricsFor(t, rig.b, rig.topic, 0).UnderReplicated })
+	testkit.WaitFor(t, 15*time.Second, "condition", func() bool { return partitionMetricsFor(t, rig.b, rig.topic, 0).UnderReplicated })
 	pm := partitionMetricsFor(t, rig.b, rig.topic, 0)
 	if pm.ISRSize != 1 || pm.Replicas != 2 || pm.ISRShrinks != 1 || pm.ISRExpands != 0 || !pm.Leader {
 		t.Fatalf("after the shrink: %+v", pm)

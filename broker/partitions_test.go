@@ -10,20 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 )
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestWatchAppliesOutsideChanges: topics created, altered and deleted in
 // metadata by someone else (another broker, the CLI) reach this broker.
@@ -39,7 +29,7 @@ func TestWatchAppliesOutsideChanges(t *testing.T) {
 	if _, err := other.CreateTopic(ctx, metadata.CreateTopicRequest{Name: "ext", Replicas: [][]int32{{1}, {1}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the topic to open", func() bool { _, code := tb.b.parts.lookup("ext", 1); return code == 0 })
+	testkit.WaitFor(t, 20*time.Second, "the topic to open", func() bool { _, code := tb.b.parts.lookup("ext", 1); return code == 0 })
 
 	if _, err := other.AlterTopicConfigs(ctx, "ext", func(m map[string]string) error {
 		m["retention.ms"] = "4242"
@@ -47,7 +37,7 @@ func TestWatchAppliesOutsideChanges(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the config change", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the config change", func() bool {
 		p, code := tb.b.parts.lookup("ext", 0)
 		return code == 0 && p.config().RetentionMs == 4242
 	})
@@ -55,12 +45,12 @@ func TestWatchAppliesOutsideChanges(t *testing.T) {
 	if _, err := other.AddPartitions(ctx, "ext", [][]int32{{1}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new partition", func() bool { _, code := tb.b.parts.lookup("ext", 2); return code == 0 })
+	testkit.WaitFor(t, 20*time.Second, "the new partition", func() bool { _, code := tb.b.parts.lookup("ext", 2); return code == 0 })
 
 	if err := other.DeleteTopic(ctx, "ext"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the deletion", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the deletion", func() bool {
 		_, code := tb.b.parts.lookup("ext", 0)
 		_, statErr := os.Stat(filepath.Join(tb.b.cfg.DataDir, "ext-0"))
 		return code == kerr.UnknownTopicOrPartition.Code && os.IsNotExist(statErr)
@@ -94,7 +84,7 @@ func TestRetentionLoopDeletesOldSegments(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("lookup: %d", code)
 	}
-	eventually(t, "retention to delete segments", func() bool { return p.log.LogStartOffset() > 0 })
+	testkit.WaitFor(t, 20*time.Second, "retention to delete segments", func() bool { return p.log.LogStartOffset() > 0 })
 	if size := p.log.Size(); size > 2048+4096 {
 		t.Fatalf("log still holds %d bytes", size)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/recordbatch"
 )
 
@@ -48,7 +49,7 @@ func leaderEpochOf(t *testing.T, b *Broker, topic string) int32 {
 func waitLookup(t *testing.T, b *Broker, topic string, index int32) *partition {
 	t.Helper()
 	var p *partition
-	waitUntil(t, 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "condition", func() bool {
 		var code int16
 		p, code = b.parts.lookup(topic, index)
 		return code == 0
@@ -72,16 +73,5 @@ func sameLog(t *testing.T, a, b *hotlog.Log, from int64) {
 		}
 		h, _ := recordbatch.ParseHeader(x)
 		off = h.LastOffset() + 1
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

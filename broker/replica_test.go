@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/replication"
@@ -58,7 +59,7 @@ func newReplicaRigWith(t *testing.T, replicas []int32, configs map[string]string
 	_, cl := adminClient(t, tb.b)
 	rig := &replicaRig{tb: tb, b: tb.b, cl: cl, topic: "r", id: topic.ID}
 	if replicas[0] == tb.b.cfg.NodeID {
-		waitUntil(t, 20*time.Second, func() bool { _, code := tb.b.parts.lookup("r", 0); return code == 0 })
+		testkit.WaitFor(t, 20*time.Second, "condition", func() bool { _, code := tb.b.parts.lookup("r", 0); return code == 0 })
 	}
 	return rig
 }
@@ -138,7 +139,7 @@ func TestLeaderHighWatermarkFollowsFollowerFetches(t *testing.T) {
 				t.Fatalf("follower fetch at 0: %+v", sp)
 			}
 			rig.followerFetch(t, fakeFollower, 5, epoch)
-			waitUntil(t, 10*time.Second, func() bool { return p.highWatermark() == 5 })
+			testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.highWatermark() == 5 })
 			if sp := rig.followerFetch(t, fakeFollower, 5, epoch); sp.ErrorCode != 0 || sp.HighWatermark != 5 {
 				t.Fatalf("follower fetch at the LEO: %+v", sp)
 			}
@@ -196,13 +197,13 @@ func TestISRShrinkAndMinInsyncReplicas(t *testing.T) {
 	}
 	// Caught up again: the follower rejoins, and acks=all works.
 	rig.followerFetch(t, fakeFollower, 3, epoch)
-	waitUntil(t, 10*time.Second, func() bool { return slices.Equal(rig.storedISR(t), []int32{1, fakeFollower}) })
-	waitUntil(t, 10*time.Second, func() bool { return slices.Equal(rig.partition(t).replicationStatus().ISR, []int32{1, fakeFollower}) })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return slices.Equal(rig.storedISR(t), []int32{1, fakeFollower}) })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return slices.Equal(rig.partition(t).replicationStatus().ISR, []int32{1, fakeFollower}) })
 	// A follower that fetches at the LEO stays caught up (an idle one
 	// would be out of sync as soon as the LEO moves past it).
 	rig.followerFetch(t, fakeFollower, 3, epoch)
 	done = rig.produceAsync(t, 1, 10_000)
-	waitUntil(t, 10*time.Second, func() bool { return rig.partition(t).replicationStatus().PendingAcks == 1 })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return rig.partition(t).replicationStatus().PendingAcks == 1 })
 	rig.followerFetch(t, fakeFollower, 4, epoch)
 	if sp := <-done; sp.ErrorCode != 0 || sp.BaseOffset != 3 {
 		t.Fatalf("acks=all after the ISR healed: %+v", sp)
@@ -269,7 +270,7 @@ func TestNotLeaderAnswersNameTheLeader(t *testing.T) {
 	// cannot reach 2, which does not matter here).
 	rig := newReplicaRig(t, hotlog.DurabilityReplication, []int32{fakeFollower, 1}, nil)
 	var st metadata.PartitionState
-	waitUntil(t, 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "condition", func() bool {
 		view, ok := rig.b.parts.topic(rig.topic)
 		if !ok || len(view.states) == 0 {
 			return false
@@ -277,7 +278,7 @@ func TestNotLeaderAnswersNameTheLeader(t *testing.T) {
 		st = view.states[0]
 		return st.Leader == fakeFollower && st.LeaderBrokerEpoch != 0
 	})
-	waitUntil(t, 10*time.Second, func() bool { return rig.partition(t).replicationStatus().Role == replication.RoleFollower })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return rig.partition(t).replicationStatus().Role == replication.RoleFollower })
 	wc := dialWire(t, rig.b)
 	wc.send(newProduceReq(rig.topic, 1, 1000, buildBatch(batchSpec{records: 1, timestamp: 1})), 1)
 	_, body, err := wc.recv(true)
@@ -306,7 +307,7 @@ func TestNotLeaderAnswersNameTheLeader(t *testing.T) {
 func TestRegistrationLostStopsLeading(t *testing.T) {
 	rig := newReplicaRig(t, hotlog.DurabilityReplication, []int32{1, fakeFollower}, nil)
 	waiting := rig.produceAsync(t, 1, 20_000)
-	waitUntil(t, 10*time.Second, func() bool { return rig.partition(t).replicationStatus().PendingAcks == 1 })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return rig.partition(t).replicationStatus().PendingAcks == 1 })
 	rig.b.registrationLost()
 	if sp := <-waiting; sp.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("waiting acks=all after the registration was lost: %+v", sp)
@@ -317,7 +318,7 @@ func TestRegistrationLostStopsLeading(t *testing.T) {
 	// A new election (a higher epoch naming this registration) makes it
 	// lead again, over the same log.
 	bumpLeaderEpoch(t, rig.tb, rig.id, rig.partition(t))
-	waitUntil(t, 10*time.Second, func() bool { return rig.partition(t).isLeader() })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return rig.partition(t).isLeader() })
 	if sp := produceRaw(t, rig.b, rig.topic, 1, buildBatch(batchSpec{records: 1, timestamp: 1})); sp.ErrorCode != 0 || sp.BaseOffset != 1 {
 		t.Fatalf("produce after re-election: %+v", sp)
 	}
@@ -376,7 +377,7 @@ func TestFollowerFetchBelowLocalStartIsTiered(t *testing.T) {
 	}
 	produceSyncAll(t, producer, records) // acks=all: the follower's fetches move the HW
 	p := rig.partition(t)
-	waitUntil(t, 30*time.Second, func() bool { return p.localLogStartOffset() > 0 })
+	testkit.WaitFor(t, 30*time.Second, "condition", func() bool { return p.localLogStartOffset() > 0 })
 	epoch := rig.epoch(t)
 	if sp := rig.followerFetch(t, fakeFollower, 0, epoch); sp.ErrorCode != kerr.OffsetMovedToTieredStorage.Code {
 		t.Fatalf("follower fetch below the local log start: %+v", sp)
@@ -426,7 +427,7 @@ func TestReappliedLeaderStateReportsProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, func() bool { return p.highWatermark() == leo })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.highWatermark() == leo })
 }
 
 // TestTickReportsOnlyProgressOwedForAWholeTick: the tick's safety net

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier"
 	"github.com/strata-log/strata/tier/objstore"
@@ -36,7 +37,7 @@ func TestTierUploadBound(t *testing.T) {
 	if st := tb.b.partitionTierStatus(p); !st.Leader || st.BucketLagBytes == 0 || st.UploadMaxLagMs != bound.Milliseconds() {
 		t.Fatalf("before the roll the bucket lags: %+v", st)
 	}
-	waitUntil(t, 2*bound, func() bool {
+	testkit.WaitFor(t, 2*bound, "condition", func() bool {
 		end, ok := p.manifest.ContiguousEnd(p.topicID, p.index)
 		return ok && end == 10
 	})

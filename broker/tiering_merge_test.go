@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/compaction"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier"
@@ -42,7 +43,7 @@ func mergeTestTopic(t *testing.T, tb *testBroker, adm *kadm.Client, topic string
 	}
 	waitAllUploaded(t, tb.b, topic, 1, 30*time.Second)
 	p, _ := tb.b.parts.lookup(topic, 0)
-	waitUntil(t, 30*time.Second, func() bool { return p.localLogStartOffset() > records*3/4 })
+	testkit.WaitFor(t, 30*time.Second, "condition", func() bool { return p.localLogStartOffset() > records*3/4 })
 	return p
 }
 
@@ -54,7 +55,7 @@ func setSegmentBytes(t *testing.T, adm *kadm.Client, p *partition, topic string,
 		{Name: "internal.segment.bytes", Value: kmsg.StringPtr(fmt.Sprint(bytes))}}, topic); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, func() bool { return p.config().SegmentBytes == bytes })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.config().SegmentBytes == bytes })
 }
 
 // tieredBatches is the concatenated batch bytes of entries' objects.
@@ -179,7 +180,7 @@ func TestTierMergeSmallObjects(t *testing.T) {
 			t.Fatalf("replaced object %s deleted before the grace period: %v", e.Key, err)
 		}
 	}
-	waitUntil(t, 10*deleteGrace, func() bool { return len(tb.b.compactor.PendingDeletes()) == 0 })
+	testkit.WaitFor(t, 10*deleteGrace, "condition", func() bool { return len(tb.b.compactor.PendingDeletes()) == 0 })
 	checkTiered(t, tb, mem, "merge", 0) // gap-free, every record right, no other object left
 
 	// A second pass finds nothing to merge.
@@ -208,7 +209,7 @@ func TestTierMergeFromJanitor(t *testing.T) {
 	p := mergeTestTopic(t, tb, adm, "jmerge", records, nil)
 	before := len(p.manifest.Segments(p.topicID, p.index))
 	setSegmentBytes(t, adm, p, "jmerge", 64<<10)
-	waitUntil(t, 30*time.Second, func() bool {
+	testkit.WaitFor(t, 30*time.Second, "condition", func() bool {
 		return len(p.manifest.Segments(p.topicID, p.index)) < before/3 && len(tb.b.compactor.PendingDeletes()) == 0
 	})
 	if c := tb.b.TierCounters(); c.MergeObjectsOut == 0 || c.MergeObjectsIn <= c.MergeObjectsOut {

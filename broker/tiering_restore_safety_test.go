@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier"
@@ -40,7 +41,7 @@ func TestLeaderRestartsAtTieredEnd(t *testing.T) {
 
 	fresh := startTestBroker(t, endpoints, t.TempDir(), coldBrokerConfig(mem))
 	np := waitLookup(t, fresh.b, coldTopic, 0)
-	waitUntil(t, 20*time.Second, np.isLeader)
+	testkit.WaitFor(t, 20*time.Second, "condition", np.isLeader)
 	if start, end := np.localLogStartOffset(), np.log.LogEndOffset(); start != n || end != n {
 		t.Fatalf("local log [%d, %d) after leading, want [%d, %d)", start, end, n, n)
 	}
@@ -118,7 +119,7 @@ func TestSweeperKeepsUnknownTopicIDs(t *testing.T) {
 		}
 	}
 	for _, key := range swept {
-		waitUntil(t, 20*time.Second, func() bool { // the deleted topic's objects go
+		testkit.WaitFor(t, 20*time.Second, "condition", func() bool { // the deleted topic's objects go
 			_, err := mem.Stat(testCtx(t), key)
 			return mem.IsNotFound(err)
 		})
@@ -157,9 +158,9 @@ func TestConsumerOffsetsTiered(t *testing.T) {
 	}
 	index := tb.b.groups.PartitionFor(groupID)
 	p := waitLookup(t, tb.b, group.OffsetsTopic, index)
-	waitUntil(t, 10*time.Second, func() bool { return p.config().SegmentBytes == 16384 })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.config().SegmentBytes == 16384 })
 	commitOffsets(t, adm, groupID, 2, 40)
-	waitUntil(t, 30*time.Second, func() bool {
+	testkit.WaitFor(t, 30*time.Second, "condition", func() bool {
 		sealed := p.log.SealedSegments()
 		end, ok := p.manifest.ContiguousEnd(p.topicID, p.index)
 		return len(sealed) >= 3 && ok && end >= sealed[len(sealed)-1].NextOffset

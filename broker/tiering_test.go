@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/tier"
@@ -95,7 +96,7 @@ func produceTiered(t *testing.T, b *Broker, topic string, partitions int32, firs
 // partitions is in the manifest.
 func waitAllUploaded(t *testing.T, b *Broker, topic string, partitions int32, within time.Duration) {
 	t.Helper()
-	waitUntil(t, within, func() bool {
+	testkit.WaitFor(t, within, "condition", func() bool {
 		for i := int32(0); i < partitions; i++ {
 			p, _ := b.parts.lookup(topic, i)
 			sealed := p.log.SealedSegments()
@@ -134,7 +135,7 @@ func checkTiered(t *testing.T, tb *testBroker, store objstore.ObjectStore, topic
 		next = e.LastOffset + 1
 	}
 	prefix := tier.PartitionPrefix(tb.store.Cluster(), topic, p.topicID, p.index)
-	waitUntil(t, 10*time.Second, func() bool { // orphans (lost acks, failed commits) are swept
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { // orphans (lost acks, failed commits) are swept
 		objs, err := store.List(ctx, prefix)
 		return err == nil && len(objs) == len(entries)
 	})
@@ -200,7 +201,7 @@ func TestTierUploadAndLocalRetention(t *testing.T) {
 	}
 	produceTiered(t, tb.b, "up", 2, 0, 1500)
 	waitAllUploaded(t, tb.b, "up", 2, 30*time.Second)
-	waitUntil(t, 10*time.Second, func() bool { return tb.b.TierCounters().OrphansDeleted == 2 })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return tb.b.TierCounters().OrphansDeleted == 2 })
 	for _, key := range []string{orphan, strayTopic} {
 		if _, err := mem.Stat(testCtx(t), key); !mem.IsNotFound(err) {
 			t.Fatalf("orphan %s not swept: %v", key, err)
@@ -209,7 +210,7 @@ func TestTierUploadAndLocalRetention(t *testing.T) {
 	for i := int32(0); i < 2; i++ {
 		checkTiered(t, tb, mem, "up", i)
 		p, _ := tb.b.parts.lookup("up", i)
-		waitUntil(t, 10*time.Second, func() bool { return p.log.Size() <= 131072+65536 })
+		testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.log.Size() <= 131072+65536 })
 		if p.logStartOffset() != 0 || p.localLogStartOffset() == 0 {
 			t.Fatalf("partition %d: log start %d, local start %d", i, p.logStartOffset(), p.localLogStartOffset())
 		}
@@ -252,7 +253,7 @@ func TestTierLocalRetentionWaitsForUpload(t *testing.T) {
 		"internal.segment.bytes": kadm.StringPtr("65536"), "local.retention.bytes": kadm.StringPtr("65536")})
 	produceTiered(t, tb.b, "stuck", 1, 0, 300) // ~300 KiB: below the lag limit
 	p, _ := tb.b.parts.lookup("stuck", 0)
-	waitUntil(t, 10*time.Second, func() bool { return p.uploadLag.Load() > 128<<10 })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.uploadLag.Load() > 128<<10 })
 	time.Sleep(300 * time.Millisecond) // several retention rounds
 	if p.localLogStartOffset() != 0 || tb.b.TierCounters().LocalSegmentsFreed != 0 {
 		t.Fatalf("local segments deleted before upload: local start %d", p.localLogStartOffset())
@@ -275,7 +276,7 @@ func TestTierLocalRetentionWaitsForUpload(t *testing.T) {
 	}
 	faulty.Clear() // the bucket recovers: uploads, then local deletion
 	waitAllUploaded(t, tb.b, "stuck", 1, 30*time.Second)
-	waitUntil(t, 10*time.Second, func() bool { return p.localLogStartOffset() > 0 && p.uploadLag.Load() == 0 })
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool { return p.localLogStartOffset() > 0 && p.uploadLag.Load() == 0 })
 	if resp := produceRaw(t, tb.b, "stuck", 1, buildBatch(batchSpec{records: 1, valueSize: 100})); resp.ErrorCode != 0 {
 		t.Fatalf("produce after catching up: error %d", resp.ErrorCode)
 	}
@@ -427,7 +428,7 @@ func TestTierRemoteRetentionAndDeleteRecords(t *testing.T) {
 	produceTiered(t, tb.b, "ret", 1, 0, 3000) // ~3 MiB: two thirds over retention.bytes
 	waitAllUploaded(t, tb.b, "ret", 1, 30*time.Second)
 	p, _ := tb.b.parts.lookup("ret", 0)
-	waitUntil(t, 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool {
 		order.mu.Lock()
 		defer order.mu.Unlock()
 		return p.logStartOffset() > 1000 && len(order.deleted) > 0
@@ -455,7 +456,7 @@ func TestTierRemoteRetentionAndDeleteRecords(t *testing.T) {
 	if left[0].BaseOffset != entries[2].BaseOffset {
 		t.Fatalf("after delete records the first entry is %d, want %d", left[0].BaseOffset, entries[2].BaseOffset)
 	}
-	waitUntil(t, 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "condition", func() bool {
 		_, err := mem.Stat(testCtx(t), entries[1].Key)
 		return mem.IsNotFound(err)
 	})

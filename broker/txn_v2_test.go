@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker/group"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata/metadatatest"
 )
 
@@ -121,7 +122,7 @@ func TestTxnVersion2(t *testing.T) {
 	if state, parts := txnPartitionsOf(t, cl, id); state != "Ongoing" || !slices.Equal(parts, []string{"tv2-1"}) {
 		t.Fatalf("after the delayed EndTxn: %s %v, want the second transaction Ongoing on tv2-1", state, parts)
 	}
-	waitUntil(t, 20*time.Second, func() bool { _, open := tb.b.partitionTxnOpen(t, "tv2", 0, pid); return !open })
+	testkit.WaitFor(t, 20*time.Second, "condition", func() bool { _, open := tb.b.partitionTxnOpen(t, "tv2", 0, pid); return !open })
 	if code := txnProduce(t, cl, id, "tv2", 0, txnDataBatch(pid, e0, 2, 1)); code != kerr.InvalidProducerEpoch.Code &&
 		code != kerr.ProducerFenced.Code {
 		t.Fatalf("late batch of the old epoch: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(code))

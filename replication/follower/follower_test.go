@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/replication"
@@ -368,17 +369,6 @@ func sameLog(t *testing.T, a, b *hotlog.Log, from int64) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 var testTopicID = metadata.TopicID{1, 2, 3}
 
 func TestFollowerReplicatesAndTruncatesDivergentSuffix(t *testing.T) {
@@ -395,7 +385,7 @@ func TestFollowerReplicatesAndTruncatesDivergentSuffix(t *testing.T) {
 		leader.parts["t"] = &fakeLeaderPartition{log: ll, id: testTopicID, epoch: 3, follow: p}
 
 		rig.becomeFollower(t, p, 3, 2)
-		waitFor(t, "the follower to catch up", func() bool {
+		testkit.WaitFor(t, 20*time.Second, "the follower to catch up", func() bool {
 			return p.log.LogEndOffset() == ll.LogEndOffset() && rig.status(p).HighWatermark == ll.LogEndOffset()
 		})
 		sameLog(t, ll, p.log, 0)
@@ -404,11 +394,11 @@ func TestFollowerReplicatesAndTruncatesDivergentSuffix(t *testing.T) {
 		}
 		// New leader data keeps flowing.
 		appendEpochs(t, ll, 200, 3, 3)
-		waitFor(t, "new data", func() bool { return p.log.LogEndOffset() == ll.LogEndOffset() })
+		testkit.WaitFor(t, 20*time.Second, "new data", func() bool { return p.log.LogEndOffset() == ll.LogEndOffset() })
 		sameLog(t, ll, p.log, 0)
 		if durability == hotlog.DurabilityFsync {
 			// The flush of the last fetched batches may still be running.
-			waitFor(t, "the fsync follower to flush what it fetched", func() bool {
+			testkit.WaitFor(t, 20*time.Second, "the fsync follower to flush what it fetched", func() bool {
 				return p.log.FlushedOffset() == p.log.LogEndOffset()
 			})
 		}
@@ -430,12 +420,12 @@ func TestFollowerResetsToLeaderLocalStart(t *testing.T) {
 	leader.parts["t"] = &fakeLeaderPartition{log: ll, id: testTopicID, epoch: 2}
 
 	rig.becomeFollower(t, p, 2, 2)
-	waitFor(t, "the follower to catch up", func() bool { return p.log.LogEndOffset() == ll.LogEndOffset() })
+	testkit.WaitFor(t, 20*time.Second, "the follower to catch up", func() bool { return p.log.LogEndOffset() == ll.LogEndOffset() })
 	if p.log.LogStartOffset() != 600 {
 		t.Fatalf("follower log starts at %d, want the leader's local start 600", p.log.LogStartOffset())
 	}
 	sameLog(t, ll, p.log, 600)
-	waitFor(t, "the HW", func() bool { return rig.status(p).HighWatermark == ll.LogEndOffset() })
+	testkit.WaitFor(t, 20*time.Second, "the HW", func() bool { return rig.status(p).HighWatermark == ll.LogEndOffset() })
 	leader.check(t)
 	if st := rig.m.Stats(); st.Resets != 1 || st.AppendedBytes != ll.Size() || st.Peers != 1 || st.Partitions != 1 ||
 		st.EpochQueries != 1 {
@@ -452,7 +442,7 @@ func TestFollowerPausesWhenFencedAndRetriesNotLeader(t *testing.T) {
 
 	// The follower's epoch 4 is stale: FENCED, so it pauses.
 	rig.becomeFollower(t, p, 4, 2)
-	waitFor(t, "a fenced fetch", func() bool { return leader.fetchesOf("t") >= 1 })
+	testkit.WaitFor(t, 20*time.Second, "a fenced fetch", func() bool { return leader.fetchesOf("t") >= 1 })
 	time.Sleep(300 * time.Millisecond)
 	if n := leader.fetchesOf("t"); n != 1 {
 		t.Fatalf("%d fetches after FENCED_LEADER_EPOCH; want 1 (paused)", n)
@@ -461,12 +451,12 @@ func TestFollowerPausesWhenFencedAndRetriesNotLeader(t *testing.T) {
 	// retried with back-off until it clears.
 	leader.set("t", func(lp *fakeLeaderPartition) { lp.inject = kerr.NotLeaderForPartition.Code })
 	rig.becomeFollower(t, p, 5, 2)
-	waitFor(t, "retries", func() bool { return leader.fetchesOf("t") >= 4 })
+	testkit.WaitFor(t, 20*time.Second, "retries", func() bool { return leader.fetchesOf("t") >= 4 })
 	if p.log.LogEndOffset() != 0 {
 		t.Fatal("appended while the leader refused")
 	}
 	leader.set("t", func(lp *fakeLeaderPartition) { lp.inject = 0 })
-	waitFor(t, "the follower to catch up", func() bool { return p.log.LogEndOffset() == ll.LogEndOffset() })
+	testkit.WaitFor(t, 20*time.Second, "the follower to catch up", func() bool { return p.log.LogEndOffset() == ll.LogEndOffset() })
 	sameLog(t, ll, p.log, 0)
 	leader.check(t)
 }
@@ -495,7 +485,7 @@ func TestFollowerBookkeeping(t *testing.T) {
 	if got := peers(); len(got) != 1 || got[2] != 2 {
 		t.Fatalf("peers %v, want one leaderFollower for leader 2 with both partitions", got)
 	}
-	waitFor(t, "both partitions fetched from 2", func() bool { return leaders[2].fetchesOf("a") > 0 && leaders[2].fetchesOf("b") > 0 })
+	testkit.WaitFor(t, 20*time.Second, "both partitions fetched from 2", func() bool { return leaders[2].fetchesOf("a") > 0 && leaders[2].fetchesOf("b") > 0 })
 
 	// A leader change moves the partition; a stale snapshot stops applying.
 	m.mu.Lock()
@@ -519,7 +509,7 @@ func TestFollowerBookkeeping(t *testing.T) {
 	if got := peers(); len(got) != 1 || got[3] != 1 {
 		t.Fatalf("peers %v after stop", got)
 	}
-	waitFor(t, "leader 2's client closed", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "leader 2's client closed", func() bool {
 		leaders[2].mu.Lock()
 		defer leaders[2].mu.Unlock()
 		return leaders[2].closed == 1

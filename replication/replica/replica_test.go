@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
 )
@@ -154,17 +155,6 @@ func (rg *rig) lead(t *testing.T, st metadata.PartitionState) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func TestAcksAllCompleteWhenTheFollowerCatchesUp(t *testing.T) {
 	st := metadata.PartitionState{Leader: 1, LeaderEpoch: 3, Version: 7, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
 	rg := newRig(t, st)
@@ -211,7 +201,7 @@ func TestISRShrinkIsWrittenToTheStore(t *testing.T) {
 	if err := rg.core.Tick(1500); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the ISR change to commit", func() bool { return slices.Equal(rg.core.Status().ISR, []int32{1}) })
+	testkit.WaitFor(t, 10*time.Second, "the ISR change to commit", func() bool { return slices.Equal(rg.core.Status().ISR, []int32{1}) })
 	rg.store.mu.Lock()
 	stored := rg.store.state
 	rg.store.mu.Unlock()
@@ -228,7 +218,7 @@ func TestISRShrinkIsWrittenToTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// With the ISR shrunk to the leader, the HW follows its own log.
-	waitFor(t, "the HW", func() bool { return rg.core.HighWatermark() == 5 })
+	testkit.WaitFor(t, 10*time.Second, "the HW", func() bool { return rg.core.HighWatermark() == 5 })
 }
 
 func TestLogWatcherReportsLeaderProgress(t *testing.T) {
@@ -237,7 +227,7 @@ func TestLogWatcherReportsLeaderProgress(t *testing.T) {
 	rg.core.StartLogWatcher()
 	rg.lead(t, st)
 	rg.log.grow(42) // an append the leader's append path did not report
-	waitFor(t, "the watcher to report the append", func() bool { return rg.core.HighWatermark() == 42 })
+	testkit.WaitFor(t, 10*time.Second, "the watcher to report the append", func() bool { return rg.core.HighWatermark() == 42 })
 	if leo, _ := rg.core.Reported(); leo != 42 {
 		t.Fatalf("reported LEO %d, want 42", leo)
 	}
