@@ -18,8 +18,8 @@
 // Step fails. Credentials come from a CredentialSource: the first stored
 // credential among the mechanisms asked, in order (PLAIN asks for
 // SCRAM-SHA-512, then SCRAM-SHA-256; a SCRAM mechanism for its own). The
-// Kafka framing (SaslHandshake, SaslAuthenticate, v0 raw tokens) is the
-// broker's.
+// Kafka framing (SaslHandshake, SaslAuthenticate, v0 raw tokens) is
+// broker/wire's SASLSession.
 //
 // # SCRAM exchange
 //

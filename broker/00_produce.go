@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 	"github.com/strata-log/strata/replication/replica"
 )
 
@@ -30,7 +31,7 @@ import (
 //     min.insync.replicas meanwhile, REQUEST_TIMED_OUT at the request
 //     timeout. The leader's own LEO counts only once flushed under
 //     --durability=fsync (replica.go).
-//   - Batches are validated header-only and stored as sent (batches.go).
+//   - Batches are validated header-only and stored as sent (recordbatch.SplitProduce).
 //   - Idempotent batches (producerId >= 0) are checked against the
 //     partition's producer state, which the log keeps and every replica
 //     rebuilds from its own log (hotlog/doc.go, "Producer state"): a retry
@@ -184,18 +185,18 @@ func (b *Broker) appendProduced(ctx context.Context, p *partition, req *kmsg.Pro
 		return hotlog.AppendResult{}, -1, nil, fmt.Errorf("%w: acks %d", errInvalidAcks, req.Acks)
 	}
 	cfg := p.config()
-	batches, err := splitProduceRecords(records, rulesFor(cfg, req.Version), now)
+	batches, err := recordbatch.SplitProduce(records, rulesFor(cfg, req.Version), now)
 	if err != nil {
 		return hotlog.AppendResult{}, -1, nil, err
 	}
 	if err := b.verifyProduceTxn(ctx, p, req.TransactionID, batches, req.Version >= 12); err != nil {
 		return hotlog.AppendResult{}, -1, nil, err
 	}
-	res, wait, err := p.appendAsLeader(batches.records, req.Acks == -1, int64(req.TimeoutMillis))
+	res, wait, err := p.appendAsLeader(batches.Records, req.Acks == -1, int64(req.TimeoutMillis))
 	if err != nil {
 		return res, -1, nil, err
 	}
-	return res, batches.logAppendTime, wait, nil
+	return res, batches.LogAppendTime, wait, nil
 }
 
 // waitAcks waits, under one deadline for the whole request, for the

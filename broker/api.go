@@ -397,13 +397,13 @@ func (b *Broker) Start(ctx context.Context) error {
 }
 
 func (b *Broker) start(ctx context.Context) error {
-	listeners, err := openListeners(b.cfg.listeners())
+	bound, err := listeners.Open(b.cfg.listeners())
 	if err != nil {
 		return err
 	}
-	b.listeners, b.ln = listeners, listeners[0].ln
+	b.listeners, b.ln = bound, bound[0].Listener
 	if err := b.startBackground(ctx); err != nil {
-		closeListeners(listeners)
+		listeners.Close(bound)
 		b.groups.Close()
 		b.closeTxns()
 		b.lifetimeCancel()
@@ -411,11 +411,11 @@ func (b *Broker) start(ctx context.Context) error {
 		b.parts.closeAll(b.log)
 		return err
 	}
-	for _, l := range listeners {
+	for _, l := range bound {
 		b.loops.Add(1)
 		go b.acceptLoop(l)
-		b.log.Info("listening", "listener", l.cfg.Name, "security", l.cfg.Security, "addr", l.ln.Addr().String(),
-			"advertise", l.endpoint)
+		b.log.Info("listening", "listener", l.Config.Name, "security", l.Config.Security, "addr", l.Listener.Addr().String(),
+			"advertise", l.Endpoint)
 	}
 	b.log.Info("broker started", "listen", b.ln.Addr().String(), "advertise",
 		net.JoinHostPort(b.advertised.Host, strconv.Itoa(int(b.advertised.Port))), "cluster_id", b.clusterID,
@@ -558,7 +558,7 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	if b.ctrl != nil {
 		_ = b.ctrl.Close()
 	}
-	closeListeners(b.listeners)
+	listeners.Close(b.listeners)
 	// Resigning the groups first answers joins and syncs that wait for a
 	// rebalance (NOT_COORDINATOR: clients find the coordinator again), so
 	// they do not hold up the drain.

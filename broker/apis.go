@@ -51,8 +51,8 @@ var apiSpecs = []apiSpec{
 	{key: 15, minVersion: 0, maxVersion: 5, handle: (*Broker).handleDescribeGroups},
 	{key: 16, minVersion: 0, maxVersion: 5, handle: (*Broker).handleListGroups},
 	// SaslHandshake and SaslAuthenticate are served by the connection's
-	// reader itself (sasl.go); their handler is never reached.
-	{key: saslHandshakeKey, minVersion: 0, maxVersion: 1, handle: (*Broker).handleSASLUnreachable, preAuth: true},
+	// reader itself (wire.SASLSession); their handler is never reached.
+	{key: wire.SASLHandshakeKey, minVersion: 0, maxVersion: 1, handle: (*Broker).handleSASLUnreachable, preAuth: true},
 	{key: wire.APIVersionsKey, minVersion: 0, maxVersion: 4, handle: (*Broker).handleApiVersions, preAuth: true},
 	{key: 19, minVersion: 0, maxVersion: 7, handle: (*Broker).handleCreateTopics},
 	{key: 20, minVersion: 0, maxVersion: 6, handle: (*Broker).handleDeleteTopics},
@@ -73,7 +73,7 @@ var apiSpecs = []apiSpec{
 	{key: 31, minVersion: 0, maxVersion: 3, handle: (*Broker).handleDeleteACLs},
 	{key: 32, minVersion: 0, maxVersion: 4, handle: (*Broker).handleDescribeConfigs},
 	{key: 33, minVersion: 0, maxVersion: 2, handle: (*Broker).handleAlterConfigs},
-	{key: saslAuthenticateKey, minVersion: 0, maxVersion: 2, handle: (*Broker).handleSASLUnreachable, preAuth: true},
+	{key: wire.SASLAuthenticateKey, minVersion: 0, maxVersion: 2, handle: (*Broker).handleSASLUnreachable, preAuth: true},
 	{key: 37, minVersion: 0, maxVersion: 3, handle: (*Broker).handleCreatePartitions},
 	{key: 42, minVersion: 0, maxVersion: 2, handle: (*Broker).handleDeleteGroups},
 	{key: 44, minVersion: 0, maxVersion: 1, handle: (*Broker).handleIncrementalAlterConfigs},

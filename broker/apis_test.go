@@ -39,7 +39,7 @@ func TestAPIRegistryMatchesGolden(t *testing.T) {
 func TestAPIRegistryFacts(t *testing.T) {
 	tab := newAPITable(nil)
 	for key := range tab {
-		wantPreAuth := key == wire.APIVersionsKey || key == saslHandshakeKey || key == saslAuthenticateKey
+		wantPreAuth := key == wire.APIVersionsKey || key == wire.SASLHandshakeKey || key == wire.SASLAuthenticateKey
 		if got := tab.preAuthAllowed(key); got != wantPreAuth {
 			t.Errorf("key %d: preAuth %v, want %v", key, got, wantPreAuth)
 		}

@@ -1,14 +1,13 @@
 package broker
 
-// Produce-side record batch checks: split one partition's records bytes
-// into RecordBatch v2 batches, validate each header (never the records:
-// batches stay bytes, compressed as sent), and apply topic rules. The batch
-// layout is documented in hotlog/doc.go.
+// The produce path's rules and errors: the topic settings a produce
+// partition is checked against (the checks themselves are
+// recordbatch.SplitProduce), and the Kafka codes of produce and data-path
+// errors.
 
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -18,158 +17,26 @@ import (
 	"github.com/strata-log/strata/recordbatch"
 )
 
-// Produce-path sentinel errors; produceErrorCode maps them to Kafka codes.
+// Produce-path sentinel errors beside recordbatch's; produceErrorCode maps
+// them to Kafka codes.
 var (
-	errNoBatches        = errors.New("broker: produce partition data holds no record batch")
-	errBatchTooLarge    = errors.New("broker: record batch larger than max.message.bytes")
-	errControlBatch     = errors.New("broker: clients may not produce control batches")
-	errTransactional    = errors.New("broker: transactional batch without a producer id")
-	errMixedTxn         = errors.New("broker: transactional batches of several producers in one partition")
-	errZstdTooOld       = errors.New("broker: zstd batches need produce v7+")
-	errInvalidAcks      = errors.New("broker: acks must be -1, 0 or 1")
-	errNotEnoughISR     = errors.New("broker: in-sync replicas below min.insync.replicas")
-	errAcksZeroFailure  = errors.New("broker: acks=0 produce failed; closing the connection so the client refreshes metadata")
-	errKeylessCompacted = errors.New("broker: compacted topic cannot accept a record without a key")
+	errInvalidAcks     = errors.New("broker: acks must be -1, 0 or 1")
+	errNotEnoughISR    = errors.New("broker: in-sync replicas below min.insync.replicas")
+	errAcksZeroFailure = errors.New("broker: acks=0 produce failed; closing the connection so the client refreshes metadata")
 )
-
-// maxKeyCheckDecompressed bounds the decompressed records of one batch
-// whose keys are checked (compacted topics): a larger batch is refused
-// rather than inflated without bound.
-const maxKeyCheckDecompressed = 64 << 20
 
 // logAppendTimeType is the message.timestamp.type value that makes the
 // broker stamp batches.
 const logAppendTimeType = "LogAppendTime"
 
-// produceRules are the topic settings a produce partition is checked against.
-type produceRules struct {
-	// maxMessageBytes bounds each batch's total size (max.message.bytes,
-	// compared with the whole batch including its 12-byte prefix, as Kafka).
-	maxMessageBytes int
-	// logAppendTime: message.timestamp.type=LogAppendTime.
-	logAppendTime bool
-	// produceVersion of the request (zstd needs v7+).
-	produceVersion int16
-	// compacted: cleanup.policy has compact, so every record needs a key
-	// (the one case where the produce path decodes records, as Kafka).
-	compacted bool
-}
-
 // rulesFor derives the produce rules from a topic's effective config.
-func rulesFor(cfg metadata.TopicConfig, version int16) produceRules {
-	return produceRules{
-		maxMessageBytes: int(cfg.MaxMessageBytes),
-		logAppendTime:   cfg.MessageTimestampType == logAppendTimeType,
-		produceVersion:  version,
-		compacted:       cfg.HasCompact(),
+func rulesFor(cfg metadata.TopicConfig, version int16) recordbatch.ProduceRules {
+	return recordbatch.ProduceRules{
+		MaxMessageBytes: int(cfg.MaxMessageBytes),
+		LogAppendTime:   cfg.MessageTimestampType == logAppendTimeType,
+		ProduceVersion:  version,
+		Compacted:       cfg.HasCompact(),
 	}
-}
-
-// producedBatches is one partition's validated records, ready for Append.
-type producedBatches struct {
-	// records are the batches end to end; they alias the request.
-	records []byte
-	// count is the number of batches.
-	count int
-	// producerID of the first batch (-1: not idempotent). Sequence checks
-	// on it come with issue 6.
-	producerID int64
-	// logAppendTime is the stamp applied, or -1 (CreateTime).
-	logAppendTime int64
-	// transactional: some batch is transactional; txnProducerID and
-	// txnEpoch are then its producer (one per partition, checked), for
-	// the KIP-890 verification (txn_verify.go).
-	transactional bool
-	txnProducerID int64
-	txnEpoch      int16
-}
-
-// splitProduceRecords validates the records bytes of one produce partition:
-// at least one batch, every batch's length in bounds, magic 2, CRC-32C,
-// counts, no control batches (markers come only through WriteTxnMarkers),
-// transactional ones only with a producer id, none larger than
-// max.message.bytes. With LogAppendTime each batch is stamped with now (ms),
-// which rewrites its maxTimestamp and CRC in place. Nothing is allocated per
-// batch and records are decoded only for compacted topics (keys).
-func splitProduceRecords(records []byte, rules produceRules, now int64) (producedBatches, error) {
-	out := producedBatches{records: records, producerID: -1, logAppendTime: -1}
-	if len(records) == 0 {
-		return out, errNoBatches
-	}
-	for rest := records; len(rest) > 0; out.count++ {
-		header, size, err := recordbatch.Validate(rest)
-		if err != nil {
-			return out, err
-		}
-		if err := checkBatchRules(header, size, rules); err != nil {
-			return out, err
-		}
-		if rules.compacted {
-			if err := checkKeys(rest[:size]); err != nil {
-				return out, err
-			}
-		}
-		if out.count == 0 {
-			out.producerID = header.ProducerID
-		}
-		if err := out.noteTxn(header); err != nil {
-			return out, err
-		}
-		if rules.logAppendTime {
-			recordbatch.SetLogAppendTime(rest[:size], now)
-			out.logAppendTime = now
-		}
-		rest = rest[size:]
-	}
-	return out, nil
-}
-
-// checkKeys refuses a batch holding a record without a key (compacted
-// topics: Kafka's INVALID_RECORD, "Compacted topic cannot accept message
-// without key"). Undecodable records are a corrupt batch.
-func checkKeys(batch []byte) error {
-	records, err := recordbatch.DecodeRecords(batch, maxKeyCheckDecompressed)
-	if err != nil {
-		return err
-	}
-	for i := range records {
-		if records[i].Key == nil {
-			return fmt.Errorf("%w (offset delta %d)", errKeylessCompacted, records[i].OffsetDelta)
-		}
-	}
-	return nil
-}
-
-// noteTxn records the producer of a transactional batch and rejects a
-// second transactional producer in the same partition data: verification
-// covers one (producer id, epoch), so a mix could bypass it.
-func (out *producedBatches) noteTxn(h recordbatch.Header) error {
-	if !h.Transactional() {
-		return nil
-	}
-	if out.transactional && (out.txnProducerID != h.ProducerID || out.txnEpoch != h.ProducerEpoch) {
-		return errMixedTxn
-	}
-	out.transactional, out.txnProducerID, out.txnEpoch = true, h.ProducerID, h.ProducerEpoch
-	return nil
-}
-
-// checkBatchRules applies the topic and protocol rules to one valid batch.
-func checkBatchRules(h recordbatch.Header, size int, rules produceRules) error {
-	switch {
-	case size > rules.maxMessageBytes:
-		return fmt.Errorf("%w: %d > %d bytes", errBatchTooLarge, size, rules.maxMessageBytes)
-	case h.Control():
-		return errControlBatch
-	case h.Transactional() && h.ProducerID < 0:
-		// A transactional batch must carry a producer id (Kafka's
-		// validation: INVALID_RECORD). The KIP-890 verification that the
-		// partition was added to the transaction is in txn_verify.go.
-		return errTransactional
-	case h.Codec() == recordbatch.CodecZstd && rules.produceVersion < 7:
-		return errZstdTooOld
-	}
-	return nil
 }
 
 // produceErrorCode translates a produce-path error into a Kafka error code.
@@ -181,14 +48,15 @@ func produceErrorCode(err error) int16 {
 		return kerr.UnsupportedForMessageFormat.Code
 	case errors.Is(err, hotlog.ErrCorruptBatch):
 		return kerr.CorruptMessage.Code
-	case errors.Is(err, errBatchTooLarge):
+	case errors.Is(err, recordbatch.ErrBatchTooLarge):
 		return kerr.MessageTooLarge.Code
-	case errors.Is(err, errNoBatches), errors.Is(err, errControlBatch), errors.Is(err, errTransactional),
-		errors.Is(err, errMixedTxn), errors.Is(err, errKeylessCompacted):
+	case errors.Is(err, recordbatch.ErrNoBatches), errors.Is(err, recordbatch.ErrControlBatch),
+		errors.Is(err, recordbatch.ErrTransactionalNoProducer), errors.Is(err, recordbatch.ErrMixedTxn),
+		errors.Is(err, recordbatch.ErrKeylessCompacted):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, recordbatch.ErrDecompressedTooLarge):
 		return kerr.CorruptMessage.Code
-	case errors.Is(err, errZstdTooOld):
+	case errors.Is(err, recordbatch.ErrZstdTooOld):
 		return kerr.UnsupportedCompressionType.Code
 	case errors.Is(err, errInvalidAcks):
 		return kerr.InvalidRequiredAcks.Code

@@ -21,8 +21,8 @@ func FuzzProduceRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, records []byte, logAppendTime bool, maxMessageBytes int32) {
 		const now = 1_700_000_000_000
 		original := bytes.Clone(records)
-		rules := produceRules{maxMessageBytes: int(maxMessageBytes), logAppendTime: logAppendTime, produceVersion: 11}
-		got, err := splitProduceRecords(records, rules, now)
+		rules := recordbatch.ProduceRules{MaxMessageBytes: int(maxMessageBytes), LogAppendTime: logAppendTime, ProduceVersion: 11}
+		got, err := recordbatch.SplitProduce(records, rules, now)
 		if err != nil {
 			if code := produceErrorCode(err); code == 0 {
 				t.Fatalf("error %v maps to code 0", err)
@@ -37,7 +37,7 @@ func FuzzProduceRecords(f *testing.F) {
 }
 
 // checkAcceptedBatches re-walks accepted records independently.
-func checkAcceptedBatches(t *testing.T, got producedBatches, records []byte, rules produceRules, now int64) {
+func checkAcceptedBatches(t *testing.T, got recordbatch.Produced, records []byte, rules recordbatch.ProduceRules, now int64) {
 	t.Helper()
 	count := 0
 	for rest := records; len(rest) > 0; count++ {
@@ -45,15 +45,15 @@ func checkAcceptedBatches(t *testing.T, got producedBatches, records []byte, rul
 		if err != nil {
 			t.Fatalf("accepted batch %d invalid: %v", count, err)
 		}
-		if size > rules.maxMessageBytes || (h.Transactional() && h.ProducerID < 0) || h.Control() {
+		if size > rules.MaxMessageBytes || (h.Transactional() && h.ProducerID < 0) || h.Control() {
 			t.Fatalf("accepted batch %d breaks a rule: size %d attrs %x", count, size, h.Attributes)
 		}
-		if rules.logAppendTime && (!h.LogAppendTime() || h.MaxTimestamp != now) {
+		if rules.LogAppendTime && (!h.LogAppendTime() || h.MaxTimestamp != now) {
 			t.Fatalf("accepted batch %d not stamped", count)
 		}
 		rest = rest[size:]
 	}
-	if count == 0 || count != got.count {
-		t.Fatalf("walked %d batches, splitter counted %d", count, got.count)
+	if count == 0 || count != got.Count {
+		t.Fatalf("walked %d batches, splitter counted %d", count, got.Count)
 	}
 }

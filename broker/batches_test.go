@@ -87,15 +87,15 @@ func TestSplitProduceRecords(t *testing.T) {
 	good := buildBatch(batchSpec{records: 3, valueSize: 10, producerID: 7, timestamp: 1000})
 	second := buildBatch(batchSpec{records: 2, valueSize: 5, timestamp: 2000})
 	large := buildBatch(batchSpec{records: 1, valueSize: 2000})
-	rules := produceRules{maxMessageBytes: 1 << 20, produceVersion: 11}
+	rules := recordbatch.ProduceRules{MaxMessageBytes: 1 << 20, ProduceVersion: 11}
 	tooSmall := rules
-	tooSmall.maxMessageBytes = len(large) - 1
+	tooSmall.MaxMessageBytes = len(large) - 1
 	exact := rules
-	exact.maxMessageBytes = len(large)
+	exact.MaxMessageBytes = len(large)
 	compacted := rules
-	compacted.compacted = true
+	compacted.Compacted = true
 	v6 := rules
-	v6.produceVersion = 6
+	v6.ProduceVersion = 6
 	recordCountMismatch := buildBatch(batchSpec{records: 3})
 	binary.BigEndian.PutUint32(recordCountMismatch[57:], 2)
 	binary.BigEndian.PutUint32(recordCountMismatch[17:], recordbatch.Checksum(recordCountMismatch[21:]))
@@ -103,7 +103,7 @@ func TestSplitProduceRecords(t *testing.T) {
 	tests := []struct {
 		name      string
 		records   []byte
-		rules     produceRules
+		rules     recordbatch.ProduceRules
 		wantCode  int16
 		wantCount int
 	}{
@@ -134,33 +134,33 @@ func TestSplitProduceRecords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := splitProduceRecords(tt.records, tt.rules, 5000)
+			got, err := recordbatch.SplitProduce(tt.records, tt.rules, 5000)
 			if code := produceErrorCode(err); code != tt.wantCode {
 				t.Fatalf("code %d (%v), want %d", code, err, tt.wantCode)
 			}
-			if err == nil && (got.count != tt.wantCount || len(got.records) != len(tt.records) || got.logAppendTime != -1) {
-				t.Fatalf("got %d batches, %d bytes, logAppendTime %d", got.count, len(got.records), got.logAppendTime)
+			if err == nil && (got.Count != tt.wantCount || len(got.Records) != len(tt.records) || got.LogAppendTime != -1) {
+				t.Fatalf("got %d batches, %d bytes, logAppendTime %d", got.Count, len(got.Records), got.LogAppendTime)
 			}
 		})
 	}
 }
 
 func TestSplitProduceRecordsProducerID(t *testing.T) {
-	got, err := splitProduceRecords(buildBatch(batchSpec{records: 1, producerID: 42}), produceRules{maxMessageBytes: 1 << 20, produceVersion: 11}, 0)
-	if err != nil || got.producerID != 42 {
-		t.Fatalf("producer id %d, err %v; want 42", got.producerID, err)
+	got, err := recordbatch.SplitProduce(buildBatch(batchSpec{records: 1, producerID: 42}), recordbatch.ProduceRules{MaxMessageBytes: 1 << 20, ProduceVersion: 11}, 0)
+	if err != nil || got.ProducerID != 42 {
+		t.Fatalf("producer id %d, err %v; want 42", got.ProducerID, err)
 	}
 }
 
 func TestSplitProduceRecordsLogAppendTime(t *testing.T) {
 	records := concatBatches(buildBatch(batchSpec{records: 3, timestamp: 1000}), buildBatch(batchSpec{records: 1, timestamp: 2000}))
 	const now = 1_700_000_000_000
-	got, err := splitProduceRecords(records, produceRules{maxMessageBytes: 1 << 20, logAppendTime: true, produceVersion: 11}, now)
+	got, err := recordbatch.SplitProduce(records, recordbatch.ProduceRules{MaxMessageBytes: 1 << 20, LogAppendTime: true, ProduceVersion: 11}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.logAppendTime != now || got.count != 2 {
-		t.Fatalf("logAppendTime %d count %d", got.logAppendTime, got.count)
+	if got.LogAppendTime != now || got.Count != 2 {
+		t.Fatalf("logAppendTime %d count %d", got.LogAppendTime, got.Count)
 	}
 	for rest := records; len(rest) > 0; {
 		h, size, err := recordbatch.Validate(rest) // the recomputed CRC must hold

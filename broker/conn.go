@@ -3,8 +3,10 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,8 +26,9 @@ type conn struct {
 	host string // the peer's IP address
 	log  *slog.Logger
 	ctx  context.Context // ends when the connection closes
-	// auth is the connection's identity (reader-owned; sasl.go).
-	auth connAuth
+	// SASLSession is the connection's identity (reader-owned); it answers
+	// the raw-token half of wire.Session.
+	*wire.SASLSession
 }
 
 var _ wire.Session = (*conn)(nil)
@@ -42,9 +45,9 @@ func newConn(ctx context.Context, b *Broker, l ListenerConfig, info wire.ConnInf
 		log:  info.Log,
 		ctx:  ctx,
 	}
-	c.auth = newConnAuth(c, l)
+	c.SASLSession = wire.NewSASLSession(l.Security.UsesSASL(), l.SASLMechanisms, c.scramCredential, anonymousPrincipal, c.log)
 	if info.TLS != nil && l.Security == SSL && len(info.TLS.PeerCertificates) > 0 && l.TLS.ClientAuth >= tls.VerifyClientCertIfGiven {
-		c.setPrincipal("User:"+info.TLS.PeerCertificates[0].Subject.String(), "mTLS")
+		c.SetPrincipal("User:"+info.TLS.PeerCertificates[0].Subject.String(), "mTLS")
 	}
 	return c
 }
@@ -52,26 +55,17 @@ func newConn(ctx context.Context, b *Broker, l ListenerConfig, info wire.ConnInf
 // MaxRequestBytes is socket.request.max.bytes, or less before SASL
 // authentication.
 func (c *conn) MaxRequestBytes() int32 {
-	if !c.auth.authenticated {
-		return min(c.b.cfg.SocketRequestMaxBytes, preAuthMaxRequestBytes)
+	if !c.Authenticated() {
+		return min(c.b.cfg.SocketRequestMaxBytes, wire.PreAuthMaxRequestBytes)
 	}
 	return c.b.cfg.SocketRequestMaxBytes
-}
-
-// RawTokenLimit is the largest SASL message while SaslHandshake v0 chose
-// raw tokens and authentication is not done yet.
-func (c *conn) RawTokenLimit() uint32 {
-	if c.auth.rawTokens && !c.auth.authenticated {
-		return auth.MaxMessageSize
-	}
-	return 0
 }
 
 // Route refuses requests before SASL authentication, answers SASL and the
 // ApiVersions fallback on the reader, and sends everything else to its
 // handler in the API table.
 func (c *conn) Route(hdr wire.RequestHeader, req kmsg.Request) wire.Route {
-	if !c.auth.authenticated && !c.b.apis.preAuthAllowed(hdr.APIKey) {
+	if !c.Authenticated() && !c.b.apis.preAuthAllowed(hdr.APIKey) {
 		c.log.Info("closing connection: request before SASL authentication", "api_key", hdr.APIKey)
 		return wire.Route{Refuse: true}
 	}
@@ -80,8 +74,8 @@ func (c *conn) Route(hdr wire.RequestHeader, req kmsg.Request) wire.Route {
 		return wire.Route{Inline: func() ([]byte, bool) {
 			return wire.AppendResponseFrame(nil, hdr.CorrelationID, c.b.apis.apiVersionsFallback()), false
 		}}
-	case hdr.APIKey == saslHandshakeKey || hdr.APIKey == saslAuthenticateKey:
-		return wire.Route{Inline: func() ([]byte, bool) { return c.serveSASL(hdr, req) }}
+	case hdr.APIKey == wire.SASLHandshakeKey || hdr.APIKey == wire.SASLAuthenticateKey:
+		return wire.Route{Inline: func() ([]byte, bool) { return c.Serve(hdr.CorrelationID, req) }}
 	}
 	// Built here, on the reader: the principal is the one in force when
 	// the request was read.
@@ -91,7 +85,7 @@ func (c *conn) Route(hdr wire.RequestHeader, req kmsg.Request) wire.Route {
 		correlationID: hdr.CorrelationID,
 		apiKey:        hdr.APIKey,
 		version:       hdr.Version,
-		principal:     c.auth.principal,
+		principal:     c.Principal(),
 		host:          c.host,
 		listener:      c.l.Name,
 	}
@@ -130,4 +124,29 @@ func (rc *requestContext) releaseOrder() {
 	if rc.orderRelease != nil {
 		rc.orderRelease()
 	}
+}
+
+// saslLookupTimeout bounds one credential read from etcd.
+const saslLookupTimeout = 10 * time.Second
+
+// scramCredential is the connection's auth.CredentialSource: the user's
+// first stored credential among mechs, read from etcd within one
+// saslLookupTimeout.
+func (c *conn) scramCredential(user string, mechs []string) (auth.ScramCredential, bool, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, saslLookupTimeout)
+	defer cancel()
+	for _, m := range mechs {
+		cred, found, err := c.b.store.ScramCredential(ctx, user, m)
+		if err != nil || found {
+			return cred, found, err
+		}
+	}
+	return auth.ScramCredential{}, false, nil
+}
+
+// handleSASLUnreachable is the API table's handler of the SASL keys: the
+// connection's reader serves them itself (wire.SASLSession), so reaching it
+// is a bug.
+func (b *Broker) handleSASLUnreachable(context.Context, *requestContext, kmsg.Request) (kmsg.Response, error) {
+	return nil, errors.New("broker: SASL request outside the connection reader")
 }

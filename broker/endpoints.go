@@ -10,7 +10,7 @@ import (
 // arrived on (listeners.RewriteEndpoints). Nothing to do on the first
 // listener, whose endpoints the handlers already used.
 func (b *Broker) rewriteEndpoints(listenerName string, resp kmsg.Response) {
-	if len(b.listeners) < 2 || listenerName == b.listeners[0].cfg.Name {
+	if len(b.listeners) < 2 || listenerName == b.listeners[0].Config.Name {
 		return
 	}
 	listeners.RewriteEndpoints(resp, listenerName, b.liveBrks.all)

@@ -1,8 +1,7 @@
 package broker
 
 // Named listeners: the broker's configuration surface for them (the
-// format, validation and endpoint rules are package listeners'), binding
-// them at Start, and registering their endpoints.
+// format, validation, binding and endpoint rules are package listeners').
 
 import (
 	"fmt"
@@ -36,9 +35,6 @@ func ParseListeners(listenerList, advertised, protocolMap string) ([]ListenerCon
 	return listeners.Parse(listenerList, advertised, protocolMap)
 }
 
-// maxListeners bounds the named listeners of one broker.
-const maxListeners = listeners.MaxListeners
-
 // InterBrokerSASL is how this broker authenticates to peers on a SASL
 // inter-broker listener. Password is a secret: never log it.
 type InterBrokerSASL struct {
@@ -71,22 +67,8 @@ func (c Config) interBrokerListener() string {
 
 // validateListeners checks names, addresses, TLS and mechanisms.
 func (c Config) validateListeners() error {
-	seen := map[string]bool{}
-	ls := c.listeners()
-	if len(ls) > maxListeners {
-		return fmt.Errorf("%w: %d listeners (max %d)", ErrInvalidConfig, len(ls), maxListeners)
-	}
-	for _, l := range ls {
-		if err := l.Validate(); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
-		if seen[l.Name] {
-			return fmt.Errorf("%w: listener %s twice", ErrInvalidConfig, l.Name)
-		}
-		seen[l.Name] = true
-	}
-	if !seen[c.interBrokerListener()] {
-		return fmt.Errorf("%w: inter-broker listener %s is not a listener", ErrInvalidConfig, c.InterBrokerListener)
+	if err := listeners.ValidateSet(c.listeners(), c.interBrokerListener()); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if s := c.InterBrokerSASL; s.Mechanism != "" && !auth.KnownMechanism(s.Mechanism) {
 		return fmt.Errorf("%w: inter-broker SASL mechanism %q", ErrInvalidConfig, s.Mechanism)
@@ -95,65 +77,19 @@ func (c Config) validateListeners() error {
 }
 
 // listener is one bound named listener. Set by Start, read-only afterwards.
-type listener struct {
-	cfg ListenerConfig
-	ln  net.Listener
-	// endpoint is the advertised host:port.
-	endpoint string
-}
-
-// openListeners binds every listener of cfgs; on error it closes the ones
-// already bound.
-func openListeners(cfgs []ListenerConfig) ([]*listener, error) {
-	var out []*listener
-	for _, cfg := range cfgs {
-		ln, err := net.Listen("tcp", cfg.Addr)
-		if err == nil {
-			var endpoint string
-			endpoint, err = listeners.AdvertisedEndpoint(cfg.Advertise, ln.Addr())
-			out = append(out, &listener{cfg: cfg, ln: ln, endpoint: endpoint})
-		}
-		if err != nil {
-			closeListeners(out)
-			return nil, fmt.Errorf("broker: listener %s: %w", cfg.Name, err)
-		}
-	}
-	return out, nil
-}
-
-func closeListeners(ls []*listener) {
-	for _, l := range ls {
-		_ = l.ln.Close()
-	}
-}
+type listener = listeners.Bound
 
 // registrationInfo is this broker's registration: every listener's
 // endpoint, the first one also as Host/Port.
 func (b *Broker) registrationInfo() (metadata.BrokerInfo, error) {
-	info := metadata.BrokerInfo{NodeID: b.cfg.NodeID, Rack: b.cfg.Rack, Endpoints: map[string]string{}}
-	for i, l := range b.listeners {
-		if i == 0 {
-			host, port, err := listeners.SplitHostPort(l.endpoint)
-			if err != nil {
-				return info, fmt.Errorf("broker: listener %s: %w", l.cfg.Name, err)
-			}
-			info.Host, info.Port = host, port
-		}
-		info.Endpoints[l.cfg.Name] = l.endpoint
-	}
-	return info, nil
+	info := metadata.BrokerInfo{NodeID: b.cfg.NodeID, Rack: b.cfg.Rack}
+	err := listeners.Register(&info, b.listeners)
+	return info, err
 }
 
 // ListenerAddr is the bound address of the named listener (nil before
 // Start or for an unknown name).
-func (b *Broker) ListenerAddr(name string) net.Addr {
-	for _, l := range b.listeners {
-		if l.cfg.Name == name {
-			return l.ln.Addr()
-		}
-	}
-	return nil
-}
+func (b *Broker) ListenerAddr(name string) net.Addr { return listeners.Addr(b.listeners, name) }
 
 // interBrokerBoundAddr is the bound address of this broker's inter-broker
 // listener ("" before Start): how the broker reaches itself.

@@ -44,7 +44,7 @@ func TestConfigValidateListeners(t *testing.T) {
 
 func TestRewriteEndpointsUsesTheClientsListener(t *testing.T) {
 	b := &Broker{cfg: Config{NodeID: 1}}
-	b.listeners = []*listener{{cfg: ListenerConfig{Name: "CLIENT"}}, {cfg: ListenerConfig{Name: "INTERNAL"}}}
+	b.listeners = []*listener{{Config: ListenerConfig{Name: "CLIENT"}}, {Config: ListenerConfig{Name: "INTERNAL"}}}
 	b.advertised = metadata.BrokerInfo{NodeID: 1, Host: "c1", Port: 1,
 		Endpoints: map[string]string{"CLIENT": "c1:1", "INTERNAL": "i1:11"}}
 	b.liveBrks.set([]metadata.BrokerInfo{b.advertised,
@@ -108,7 +108,7 @@ func TestPeerAddressUsesTheInterBrokerListener(t *testing.T) {
 
 func TestConnectionLimitSparesTheInterBrokerListener(t *testing.T) {
 	b := &Broker{cfg: Config{MaxConnections: 1, InterBrokerListener: "INTERNAL"}}
-	b.listeners = []*listener{{cfg: ListenerConfig{Name: "CLIENT"}}, {cfg: ListenerConfig{Name: "INTERNAL"}}}
+	b.listeners = []*listener{{Config: ListenerConfig{Name: "CLIENT"}}, {Config: ListenerConfig{Name: "INTERNAL"}}}
 	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: b.cfg.MaxConnections})
 	admitConn := func(host, listenerName string) bool {
 		return b.connLimits.Admit(host, b.exemptFromMaxConnections(listenerName))

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-log/strata/auth"
+	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
 	"github.com/strata-log/strata/test/testcerts"
@@ -99,7 +100,7 @@ func TestSASLRefusesRequestsBeforeAuthentication(t *testing.T) {
 
 	// A frame above the pre-authentication bound is refused unread.
 	c = dialWire(t, b)
-	if _, err := c.nc.Write(binary.BigEndian.AppendUint32(nil, preAuthMaxRequestBytes+1)); err != nil {
+	if _, err := c.nc.Write(binary.BigEndian.AppendUint32(nil, wire.PreAuthMaxRequestBytes+1)); err != nil {
 		t.Fatal(err)
 	}
 	c.expectClosed()

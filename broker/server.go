@@ -29,14 +29,14 @@ func newConnServer(b *Broker) (*wire.Server, error) {
 func (b *Broker) acceptLoop(l *listener) {
 	defer b.loops.Done()
 	spec := &wire.Listener{
-		Name:                     l.cfg.Name,
-		ExemptFromMaxConnections: b.exemptFromMaxConnections(l.cfg.Name),
+		Name:                     l.Config.Name,
+		ExemptFromMaxConnections: b.exemptFromMaxConnections(l.Config.Name),
 		NewSession: func(ctx context.Context, info wire.ConnInfo) wire.Session {
-			return newConn(ctx, b, l.cfg, info)
+			return newConn(ctx, b, l.Config, info)
 		},
 	}
-	if l.cfg.Security.UsesTLS() {
-		spec.TLS = l.cfg.TLS
+	if l.Config.Security.UsesTLS() {
+		spec.TLS = l.Config.TLS
 	}
-	b.conns.Accept(l.ln, spec)
+	b.conns.Accept(l.Listener, spec)
 }

@@ -4,32 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/strata-log/strata/metadata"
 )
 
 // ErrInvalidTopicName is wrapped by validateTopicName's errors.
 var ErrInvalidTopicName = errors.New("broker: invalid topic name")
 
-// maxTopicNameLength is Kafka's limit (249), which keeps
-// <topic>-<partition> directory names under 255 bytes.
-const maxTopicNameLength = 249
-
-// validateTopicName applies Kafka's rules: 1..249 characters of
-// [a-zA-Z0-9._-], and not "." or "..".
+// validateTopicName applies Kafka's topic name rules (metadata's), with the
+// messages clients see.
 func validateTopicName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty", ErrInvalidTopicName)
-	case name == "." || name == "..":
-		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopicName, name)
-	case len(name) > maxTopicNameLength:
-		return fmt.Errorf("%w: longer than %d characters", ErrInvalidTopicName, maxTopicNameLength)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
-		if !ok {
-			return fmt.Errorf("%w: %q contains %q; only ASCII letters, digits, '.', '_' and '-' are allowed", ErrInvalidTopicName, name, c)
-		}
+	if p := metadata.TopicNameProblem(name); p != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidTopicName, p)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/broker/txn"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/recordbatch"
 )
 
 var _ txn.VerifyLog = (*hotlog.Log)(nil)
@@ -36,13 +37,13 @@ func txnVerifyErrorCode(err error) (int16, bool) {
 // part 2: the client no longer sends AddPartitionsToTxn) the coordinator
 // adds the partition instead of only checking it; that is not optional,
 // so DisableTxnPartitionVerification does not turn it off.
-func (b *Broker) verifyProduceTxn(ctx context.Context, p *partition, txnID *string, pb producedBatches, implicitAdd bool) error {
-	if !pb.transactional || b.txnRouter == nil || txnID == nil || *txnID == "" {
+func (b *Broker) verifyProduceTxn(ctx context.Context, p *partition, txnID *string, pb recordbatch.Produced, implicitAdd bool) error {
+	if !pb.Transactional || b.txnRouter == nil || txnID == nil || *txnID == "" {
 		return nil
 	}
 	if b.cfg.DisableTxnPartitionVerification && !implicitAdd {
 		return nil
 	}
-	return b.txnRouter.Verify(ctx, p.log, txn.Ask{ID: *txnID, ProducerID: pb.txnProducerID,
-		ProducerEpoch: pb.txnEpoch, Topic: p.topic, Partition: p.index, Add: implicitAdd})
+	return b.txnRouter.Verify(ctx, p.log, txn.Ask{ID: *txnID, ProducerID: pb.TxnProducerID,
+		ProducerEpoch: pb.TxnEpoch, Topic: p.topic, Partition: p.index, Add: implicitAdd})
 }

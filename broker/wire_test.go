@@ -56,7 +56,7 @@ func newWireBrokerConfig(t *testing.T, cfg Config, store *metadata.Store, edit f
 		t.Fatal(err)
 	}
 	b.ln = ln
-	b.listeners = []*listener{{cfg: cfg.listeners()[0], ln: ln, endpoint: ln.Addr().String()}}
+	b.listeners = []*listener{{Config: cfg.listeners()[0], Listener: ln, Endpoint: ln.Addr().String()}}
 	b.loops.Add(1)
 	go b.acceptLoop(b.listeners[0])
 	t.Cleanup(func() {

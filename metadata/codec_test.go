@@ -119,3 +119,22 @@ func TestPartitionKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicNameProblem pins the words clients see for each rule, and that
+// ValidateTopicName keeps its own.
+func TestTopicNameProblem(t *testing.T) {
+	for name, want := range map[string]string{
+		"orders":                 "",
+		"":                       "empty",
+		"..":                     `".." is not allowed`,
+		strings.Repeat("a", 250): "longer than 249 characters",
+		"a/b":                    `"a/b" contains '/'; only ASCII letters, digits, '.', '_' and '-' are allowed`,
+	} {
+		if got := TopicNameProblem(name); got != want {
+			t.Errorf("%q: %q, want %q", name, got, want)
+		}
+	}
+	if err := ValidateTopicName("a/b"); err == nil || !strings.HasSuffix(err.Error(), `"a/b" contains characters other than [a-zA-Z0-9._-]`) {
+		t.Errorf("ValidateTopicName: %v", err)
+	}
+}

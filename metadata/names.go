@@ -59,30 +59,53 @@ func newClusterID() (string, error) {
 	return id.String(), nil
 }
 
-// MaxTopicNameLength is Kafka's limit on topic names.
+// MaxTopicNameLength is Kafka's limit on topic names (249), which keeps
+// <topic>-<partition> directory names under 255 bytes.
 const MaxTopicNameLength = 249
 
 // ValidateTopicName applies Kafka's rules: 1-249 characters of
 // [a-zA-Z0-9._-], and not "." or "..". The error wraps ErrInvalidTopic.
 func ValidateTopicName(name string) error {
-	if name == "" || name == "." || name == ".." || len(name) > MaxTopicNameLength {
+	switch {
+	case TopicNameProblem(name) == "":
+		return nil
+	case legalNameChars(name) || len(name) > MaxTopicNameLength:
 		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
 	}
-	if !legalNameChars(name) {
-		return fmt.Errorf("%w: %q contains characters other than [a-zA-Z0-9._-]", ErrInvalidTopic, name)
-	}
-	return nil
+	return fmt.Errorf("%w: %q contains characters other than [a-zA-Z0-9._-]", ErrInvalidTopic, name)
 }
 
-func legalNameChars(s string) bool {
+// TopicNameProblem says which of Kafka's topic name rules name breaks, in
+// the words the broker's answers give clients; "" for a legal name. It is
+// the one statement of the rules (ValidateTopicName words them its own way).
+func TopicNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "empty"
+	case name == "." || name == "..":
+		return fmt.Sprintf("%q is not allowed", name)
+	case len(name) > MaxTopicNameLength:
+		return fmt.Sprintf("longer than %d characters", MaxTopicNameLength)
+	}
+	if i := illegalNameChar(name); i >= 0 {
+		return fmt.Sprintf("%q contains %q; only ASCII letters, digits, '.', '_' and '-' are allowed", name, name[i])
+	}
+	return ""
+}
+
+func legalNameChars(s string) bool { return illegalNameChar(s) < 0 }
+
+// illegalNameChar is the index of the first byte of s outside
+// [a-zA-Z0-9._-], or -1.
+func illegalNameChar(s string) int {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 		if !ok {
-			return false
+			return i
 		}
 	}
-	return true
+	return -1
 }
 
 func validClusterName(s string) bool {

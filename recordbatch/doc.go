@@ -61,6 +61,18 @@
 // before anything is allocated, so no input can make a decoder allocate
 // more than a small multiple of its size or of the bound.
 //
+// # Produce checks
+//
+// SplitProduce checks one produce partition's records bytes as a client
+// sent them: at least one batch, each Validate'd, then the ProduceRules
+// the broker derives from the topic and the request (max.message.bytes
+// against the whole batch, no control batches, transactional batches with
+// a producer id and one transactional producer per partition, zstd only
+// from produce v7, keys on every record of a compacted topic, the one
+// case that decodes records, within a 64 MiB bound). With LogAppendTime it
+// stamps each batch in place. Its sentinel errors keep the texts clients
+// have always seen; the broker maps them to Kafka codes.
+//
 // # CRC-32C
 //
 // Checksum is the batch CRC when applied to bytes 21..end. Every other

@@ -24,6 +24,9 @@
 // unaware of listeners. A broker without an endpoint on the listener keeps
 // its first listener's.
 //
-// The package is pure configuration and rewriting: binding, accepting and
-// serving connections are the broker's.
+// # Binding
+//
+// Open binds a broker's listeners in order (all or none) and resolves each
+// one's advertised endpoint; Register turns them into the broker's
+// registration. Accepting and serving connections are the broker's.
 package listeners

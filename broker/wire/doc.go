@@ -87,6 +87,28 @@
 // records stay in the frame, then holds its frame size only, other
 // requests the whole charge, until their handler ends.
 //
+// # SASL
+//
+// A SASLSession is one connection's identity and the Kafka side of its
+// SASL authentication, used by the broker's Session. SaslHandshake (key 17)
+// and SaslAuthenticate (key 36) are answered inline by the reader, in
+// order, before it reads the next request:
+//
+//	ApiVersions*  ->  SaslHandshake(mechanism)  ->  SaslAuthenticate(token)+  ->  any request
+//
+// On a SASL listener nothing but ApiVersions, SaslHandshake and
+// SaslAuthenticate is served before authentication: any other request
+// closes the connection (Kafka does the same), and request frames are
+// bounded by PreAuthMaxRequestBytes. A failed authentication is answered
+// with SASL_AUTHENTICATION_FAILED and the connection closed. After
+// SaslHandshake v0 the tokens travel raw, outside Kafka framing (a 4-byte
+// size, then the token, both ways) until the exchange ends; v1 wraps them
+// in SaslAuthenticate. Re-authentication (KIP-368) is not offered:
+// session_lifetime_ms is 0. The mechanisms themselves run in
+// auth.SASLServer; the credentials come from the broker's
+// auth.CredentialSource (etcd). SASL lives here, beside the framing,
+// because it changes what the reader reads next and needs no partitions.
+//
 // # Request metrics
 //
 // RequestStats counts, per API key, the requests given to a Handler: a
