@@ -124,7 +124,7 @@ type Config struct {
 	// with auto.leader.rebalance.enable): how often the controller moves
 	// leadership back to preferred replicas. Default 5m; negative: never.
 	LeaderRebalanceInterval time.Duration
-	// Security and hardening (listeners.go, sasl.go; connection limits in broker/wire).
+	// Security and hardening (listeners.go; SASL and connection limits in broker/wire).
 	//
 	// Listeners are the named listeners (Kafka's listeners,
 	// advertised.listeners and listener.security.protocol.map; see

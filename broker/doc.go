@@ -1,6 +1,7 @@
 // Package broker is Strata's Kafka front door: the listeners, each
-// connection's session (identity, SASL, routing to handlers; conn.go,
-// sasl.go) over broker/wire, which runs the connections, the API registry (apis.go: one row per API key with
+// connection's session (identity, routing to handlers; conn.go) over
+// broker/wire, which runs the connections and their SASL exchange, the
+// API registry (apis.go: one row per API key with
 // its versions, handler and per-API facts; ApiVersions and the dispatcher
 // both read it) over one handler file per key, named <key>_<api>.go, and
 // the partition manager that mirrors the cluster metadata into open local
