@@ -24,6 +24,7 @@ import (
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/quota"
 	"github.com/strata-log/strata/replication/follower"
+	"github.com/strata-log/strata/replication/peer"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -326,6 +327,8 @@ type Broker struct {
 	// followers fetch the partitions this node follows from their leaders
 	// (replication/follower; wiring in follower.go).
 	followers *follower.Manager
+	// peers resolves and dials other brokers (peer.go). Set by New.
+	peers peer.Dialer
 	// ctrl is this broker's controller candidate (controller package);
 	// nil until Start.
 	ctrl *controller.Controller
@@ -353,6 +356,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
 	b.drainStart, b.draining = context.WithCancel(context.Background())
+	b.peers = newPeerDialer(b)
 	b.followers = newFollowers(b)
 	b.manifest, b.objects = tier.NewManifest(), cfg.ObjectStore
 	if err := b.initColdReader(); err != nil {

@@ -54,10 +54,10 @@ func (followerReplicas) WithReplica(fp follower.Partition, fn func(r *replicatio
 // followerPeers resolves and dials leaders for the Manager.
 type followerPeers struct{ b *Broker }
 
-func (a followerPeers) Address(node int32) string { return a.b.peerAddress(node) }
+func (a followerPeers) Address(node int32) string { return a.b.peers.Address(node) }
 
 func (a followerPeers) Dial(_ int32, addr string) (peer.Client, error) {
-	return a.b.dialPeerWithOverhead(a.b.cfg.NodeID, addr, peer.RequestOverhead)
+	return a.b.peers.Dial(a.b.cfg.NodeID, addr, peer.RequestOverhead)
 }
 
 // followerSnapshots reads tiered producer state for the Manager's log

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/listeners"
 	"github.com/strata-log/strata/metadata"
+	"github.com/strata-log/strata/replication/peer"
 )
 
 // ListenerConfig is one named listener (listeners.Config).
@@ -37,16 +38,7 @@ func ParseListeners(listenerList, advertised, protocolMap string) ([]ListenerCon
 
 // InterBrokerSASL is how this broker authenticates to peers on a SASL
 // inter-broker listener. Password is a secret: never log it.
-type InterBrokerSASL struct {
-	Mechanism string // PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
-	Username  string
-	Password  string
-}
-
-// String hides the password (the config may be logged).
-func (s InterBrokerSASL) String() string {
-	return fmt.Sprintf("{%s %s ***}", s.Mechanism, s.Username)
-}
+type InterBrokerSASL = peer.SASL
 
 // listeners returns the configured listeners, or the single PLAINTEXT
 // listener of Listen/Advertise when none is configured.

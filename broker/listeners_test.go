@@ -100,7 +100,7 @@ func TestPeerAddressUsesTheInterBrokerListener(t *testing.T) {
 		{NodeID: 4, Host: "old4", Port: 4},
 	})
 	for node, want := range map[int32]string{2: "i2:22", 3: "proxy:3", 4: "old4:4", 5: ""} {
-		if got := b.peerAddress(node); got != want {
+		if got := newPeerDialer(b).Address(node); got != want {
 			t.Errorf("peer %d at %q, want %q", node, got, want)
 		}
 	}
@@ -130,5 +130,20 @@ func TestConnectionLimitSparesTheInterBrokerListener(t *testing.T) {
 	// (that no per-IP entry is left is wire's TestConnLimiter)
 	if counts := b.ConnStats(); counts.Open != 0 {
 		t.Fatalf("counts after release %+v", counts)
+	}
+}
+
+func TestPeerDialerSpeaksTheInterBrokerListenersProtocol(t *testing.T) {
+	creds := InterBrokerSASL{Mechanism: "PLAIN", Username: "broker", Password: "s3cret"}
+	for _, tc := range []struct {
+		protocol  SecurityProtocol
+		tls, sasl bool
+	}{{Plaintext, false, false}, {SASLPlaintext, false, true}, {SSL, true, false}, {SASLSSL, true, true}} {
+		b := &Broker{cfg: Config{InterBrokerListener: "INTERNAL", InterBrokerSASL: creds, Listeners: []ListenerConfig{
+			{Name: "CLIENT", Security: SASLSSL}, {Name: "INTERNAL", Security: tc.protocol}}}}
+		sec := newPeerDialer(b).Security
+		if sec.TLS != tc.tls || (sec.SASL != nil) != tc.sasl || (tc.sasl && *sec.SASL != creds) {
+			t.Errorf("%s: peer security %+v", tc.protocol, sec)
+		}
 	}
 }

@@ -99,7 +99,7 @@ type txnPeerSet struct {
 
 // peer returns the client for node, dialling anew when its address changed.
 func (s *txnPeerSet) peer(b *Broker, node int32) (peer.Client, error) {
-	addr := b.peerAddress(node)
+	addr := b.peers.Address(node)
 	if node == b.cfg.NodeID && b.ln != nil && b.cfg.PeerAddresses[node] == "" {
 		addr = b.interBrokerBoundAddr() // ourselves: the bound inter-broker listener
 	}
@@ -115,7 +115,7 @@ func (s *txnPeerSet) peer(b *Broker, node int32) (peer.Client, error) {
 		p.cl.Close()
 		delete(s.clients, node)
 	}
-	cl, err := b.dialPeerWithOverhead(node, addr, markerAckTimeout+peer.RequestOverhead)
+	cl, err := b.peers.Dial(node, addr, markerAckTimeout+peer.RequestOverhead)
 	if err != nil {
 		return nil, err
 	}

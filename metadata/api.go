@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -152,6 +154,16 @@ type BrokerInfo struct {
 	// no listener names. Nil for brokers registered before listeners had
 	// names. At most MaxBrokerEndpoints entries.
 	Endpoints map[string]string
+}
+
+// Endpoint is where the broker listens on the listener named name: its
+// registered endpoint of that name, else Host:Port (brokers that
+// registered without names serve one PLAINTEXT listener there).
+func (b BrokerInfo) Endpoint(name string) string {
+	if addr, ok := b.Endpoints[name]; ok {
+		return addr
+	}
+	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 }
 
 // MaxBrokerEndpoints bounds the named listeners of one registration.

@@ -138,3 +138,17 @@ func TestTopicNameProblem(t *testing.T) {
 		t.Errorf("ValidateTopicName: %v", err)
 	}
 }
+
+func TestBrokerEndpointByListenerName(t *testing.T) {
+	named := BrokerInfo{NodeID: 1, Host: "c1", Port: 1, Endpoints: map[string]string{"CLIENT": "c1:1", "INTERNAL": "i1:11"}}
+	unnamed := BrokerInfo{NodeID: 2, Host: "old2", Port: 2} // registered before listener names
+	if got := named.Endpoint("INTERNAL"); got != "i1:11" {
+		t.Fatalf("named endpoint: %q", got)
+	}
+	if got := named.Endpoint("OTHER"); got != "c1:1" {
+		t.Fatalf("endpoint of an unknown listener: %q, want Host:Port", got)
+	}
+	if got := unnamed.Endpoint("INTERNAL"); got != "old2:2" {
+		t.Fatalf("unnamed endpoint: %q", got)
+	}
+}

@@ -215,13 +215,3 @@ func AdvertisedEndpoint(advertise string, bound net.Addr) (string, error) {
 	}
 	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
 }
-
-// EndpointOn is where info's broker listens on the named listener: its
-// registered endpoint of that name, else Host/Port (brokers that
-// registered without names serve one PLAINTEXT listener).
-func EndpointOn(info metadata.BrokerInfo, name string) string {
-	if addr, ok := info.Endpoints[name]; ok {
-		return addr
-	}
-	return net.JoinHostPort(info.Host, strconv.Itoa(int(info.Port)))
-}

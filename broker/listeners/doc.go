@@ -11,7 +11,7 @@
 // each). Each listener is registered in metadata.BrokerInfo.Endpoints
 // under its name; BrokerInfo.Host/Port is the first listener's endpoint.
 // Brokers that registered without names serve one PLAINTEXT listener at
-// Host/Port (EndpointOn).
+// Host/Port (metadata.BrokerInfo.Endpoint).
 //
 // # Endpoints in answers
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/strata-log/strata/metadata"
 )
 
-func TestRewriteEndpointsAndEndpointOn(t *testing.T) {
+func TestRewriteEndpoints(t *testing.T) {
 	brokers := []metadata.BrokerInfo{
 		{NodeID: 1, Host: "c1", Port: 1, Endpoints: map[string]string{"CLIENT": "c1:1", "INTERNAL": "i1:11"}},
 		{NodeID: 2, Host: "old2", Port: 2}, // registered before listener names
@@ -31,10 +31,4 @@ func TestRewriteEndpointsAndEndpointOn(t *testing.T) {
 		t.Fatalf("brokers read %d times, want once (only for responses naming brokers)", calls)
 	}
 
-	if got := EndpointOn(brokers[0], "INTERNAL"); got != "i1:11" {
-		t.Fatalf("EndpointOn named: %q", got)
-	}
-	if got := EndpointOn(brokers[1], "INTERNAL"); got != "old2:2" {
-		t.Fatalf("EndpointOn unnamed: %q", got)
-	}
 }

@@ -9,6 +9,7 @@
 // negotiated by franz-go on connect; it connects lazily, at the first
 // request). Tests use scripted fakes of the two-method Client interface.
 //
-// Security options (TLS, SASL) come from the caller, which knows the
-// inter-broker listener's protocol.
+// A Dialer resolves a node id to the address of its inter-broker
+// listener (an override, else its registration) and dials it with that
+// listener's Security (TLS, SASL), which the caller configures.
 package peer

@@ -36,8 +36,8 @@ type Config struct {
 	// timeout; zero means RequestOverhead. Callers whose peer may hold a
 	// request longer than its own timeout says raise it.
 	Overhead time.Duration
-	// Security are the TLS and SASL options of the inter-broker listener.
-	Security []kgo.Opt
+	// Security is the inter-broker listener's protocol.
+	Security Security
 }
 
 // kgoClient is a franz-go client talking to its one seed broker directly.
@@ -61,7 +61,11 @@ func Dial(cfg Config) (Client, error) {
 		kgo.DialTimeout(RequestOverhead),
 		kgo.RequestTimeoutOverhead(overhead),
 	}
-	cl, err := kgo.NewClient(append(opts, cfg.Security...)...)
+	security, err := cfg.Security.opts()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, security...)...)
 	if err != nil {
 		return nil, fmt.Errorf("peer: client for %s: %w", cfg.Addr, err)
 	}
