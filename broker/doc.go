@@ -77,7 +77,7 @@
 // partitionState.mu and the hotlog's locks. The coordinator never calls
 // into the broker while holding its lock.
 //
-// # Tiering (package tier; tier_wiring.go, cold_wiring.go, tier_restart.go)
+// # Tiering (package tier; tier_wiring.go, cold_wiring.go)
 //
 // With Config.ObjectStore set (cmd: --object-store), partitions of topics
 // with remote.storage.enable=true (any cleanup.policy) keep only a hot
@@ -102,16 +102,15 @@
 // cleans it, up to what is tiered (firstUncleanable). __transaction_state
 // is never tiered.
 //
-// Leader restart at the tiered end (tier_restart.go): a replica about to
-// lead whose local log ends below the end of the manifest's gap-free run
-// (an empty disk after a restore or a disk loss) first restarts its log
-// empty at that end (hotlog.ResetToWithProducerSnapshot with the producer
-// state of the object ending there, read from the bucket before the
-// replica mutex is taken and bounded by snapshotReadTimeout; else
-// ResetTo), then becomes leader: new records get offsets from that end on,
-// and everything below it is served from the bucket. The restart of a
-// follower at its leader's local start shares the helpers
-// (follower.RestartSnapshot and RestartLog; wiring in follower.go).
+// Leader restart at the tiered end (replication/follower's
+// PrepareLeaderRestart and RestartBeforeLeading, run by the leadership
+// adapter in replica_state.go): a replica about to lead whose local log
+// ends below the end of the manifest's gap-free run (an empty disk after a
+// restore or a disk loss) first restarts its log empty at that end, with
+// the producer state of the object ending there
+// (tier.ColdSource.ProducerSnapshot), then becomes leader: new records get
+// offsets from that end on, and everything below it is served from the
+// bucket.
 //
 // Log start across tiers: partition.logStartOffset() = max(tiered log
 // start, min(first tiered offset, hot log start))

@@ -46,10 +46,10 @@ func TestTieredProducerSnapshotRestartsFollowerState(t *testing.T) {
 	}
 	last := entries[len(entries)-1]
 	end := last.LastOffset + 1
-	if _, err := tb.b.tieredProducerSnapshot(ctx, p, end-1); !errors.Is(err, errNoTieredSnapshot) {
+	if _, err := tb.b.coldSrc.ProducerSnapshot(ctx, tp(p), end-1); !errors.Is(err, tier.ErrNoProducerSnapshot) {
 		t.Fatalf("look-up at an offset no object ends at: %v", err)
 	}
-	snap, err := tb.b.tieredProducerSnapshot(ctx, p, end)
+	snap, err := tb.b.coldSrc.ProducerSnapshot(ctx, tp(p), end)
 	if err != nil {
 		t.Fatal(err)
 	}

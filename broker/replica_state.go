@@ -11,6 +11,7 @@ package broker
 import (
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/replication/follower"
 	"github.com/strata-log/strata/replication/replica"
 )
 
@@ -60,8 +61,8 @@ func (b *Broker) leadsState(st metadata.PartitionState) bool {
 // interleave with registrationLost's step-down of the same partition.
 func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg metadata.TopicConfig) {
 	lead := leadership{b: b, p: p}
-	if b.leadsState(st) {
-		lead.restart = b.prepareLeaderRestart(p) // may read the bucket: before the replica mutex
+	if b.leadsState(st) && !p.isLeader() { // may read the bucket: before the replica mutex
+		lead.restart = follower.PrepareLeaderRestart(b.lifetime, b.log, followedPartition{p}, tieredEnd(p), followerSnapshots{b})
 	}
 	p.replica.ApplyState(st, replica.MinInsync(cfg), lead)
 }
@@ -71,7 +72,7 @@ func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg
 type leadership struct {
 	b       *Broker
 	p       *partition
-	restart leaderRestart // prepareLeaderRestart's answer, read before the replica mutex
+	restart follower.LeaderRestart // read before the replica mutex
 }
 
 var _ replica.Leadership = leadership{}
@@ -80,7 +81,15 @@ func (l leadership) Leads(st metadata.PartitionState) bool { return l.b.leadsSta
 
 // PrepareToLead restarts a log that ends below the tiered end there.
 func (l leadership) PrepareToLead(r *replication.Replica) error {
-	return l.b.restartAtTieredEndLocked(l.p, r, l.restart)
+	if r.Role() == replication.RoleLeader {
+		return nil
+	}
+	return follower.RestartBeforeLeading(l.b.log, followedPartition{l.p}, tieredEnd(l.p), l.restart)
+}
+
+// tieredEnd is where p must restart its log before leading.
+func tieredEnd(p *partition) follower.TieredEnd {
+	return func(logEnd int64) (int64, bool) { return p.manifest.RestartOffset(tp(p), logEnd) }
 }
 
 // InheritedHighWatermark is the HW a replica brings into leadership: its

@@ -254,3 +254,37 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// SnapshotReadTimeout bounds the bucket read of a producer snapshot
+// (ProducerSnapshot); on timeout a log restart goes ahead with empty state
+// rather than stall a follower or a leader election.
+const SnapshotReadTimeout = 10 * time.Second
+
+// ErrNoProducerSnapshot: no tiered producer state at the offset asked.
+var ErrNoProducerSnapshot = errors.New("tier: no tiered producer snapshot at the reset offset")
+
+// ProducerSnapshot returns the producer state as of offset from the
+// producer-snapshot section of k's tiered object whose end (LastOffset+1)
+// is exactly offset, read through the cold reader within
+// SnapshotReadTimeout (its index read includes the section, checked by
+// DecodeIndexSections). Errors wrap ErrNoProducerSnapshot or say why the
+// read failed. Why only an exact end will do: replication/follower/restart.go.
+func (s ColdSource) ProducerSnapshot(ctx context.Context, k metadata.TierPartition, offset int64) ([]byte, error) {
+	if s.Reader == nil {
+		return nil, fmt.Errorf("%w: tiering is off", ErrNoProducerSnapshot)
+	}
+	e, ok := s.Manifest.Find(k.TopicID, k.Partition, offset-1)
+	if !ok || e.LastOffset+1 != offset {
+		return nil, fmt.Errorf("%w: no manifest entry ends at %d", ErrNoProducerSnapshot, offset)
+	}
+	ctx, cancel := context.WithTimeout(ctx, SnapshotReadTimeout)
+	defer cancel()
+	x, err := s.Reader.Index(ctx, ColdObjectOf(e))
+	if err != nil {
+		return nil, fmt.Errorf("reading the index of %s: %w", e.Key, err)
+	}
+	if at, ok := x.ProducerSnapshotOffset(); !ok || at != offset {
+		return nil, fmt.Errorf("%w: object %s carries none", ErrNoProducerSnapshot, e.Key)
+	}
+	return x.ProducerSnapshot, nil
+}

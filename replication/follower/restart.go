@@ -10,8 +10,8 @@ package follower
 // the state at an earlier end misses the batches between it and S, which
 // the follower cannot replay (they are not in its new log). Without one
 // the reset starts empty, with a warning. A replica about to lead below
-// the tiered end restarts the same way, through RestartSnapshot and
-// RestartLog.
+// the tiered end restarts the same way (PrepareLeaderRestart,
+// RestartBeforeLeading).
 
 import (
 	"context"
@@ -73,4 +73,66 @@ func RestartLog(log *slog.Logger, l Log, topic string, partition int32, start in
 	log.Warn(why+": tiered producer snapshot rejected; starting with empty producer state",
 		"topic", topic, "partition", partition, "offset", start, "err", err)
 	return l.ResetTo(start)
+}
+
+// A replica that becomes leader while its local log ends below the
+// partition's tiered end (an empty disk after a restore or a disk loss)
+// first restarts its log at that end, so its first new record gets the
+// next offset after the bucket's and never reuses a tiered offset; the
+// cold path serves everything below it from the bucket.
+
+// TieredEnd says where a partition whose local log ends at logEnd must
+// restart it before leading (tier.Manifest.RestartOffset); false if it
+// need not.
+type TieredEnd func(logEnd int64) (offset int64, restart bool)
+
+// LeaderRestart is the log restart a replica about to lead needs: at
+// Offset, with Snap as the producer state there (nil: empty). The zero
+// value (Offset 0) means none.
+type LeaderRestart struct {
+	Offset int64
+	Snap   []byte
+}
+
+const leaderRestartWhy = "leader log restart at the tiered end"
+
+// PrepareLeaderRestart decides, before the replica mutex is taken, whether
+// p must restart its log before leading, and reads the producer state at
+// the restart offset through snaps (nil: none; a bucket read bounded by
+// tier.SnapshotReadTimeout, without one the restart starts with empty
+// producer state, logged). A slow bucket delays the caller by at most that
+// bound, and only when a restart is due (rare: an empty or lagging disk
+// taking leadership).
+func PrepareLeaderRestart(ctx context.Context, log *slog.Logger, p Partition, end TieredEnd, snaps ProducerSnapshots) LeaderRestart {
+	offset, need := end(p.Log().LogEndOffset())
+	if !need {
+		return LeaderRestart{}
+	}
+	var read func(context.Context, int64) ([]byte, error)
+	if snaps != nil {
+		read = func(ctx context.Context, offset int64) ([]byte, error) { return snaps.ProducerSnapshot(ctx, p, offset) }
+	}
+	return LeaderRestart{Offset: offset, Snap: RestartSnapshot(ctx, log, read, p.Topic(), p.Index(), offset, leaderRestartWhy)}
+}
+
+// RestartBeforeLeading restarts p's log at the tiered end when it still
+// ends below it. prep is PrepareLeaderRestart's answer; if the end moved
+// since, the restart goes to the new end without a snapshot.
+// REQUIRES: p's replica mutex held, the replica not leading.
+func RestartBeforeLeading(log *slog.Logger, p Partition, end TieredEnd, prep LeaderRestart) error {
+	from := p.Log().LogEndOffset()
+	offset, need := end(from)
+	if !need {
+		return nil
+	}
+	snap := prep.Snap
+	if prep.Offset != offset {
+		snap = nil
+	}
+	if err := RestartLog(log, p.Log(), p.Topic(), p.Index(), offset, snap, leaderRestartWhy); err != nil {
+		return err
+	}
+	log.Info("log restarted at the tiered end before leading: history below it is in the bucket",
+		"topic", p.Topic(), "partition", p.Index(), "from", from, "to", offset, "producer_state", snap != nil)
+	return nil
 }
