@@ -320,10 +320,9 @@ type Broker struct {
 	// the merge pass (package tier; tier_wiring.go). Set by New.
 	tiering *tier.Service
 
-	// reg is the live etcd registration (its Epoch decides which
-	// partition states this broker may lead). Guarded by regMu.
-	regMu sync.Mutex
-	reg   metadata.Registration
+	// reg holds the live etcd registration (its Epoch decides which
+	// partition states this broker may lead). Set by New.
+	reg *metadata.Registrar
 	// followers fetch the partitions this node follows from their leaders
 	// (replication/follower; wiring in follower.go).
 	followers *follower.Manager
@@ -356,6 +355,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
 	b.drainStart, b.draining = context.WithCancel(context.Background())
+	b.reg = metadata.NewRegistrar(store, cfg.NodeID, cfg.RegistrationTTL)
 	b.peers = newPeerDialer(b)
 	b.followers = newFollowers(b)
 	b.manifest, b.objects = tier.NewManifest(), cfg.ObjectStore
@@ -447,11 +447,10 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	}
 	b.groups.Start()
 	b.txns.Start()
-	reg, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
+	reg, err := b.reg.Register(b.lifetime, b.advertised)
 	if err != nil {
 		return fmt.Errorf("broker: register: %w", err)
 	}
-	b.setRegistration(reg)
 	b.liveBrks.refresh(ctx, b.store, b.log)
 	ctrl, err := controller.Start(b.lifetime, controller.Config{
 		NodeID: b.cfg.NodeID, Store: b.store, SessionTTL: time.Duration(b.cfg.RegistrationTTL) * time.Second,
@@ -499,45 +498,17 @@ func (b *Broker) watchLost(lost <-chan struct{}) {
 		}
 		b.log.Error("broker registration lease lost; fencing leadership and registering again")
 		b.registrationLost()
-		lost = b.reregister()
-		if lost == nil {
+		reg, ok := b.reg.Reregister(b.lifetime, b.advertised, b.log)
+		if !ok {
 			return
 		}
+		b.registered()
+		lost = reg.Lost
 	}
-}
-
-// setRegistration records the live registration.
-func (b *Broker) setRegistration(reg metadata.Registration) {
-	b.regMu.Lock()
-	b.reg = reg
-	b.regMu.Unlock()
 }
 
 // registration is the current registration; Epoch 0 while unregistered.
-func (b *Broker) registration() metadata.Registration {
-	b.regMu.Lock()
-	defer b.regMu.Unlock()
-	return b.reg
-}
-
-// reregister retries RegisterBroker until it succeeds or the broker stops
-// (nil then).
-func (b *Broker) reregister() <-chan struct{} {
-	for {
-		select {
-		case <-b.lifetime.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-		reg, err := b.store.RegisterBroker(b.lifetime, b.advertised, b.cfg.RegistrationTTL)
-		if err == nil {
-			b.setRegistration(reg)
-			b.registered()
-			return reg.Lost
-		}
-		b.log.Warn("registering broker", "err", err)
-	}
-}
+func (b *Broker) registration() metadata.Registration { return b.reg.Current() }
 
 // Addr is the bound Kafka listener address (valid after Start).
 func (b *Broker) Addr() net.Addr {

@@ -142,7 +142,7 @@ func (b *Broker) tickLoop() {
 // can expire on the server: acks=all waiters get NOT_LEADER_OR_FOLLOWER,
 // and produce and fetch answer NOT_LEADER_OR_FOLLOWER until the controller
 // elects again (the lost registration's Lost channel is closed, so no
-// state naming it is led again: see leadsState).
+// state naming it is led again: see metadata.Registrar.Leads).
 func (b *Broker) registrationLost() {
 	for _, p := range b.parts.localPartitions() {
 		if err := p.replica.StepDownIfLeader(); err != nil && !errors.Is(err, replica.ErrClosed) {

@@ -84,7 +84,7 @@ func (b *Broker) leaderHint(t topicView, index int32) (leader, epoch int32) {
 	}
 	st := t.states[index]
 	leader = b.liveBrks.view().leaderOf(st)
-	if leader == b.cfg.NodeID && !b.leadsState(st) {
+	if leader == b.cfg.NodeID && !b.reg.Leads(st) {
 		leader = -1
 	}
 	return leader, st.LeaderEpoch

@@ -34,34 +34,12 @@ func replicaUpdates(e *topicEntry) []replicaUpdate {
 	return out
 }
 
-// leadsState is the RULE: this broker leads st while its live
-// registration (whose Lost channel is still open) has st's
-// LeaderBrokerEpoch. Initial states (LeaderBrokerEpoch 0) are led by
-// nobody until the controller writes them.
-func (b *Broker) leadsState(st metadata.PartitionState) bool {
-	if st.Leader != b.cfg.NodeID || st.LeaderBrokerEpoch == 0 {
-		return false
-	}
-	reg := b.registration()
-	if reg.Epoch != st.LeaderBrokerEpoch {
-		return false
-	}
-	if reg.Lost != nil {
-		select {
-		case <-reg.Lost:
-			return false
-		default:
-		}
-	}
-	return true
-}
-
 // applyReplicaState drives p's replica to st (replica.Core.ApplyState).
 // The registration check runs under the replica's lock, so it cannot
 // interleave with registrationLost's step-down of the same partition.
 func (b *Broker) applyReplicaState(p *partition, st metadata.PartitionState, cfg metadata.TopicConfig) {
 	lead := leadership{b: b, p: p}
-	if b.leadsState(st) && !p.isLeader() { // may read the bucket: before the replica mutex
+	if b.reg.Leads(st) && !p.isLeader() { // may read the bucket: before the replica mutex
 		lead.restart = follower.PrepareLeaderRestart(b.lifetime, b.log, followedPartition{p}, tieredEnd(p), followerSnapshots{b})
 	}
 	p.replica.ApplyState(st, replica.MinInsync(cfg), lead)
@@ -77,7 +55,7 @@ type leadership struct {
 
 var _ replica.Leadership = leadership{}
 
-func (l leadership) Leads(st metadata.PartitionState) bool { return l.b.leadsState(st) }
+func (l leadership) Leads(st metadata.PartitionState) bool { return l.b.reg.Leads(st) }
 
 // PrepareToLead restarts a log that ends below the tiered end there.
 func (l leadership) PrepareToLead(r *replication.Replica) error {

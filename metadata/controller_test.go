@@ -4,8 +4,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/strata-log/strata/metadata"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/strata-log/strata/metadata"
 )
 
 // testGuardedPartitionCAS: a guarded write succeeds only while the guard

@@ -195,7 +195,9 @@
 // leader cut off from etcd stops leading before the controller may elect
 // another (DESIGN.md §4). On a clean stop the lease is revoked and the
 // registration disappears at once; after a crash it disappears when the
-// lease expires.
+// lease expires. A broker holds its live registration in a Registrar, which
+// also decides which partition states it leads (Leads): those naming it
+// with its live registration's epoch.
 //
 // # Limits
 //

@@ -21,9 +21,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/strata-log/strata/auth"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/strata-log/strata/auth"
 )
 
 // ErrNotFound: the credential (or other security record) to delete does not

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 var securityCases = []storeCase{

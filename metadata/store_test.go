@@ -71,6 +71,7 @@ var storeCases = []storeCase{
 	{"PartitionCAS", testPartitionCAS},
 	{"GuardedPartitionCAS", testGuardedPartitionCAS},
 	{"BrokerLease", testBrokerLease},
+	{"Registrar", testRegistrar},
 	{"Watch", testWatch},
 	{"WatchCompacted", testWatchCompacted},
 	{"ProducerIDs", testProducerIDs},
@@ -391,6 +392,32 @@ func testBrokerLease(t *testing.T, e *env) {
 	brokers, err := observer.Brokers(ctx)
 	if err != nil || len(brokers) != 1 || brokers[0].Host != "b" {
 		t.Fatalf("brokers after re-register: %+v, %v", brokers, err)
+	}
+}
+
+// testRegistrar: a Registrar leads the states of its live registration
+// only, stops at once when the lease is lost, and a re-registration (a new
+// epoch) leads only states written for it.
+func testRegistrar(t *testing.T, e *env) {
+	ctx := testCtx(t)
+	r := metadata.NewRegistrar(e.open(t), 8, 5)
+	regCtx, cancelReg := context.WithCancel(ctx)
+	reg, err := r.Register(regCtx, metadata.BrokerInfo{NodeID: 8, Host: "h", Port: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := metadata.PartitionState{Leader: 8, LeaderBrokerEpoch: reg.Epoch}
+	if r.Current().Epoch != reg.Epoch || reg.Epoch == 0 || !r.Leads(first) {
+		t.Fatalf("registered epoch %d, current %+v: must lead %+v", reg.Epoch, r.Current(), first)
+	}
+	cancelReg()
+	testkit.WaitFor(t, 5*time.Second, "lost closed after cancel", func() bool { return isClosed(reg.Lost) })
+	if r.Leads(first) {
+		t.Fatal("leads after its registration was lost")
+	}
+	again, ok := r.Reregister(ctx, metadata.BrokerInfo{NodeID: 8, Host: "h", Port: 1}, slog.New(slog.DiscardHandler))
+	if !ok || again.Epoch == reg.Epoch || r.Leads(first) || !r.Leads(metadata.PartitionState{Leader: 8, LeaderBrokerEpoch: again.Epoch}) {
+		t.Fatalf("re-registered (%v) epoch %d after %d: leads the old state %v", ok, again.Epoch, reg.Epoch, r.Leads(first))
 	}
 }
 
