@@ -47,7 +47,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, rc *requestContext, k
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
-	id, err := b.pids.allocate(ctx, b.store)
+	id, err := b.pids.Allocate(ctx)
 	if err != nil {
 		b.log.Warn("allocating producer ids", "err", err)
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code // retriable: etcd may come back

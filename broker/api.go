@@ -290,7 +290,8 @@ type Broker struct {
 
 	parts    partitionManager
 	liveBrks liveBrokers
-	pids     producerIDs
+	// pids hands out producer ids (InitProducerId). Set by New.
+	pids *metadata.ProducerIDs
 	// groups coordinates the consumer groups of the __consumer_offsets
 	// partitions this node leads. Set by New.
 	groups *group.Coordinator
@@ -356,6 +357,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
 	b.drainStart, b.draining = context.WithCancel(context.Background())
 	b.reg = metadata.NewRegistrar(store, cfg.NodeID, cfg.RegistrationTTL)
+	b.pids = metadata.NewProducerIDs(store)
 	b.peers = newPeerDialer(b)
 	b.followers = newFollowers(b)
 	b.manifest, b.objects = tier.NewManifest(), cfg.ObjectStore
@@ -461,7 +463,9 @@ func (b *Broker) startBackground(ctx context.Context) error {
 		return fmt.Errorf("broker: controller: %w", err)
 	}
 	b.ctrl = ctrl
-	awaitController(ctx, b.ctrl)
+	known, cancel := context.WithTimeout(ctx, controllerWait) // so the first Metadata answers name it
+	b.ctrl.WaitKnown(known)
+	cancel()
 	b.awaitOwnElections(ctx)
 	b.loops.Add(2)
 	go b.retentionLoop()

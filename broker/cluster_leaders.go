@@ -159,29 +159,6 @@ func (m *partitionManager) leadersElected(id metadata.TopicID, from int, view br
 // for that).
 const controllerWait = 2 * time.Second
 
-// controllerObserver is the controller candidate as the broker observes it
-// (*controller.Controller implements it).
-type controllerObserver interface {
-	// ID is the elected controller, or -1 while unknown.
-	ID() int32
-}
-
-// awaitController waits until the elected controller is known, at most
-// controllerWait, so the first Metadata answers name it.
-func awaitController(ctx context.Context, ctrl controllerObserver) {
-	ctx, cancel := context.WithTimeout(ctx, controllerWait)
-	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for ctrl.ID() < 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
 // awaitOwnElections waits, at most leaderElectionWait, until no partition
 // state names this broker leader under an older registration: after a
 // restart the controller re-elects this broker with a raised epoch (or

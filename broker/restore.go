@@ -68,7 +68,7 @@ func (b *Broker) RestoreTopic(ctx context.Context, req RestoreTopicRequest) (Res
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if err := b.pids.reserve(ctx, b.store, req.NextProducerID); err != nil {
+	if err := b.pids.Reserve(ctx, req.NextProducerID); err != nil {
 		return RestoreResult{}, err
 	}
 	t, err := b.store.RestoreTopic(ctx, mreq)

@@ -33,7 +33,7 @@ func (b *Broker) newTxnCoordinator() (*txn.Coordinator, *txn.Router, error) {
 	alloc := func() (int64, error) {
 		ctx, cancel := context.WithTimeout(b.lifetime, producerIDTimeout)
 		defer cancel()
-		return b.pids.allocate(ctx, b.store)
+		return b.pids.Allocate(ctx)
 	}
 	router := txn.NewRouter(b.cfg.NodeID, coordinatorCluster{b}, txnPeerDialer{b}, cfg.Logger)
 	c, err := txn.New(cfg, alloc, router)

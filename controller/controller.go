@@ -140,6 +140,21 @@ func (c *Controller) ID() int32 {
 	return c.observed.Load()
 }
 
+// WaitKnown returns once the elected controller is known (ID() >= 0):
+// true, or false when ctx ends first.
+func (c *Controller) WaitKnown(ctx context.Context) bool {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for c.ID() < 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
 // Active reports whether this candidate is the elected controller.
 func (c *Controller) Active() bool { return c.active.Load() }
 

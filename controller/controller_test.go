@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"io"
 	"log/slog"
 	"os"
@@ -12,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/metadata/metadatatest"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func testLogger() *slog.Logger {
@@ -120,6 +122,11 @@ func runControllerScenario(t *testing.T, endpoints []string) {
 	candidates := []*Controller{
 		startCandidate(t, openStore(t, endpoints, cluster), 1),
 		startCandidate(t, openStore(t, endpoints, cluster), 2),
+	}
+	for _, c := range candidates {
+		if !c.WaitKnown(context.Background()) || c.ID() < 0 {
+			t.Fatalf("candidate %d: no controller known", c.cfg.NodeID)
+		}
 	}
 	first := activeOf(t, candidates...)
 
@@ -285,5 +292,20 @@ func TestRestartedCandidateRevokesItsStaleCandidacy(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if !c.Active() || other.Active() {
 		t.Fatalf("after a second candidate: node 1 active %v, node 2 active %v", c.Active(), other.Active())
+	}
+}
+
+// WaitKnown gives up when its context ends while no controller is known.
+func TestWaitKnownEndsWithItsContext(t *testing.T) {
+	c := &Controller{}
+	c.observed.Store(-1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if c.WaitKnown(ctx) {
+		t.Fatal("WaitKnown reported a controller while none was known")
+	}
+	c.observed.Store(3)
+	if !c.WaitKnown(context.Background()) {
+		t.Fatal("WaitKnown missed the known controller")
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/strata-log/strata/metadata"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/strata-log/strata/metadata"
 )
 
 // resignTimeout bounds the best-effort resign and lease revoke when a term
