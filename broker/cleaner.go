@@ -9,8 +9,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/strata-log/strata/compaction"
@@ -25,7 +23,9 @@ func (b *Broker) initCleaner() error {
 	deps := compaction.CleanerDeps{Partitions: cleanerPartitions{b}, Manifest: b.manifest,
 		SpoolDir: b.cfg.DataDir, Logger: b.log}
 	if b.objects != nil {
-		c, err := newCompactor(b.cfg, b.objects, b.store, b.manifest, b.log)
+		c, err := tier.NewCompactor(tier.CompactorConfig{Store: b.objects, Swapper: b.store, Manifest: b.manifest,
+			Cluster: b.store.Cluster(), TempDir: b.cfg.DataDir, DeleteGrace: b.cfg.Cleaner.ObjectDeleteGrace,
+			Cold: b.cold, Logger: b.log})
 		if err != nil {
 			return fmt.Errorf("tiered compactor: %w", err)
 		}
@@ -40,34 +40,15 @@ func (b *Broker) initCleaner() error {
 	return nil
 }
 
-// newCompactor removes the upload files a crash mid-compaction left in the
-// data dir and creates the compactor.
-func newCompactor(cfg Config, objects tier.ObjectStore, store *metadata.Store, manifest *tier.Manifest,
-	log *slog.Logger,
-) (*tier.Compactor, error) {
-	stale, _ := filepath.Glob(filepath.Join(cfg.DataDir, "strata-compact-*.log"))
-	for _, f := range stale {
-		if err := os.Remove(f); err != nil {
-			log.Warn("removing a stale cleaning file", "file", f, "err", err)
-		}
-	}
-	return tier.NewCompactor(tier.CompactorConfig{Store: objects, Swapper: store, Manifest: manifest,
-		Cluster: store.Cluster(), TempDir: cfg.DataDir, DeleteGrace: cfg.Cleaner.ObjectDeleteGrace, Logger: log})
-}
-
 // deleteCompactedObjects deletes the objects replaced by compaction (the
-// cleaner's and the merge pass's) whose grace period ended, and forgets
-// them in the cold reader's cache. No-op without a compactor.
-func deleteCompactedObjects(ctx context.Context, c *tier.Compactor, cold *tier.ColdReader, log *slog.Logger) {
+// cleaner's and the merge pass's) whose grace period ended. No-op without
+// a compactor.
+func deleteCompactedObjects(ctx context.Context, c *tier.Compactor, log *slog.Logger) {
 	if c == nil {
 		return
 	}
-	keys, err := c.DeleteDue(ctx)
-	if err != nil && ctx.Err() == nil {
+	if _, err := c.DeleteDue(ctx); err != nil && ctx.Err() == nil {
 		log.Warn("deleting compacted objects", "err", err)
-	}
-	for _, k := range keys {
-		cold.Forget(k)
 	}
 }
 
@@ -100,7 +81,7 @@ func (t cleanerTier) AbortedTxns(ctx context.Context, e metadata.TierEntry) ([]h
 }
 
 func (t cleanerTier) DeleteReplaced(ctx context.Context) {
-	deleteCompactedObjects(ctx, t.compactor, t.cold, t.log)
+	deleteCompactedObjects(ctx, t.compactor, t.log)
 }
 
 // cleanerPartitions lists the broker's local replicas for the cleaner.

@@ -76,11 +76,16 @@ type CompactorConfig struct {
 	// Cluster is the cluster name of the object keys. Required.
 	Cluster string
 	// TempDir holds a run's rewritten batches until they are uploaded.
-	// Default os.TempDir().
+	// Default os.TempDir(). A TempDir given here is the compactor's own
+	// (the broker's data dir): NewCompactor removes the run files a crash
+	// left in it. The shared default is left alone.
 	TempDir string
 	// DeleteGrace is how long an old object stays after its swap, so that
 	// cold reads in flight finish. Default 5m.
 	DeleteGrace time.Duration
+	// Cold, if set, forgets each object DeleteDue deleted, so its caches
+	// never answer for an object that is gone.
+	Cold *ColdReader
 	// MaxRunObjects bounds the objects of one run (one etcd transaction
 	// holds olds plus news). Default 32; at most metadata.MaxTierSwapEntries/2.
 	MaxRunObjects int
@@ -138,10 +143,14 @@ type pendingDelete struct {
 	due time.Time
 }
 
-// NewCompactor returns a compactor.
+// NewCompactor returns a compactor, after removing the run files a crash
+// mid-compaction left in cfg.TempDir (when given).
 func NewCompactor(cfg CompactorConfig) (*Compactor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.TempDir != "" {
+		removeStaleRunFiles(cfg.TempDir, cfg.withDefaults().Logger)
 	}
 	return &Compactor{cfg: cfg.withDefaults()}, nil
 }
@@ -277,9 +286,9 @@ func (c *Compactor) deleteNow(news []metadata.TierEntry) {
 	}
 }
 
-// DeleteDue deletes the old objects whose grace period has passed and
-// returns their keys (the caller drops them from its cold cache). Objects
-// that fail to delete stay queued; the first error is returned.
+// DeleteDue deletes the old objects whose grace period has passed, drops
+// them from Cold's caches, and returns their keys. Objects that fail to
+// delete stay queued; the first error is returned.
 func (c *Compactor) DeleteDue(ctx context.Context) ([]string, error) {
 	now := c.cfg.Now()
 	c.mu.Lock()
@@ -300,6 +309,9 @@ func (c *Compactor) DeleteDue(ctx context.Context) ([]string, error) {
 			continue
 		}
 		deleted = append(deleted, d.key)
+		if c.cfg.Cold != nil {
+			c.cfg.Cold.Forget(d.key)
+		}
 	}
 	if len(failed) > 0 {
 		c.mu.Lock()

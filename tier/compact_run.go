@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
@@ -145,8 +147,21 @@ type runOutput struct {
 	from, to int64 // the run's offsets [from, to]
 }
 
+// runFilePattern names a run's output file in the compactor's TempDir.
+const runFilePattern = "strata-compact-*.log"
+
+// removeStaleRunFiles removes the run files a crash left in dir.
+func removeStaleRunFiles(dir string, log *slog.Logger) {
+	stale, _ := filepath.Glob(filepath.Join(dir, runFilePattern))
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil {
+			log.Warn("removing a stale compaction run file", "file", f, "err", err)
+		}
+	}
+}
+
 func newRunOutput(dir string, run CompactRun) (*runOutput, error) {
-	f, err := os.CreateTemp(dir, "strata-compact-*.log")
+	f, err := os.CreateTemp(dir, runFilePattern)
 	if err != nil {
 		return nil, fmt.Errorf("tier: compaction temp file: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -209,6 +211,17 @@ func testGraceDeletion(t *testing.T, c *Compactor, store ObjectStore, clock *fak
 	if pending := c.PendingDeletes(); len(pending) != len(olds) {
 		t.Fatalf("pending %v", pending)
 	}
+	cold, err := NewColdReader(store, ColdConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cold.Close()
+	c.cfg.Cold = cold
+	for _, e := range olds { // cached: a forgotten Forget would keep answering from here
+		if _, err := cold.Index(ctx, ColdObjectOf(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if deleted, err := c.DeleteDue(ctx); err != nil || len(deleted) != 0 {
 		t.Fatalf("deleted before the grace period: %v %v", deleted, err)
 	}
@@ -225,6 +238,9 @@ func testGraceDeletion(t *testing.T, c *Compactor, store ObjectStore, clock *fak
 	for _, e := range olds {
 		if _, err := store.Stat(ctx, e.Key); !store.IsNotFound(err) {
 			t.Fatalf("old object %s still there: %v", e.Key, err)
+		}
+		if _, err := cold.Index(ctx, ColdObjectOf(e)); !store.IsNotFound(err) {
+			t.Fatalf("the cold cache still answers for deleted %s: %v", e.Key, err)
 		}
 	}
 	if len(c.PendingDeletes()) != 0 {
@@ -451,5 +467,27 @@ func TestColdReadGoneAndPastEnd(t *testing.T) {
 	}
 	if _, err := RetryGone(ctx, 5, time.Millisecond, func() (int, error) { return 0, io.ErrUnexpectedEOF }); err != io.ErrUnexpectedEOF {
 		t.Fatalf("other errors pass through: %v", err)
+	}
+}
+
+// NewCompactor removes the run files a crash left in its own TempDir, and
+// nothing else there.
+func TestNewCompactorRemovesStaleRunFiles(t *testing.T) {
+	dir := t.TempDir()
+	stale, other := filepath.Join(dir, "strata-compact-123.log"), filepath.Join(dir, "00000000000000000000.log")
+	for _, f := range []string{stale, other} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := NewCompactor(CompactorConfig{Store: objstore.NewMemStore(), Swapper: newMemSwapper(nil),
+		Cluster: "c1", TempDir: dir, Logger: quietLog()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("stale run file kept: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("another file removed: %v", err)
 	}
 }
