@@ -125,12 +125,20 @@ func TestCleanerCompactsKeyedTopic(t *testing.T) {
 		k := fmt.Sprintf("key-%03d", i%400)
 		recs = append(recs, &kgo.Record{Topic: "keyed", Key: []byte(k), Value: []byte(fmt.Sprintf("%s-v%05d", k, i))})
 	}
+	// Unique keys before the tombstones: with the 400 above they are more
+	// distinct keys than the 64 KiB map holds (~2,450), so no pass can reach
+	// the tombstones from offset 0, and the topic is compacted only after
+	// several passes, however late the cleaner starts.
+	fill := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			recs = append(recs, &kgo.Record{Topic: "keyed", Key: []byte(fmt.Sprintf("fill-%05d", i)), Value: []byte("filler-value-" + fmt.Sprint(i))})
+		}
+	}
+	fill(0, 3000)
 	for i := range 50 { // delete 50 keys
 		recs = append(recs, &kgo.Record{Topic: "keyed", Key: []byte(fmt.Sprintf("key-%03d", i*7))})
 	}
-	for i := range 2000 { // unique keys that fill (and roll past) the active segment
-		recs = append(recs, &kgo.Record{Topic: "keyed", Key: []byte(fmt.Sprintf("fill-%05d", i)), Value: []byte("filler-value-" + fmt.Sprint(i))})
-	}
+	fill(3000, 2000) // unique keys that roll the tombstones out of the active segment
 	m.produceKeyed(t, cl, recs)
 
 	deadline := time.Now().Add(60 * time.Second)
