@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/auth"
+	"github.com/strata-log/strata/bufpool"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
 )
@@ -64,7 +65,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
-	rc.reads = &pooledReads{}
+	rc.reads = &bufpool.Set{}
 	freq, slots := b.planFetch(rc, req, resp)
 	fetcher, err := fetch.New(fetch.Config{})
 	if err != nil {
@@ -212,7 +213,7 @@ func fillFetchPartition(sp *kmsg.FetchResponseTopicPartition, res fetch.Result, 
 // into pooled buffers kept in reads (nil: not pooled).
 type fetchSource struct {
 	p     *partition
-	reads *pooledReads
+	reads *bufpool.Set
 }
 
 var _ fetch.Partition = fetchSource{}
@@ -241,12 +242,12 @@ func (s fetchSource) Read(offset int64, maxBytes int, upTo int64) ([]byte, error
 
 // readPooled reads p's local log, into a pooled buffer handed to reads
 // when reads is not nil.
-func readPooled(p *partition, reads *pooledReads, offset int64, maxBytes int, upTo int64) ([]byte, error) {
+func readPooled(p *partition, reads *bufpool.Set, offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	if reads == nil {
 		return p.log.Read(offset, maxBytes, upTo)
 	}
 	data, backing, err := p.log.ReadPooled(offset, maxBytes, upTo)
-	reads.add(backing)
+	reads.Add(backing)
 	return data, err
 }
 

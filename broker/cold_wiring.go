@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/strata-log/strata/bufpool"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/quota"
@@ -51,7 +52,7 @@ func (b *Broker) ColdStats() tier.ColdStats {
 }
 
 // fetchPartition adapts p for package fetch: tier-aware when tiering is on.
-func (b *Broker) fetchPartition(p *partition, reads *pooledReads) fetch.Partition {
+func (b *Broker) fetchPartition(p *partition, reads *bufpool.Set) fetch.Partition {
 	if b.cold == nil {
 		return fetchSource{p, reads}
 	}

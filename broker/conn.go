@@ -101,7 +101,7 @@ func (c *conn) Route(hdr wire.RequestHeader, req kmsg.Request) wire.Route {
 func (c *conn) serve(ctx context.Context, entry apiEntry, rc *requestContext, req kmsg.Request) ([]byte, int32, error) {
 	// After the response is encoded into its frame (a copy) or abandoned,
 	// and before the slot is finished: the reads' buffers go back.
-	defer func() { rc.reads.release() }()
+	defer func() { rc.reads.Release() }()
 	resp, err := entry.handle(ctx, rc, req)
 	if err != nil || resp == nil {
 		return nil, 0, err

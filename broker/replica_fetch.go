@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/bufpool"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/replication"
 )
@@ -64,7 +65,7 @@ func fillFollowerPositions(sp *kmsg.FetchResponseTopicPartition, p *partition) {
 // replicates from the bucket).
 type followerSource struct {
 	p     *partition
-	reads *pooledReads // nil: reads are not pooled
+	reads *bufpool.Set // nil: reads are not pooled
 }
 
 var _ fetch.Partition = followerSource{}

@@ -9,6 +9,8 @@ import (
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/bufpool"
 )
 
 // requestContext is what a handler knows about the request beyond its body.
@@ -36,8 +38,11 @@ type requestContext struct {
 	// no further request for that long after writing the response.
 	throttleMs int32
 	// reads holds the pooled buffers of the request's hot segment reads
-	// (Fetch); the connection releases them once the response is encoded.
-	reads *pooledReads
+	// (Fetch, hotlog.Log.ReadPooled); the connection releases them once
+	// the response is encoded into its frame (a copy). The frame's own
+	// ownership is broker/wire's (buffers.go); cold reads (the cold cache's
+	// blocks) are never pooled.
+	reads *bufpool.Set
 }
 
 // anonymousPrincipal is the principal of an unauthenticated connection.

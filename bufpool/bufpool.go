@@ -18,7 +18,8 @@
 // Ownership: whoever called Get owns the buffer until it calls Put; after
 // Put nothing may read or write it, through any slice of it. The pools are
 // sync.Pools, so idle buffers are dropped by the garbage collector within
-// two cycles: the pool never pins memory a quiet broker does not use.
+// two cycles: the pool never pins memory a quiet broker does not use. A
+// Set holds the buffers of one request's reads until they all go back.
 package bufpool
 
 import (
