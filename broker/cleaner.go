@@ -6,13 +6,9 @@ package broker
 // when Config.Cleaner.Disable is false.
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-	"slices"
 
 	"github.com/strata-log/strata/compaction"
-	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
 )
@@ -30,7 +26,7 @@ func (b *Broker) initCleaner() error {
 			return fmt.Errorf("tiered compactor: %w", err)
 		}
 		b.compactor = c
-		deps.Tier = cleanerTier{compactor: c, objects: b.objects, cold: b.cold, log: b.log}
+		deps.Tier = b.bucket()
 	}
 	cleaner, err := compaction.NewCleaner(b.cfg.Cleaner, deps)
 	if err != nil {
@@ -40,48 +36,9 @@ func (b *Broker) initCleaner() error {
 	return nil
 }
 
-// deleteCompactedObjects deletes the objects replaced by compaction (the
-// cleaner's and the merge pass's) whose grace period ended. No-op without
-// a compactor.
-func deleteCompactedObjects(ctx context.Context, c *tier.Compactor, log *slog.Logger) {
-	if c == nil {
-		return
-	}
-	if _, err := c.DeleteDue(ctx); err != nil && ctx.Err() == nil {
-		log.Warn("deleting compacted objects", "err", err)
-	}
-}
-
-// cleanerTier is the bucket side of tiered cleaning.
-type cleanerTier struct {
-	compactor *tier.Compactor
-	objects   tier.ObjectStore
-	cold      *tier.ColdReader
-	log       *slog.Logger
-}
-
-var _ compaction.TierStore = cleanerTier{}
-
-func (t cleanerTier) Compact(ctx context.Context, run tier.CompactRun) (tier.CompactResult, error) {
-	return t.compactor.Compact(ctx, run)
-}
-
-func (t cleanerTier) ObjectBatches(ctx context.Context, entries []metadata.TierEntry) compaction.ObjectBatches {
-	return tier.NewObjectBatches(ctx, t.objects, entries)
-}
-
-// AbortedTxns reads the object's index section through the cold reader's
-// cache.
-func (t cleanerTier) AbortedTxns(ctx context.Context, e metadata.TierEntry) ([]hotlog.AbortedTxn, error) {
-	x, err := t.cold.Index(ctx, coldObject(e))
-	if err != nil {
-		return nil, err
-	}
-	return slices.Clone(x.Aborted), nil // the cold cache owns x
-}
-
-func (t cleanerTier) DeleteReplaced(ctx context.Context) {
-	deleteCompactedObjects(ctx, t.compactor, t.log)
+// bucket is the cleaner's and the merge pass's view of the bucket.
+func (b *Broker) bucket() compaction.BucketStore {
+	return compaction.BucketStore{Compactor: b.compactor, Objects: b.objects, Cold: b.cold, Logger: b.log}
 }
 
 // cleanerPartitions lists the broker's local replicas for the cleaner.

@@ -147,7 +147,7 @@ func (c tierCleaning) TierCheckpoint(tpart tier.Partition) int64 {
 }
 
 func (c tierCleaning) DeleteCompactedObjects(ctx context.Context) {
-	deleteCompactedObjects(ctx, c.b.compactor, c.b.log)
+	c.b.bucket().DeleteReplaced(ctx)
 }
 
 // TierCounters returns a snapshot of the tiering counters.
