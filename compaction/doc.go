@@ -12,7 +12,8 @@
 //     local replicas, their hotlog, topic config, HW, LSO, leadership),
 //     Log (the slice of *hotlog.Log it drives), Manifest (*tier.Manifest)
 //     and TierStore (tier.Compactor, verified object reads, the objects'
-//     aborted transactions). It never imports the broker.
+//     aborted transactions; BucketStore is the one over package tier). It
+//     never imports the broker.
 //
 // The cleaner's memory of a partition is PartitionState, owned by the
 // replica and written only by the goroutine running passes: the totals
