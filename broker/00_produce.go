@@ -72,6 +72,7 @@ type pendingAck struct {
 func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	b.cold.NoteHot() // the cold-read governor protects produce latency
 	now := time.Now().UnixMilli()
 	var pending []pendingAck
 	var leaders leaderEndpoints

@@ -11,6 +11,7 @@ import (
 	"github.com/strata-log/strata/bufpool"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/tier"
 )
 
 // Fetch: v4-16. The reading, limits and long poll live in package fetch;
@@ -158,7 +159,7 @@ func (b *Broker) planFetch(rc *requestContext, req *kmsg.FetchRequest, resp *kms
 				if code != 0 {
 					sp.ErrorCode, sp.HighWatermark = code, -1
 				} else {
-					pr.Partition, slot.follower = followerSource{p, rc.reads}, p
+					pr.Partition, slot.follower = followerSource{p, rc.reads, b.cold}, p
 				}
 			} else if p, code := b.fetchablePartition(req.Version, rt, rp); code != 0 {
 				sp.ErrorCode, sp.HighWatermark = code, -1
@@ -214,6 +215,7 @@ func fillFetchPartition(sp *kmsg.FetchResponseTopicPartition, res fetch.Result, 
 type fetchSource struct {
 	p     *partition
 	reads *bufpool.Set
+	cold  *tier.ColdReader // told of every hot read (its governor); nil: tiering off
 }
 
 var _ fetch.Partition = fetchSource{}
@@ -237,6 +239,7 @@ func (s fetchSource) Positions() fetch.Positions {
 }
 
 func (s fetchSource) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
+	s.cold.NoteHot()
 	return readPooled(s.p, s.reads, offset, maxBytes, upTo)
 }
 

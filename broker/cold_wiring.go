@@ -54,9 +54,9 @@ func (b *Broker) ColdStats() tier.ColdStats {
 // fetchPartition adapts p for package fetch: tier-aware when tiering is on.
 func (b *Broker) fetchPartition(p *partition, reads *bufpool.Set) fetch.Partition {
 	if b.cold == nil {
-		return fetchSource{p, reads}
+		return fetchSource{p, reads, nil}
 	}
-	return coldSource{fetchSource: fetchSource{p, reads}, cold: b.coldSrc, quotas: &b.quotas,
+	return coldSource{fetchSource: fetchSource{p, reads, b.cold}, cold: b.coldSrc, quotas: &b.quotas,
 		clientBudget: float64(b.cfg.Cold.ClientBytesPerSecond)}
 }
 

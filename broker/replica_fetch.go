@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/bufpool"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/replication"
+	"github.com/strata-log/strata/tier"
 )
 
 // followerFetchPartition resolves a follower's partition and reports its
@@ -65,7 +66,8 @@ func fillFollowerPositions(sp *kmsg.FetchResponseTopicPartition, p *partition) {
 // replicates from the bucket).
 type followerSource struct {
 	p     *partition
-	reads *bufpool.Set // nil: reads are not pooled
+	reads *bufpool.Set     // nil: reads are not pooled
+	cold  *tier.ColdReader // told of every read (its governor); nil: tiering off
 }
 
 var _ fetch.Partition = followerSource{}
@@ -82,6 +84,7 @@ func (s followerSource) Positions() fetch.Positions {
 }
 
 func (s followerSource) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
+	s.cold.NoteHot()
 	return readPooled(s.p, s.reads, offset, maxBytes, upTo)
 }
 

@@ -95,6 +95,9 @@ type ColdConfig struct {
 	// take the bandwidth of all. Enforced by the broker (broker/quotas.go),
 	// not by the reader. 0 means off.
 	ClientBytesPerSecond int64
+	// Governor adapts the cold byte rate to the hot path's health (on by
+	// default; a negative Governor.Target turns it off).
+	Governor GovernorConfig
 	// GetAttempts is how many times a block GET is tried when it fails with
 	// a transient error (503, timeout, truncated body). Default 3.
 	GetAttempts int
@@ -167,6 +170,8 @@ type ColdStats struct {
 	IndexMisses     int64
 	CachedBytes     int64 // bytes in the cold cache now
 	QuotaWait       time.Duration
+	// Governor is the cold-read governor's state.
+	Governor GovernorStats
 }
 
 // coldStats are the live counters.
@@ -203,6 +208,7 @@ type ColdReader struct {
 	cfg     ColdConfig
 	workers chan struct{} // one token per GET in flight
 	quota   *byteQuota    // nil when unlimited
+	gov     *governor     // nil when the governor is off
 	stats   coldStats
 
 	lifetime context.Context // flights run under it, not the caller's ctx
@@ -234,6 +240,11 @@ func NewColdReader(store ObjectStore, cfg ColdConfig) (*ColdReader, error) {
 		c.quota = newByteQuota(cfg.BytesPerSecond, cfg.FetchSize, time.Now)
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
+	if cfg.Governor.Enabled() {
+		c.gov = newGovernor(cfg.Governor, cfg.FetchSize, time.Now)
+		c.wg.Add(1)
+		go c.governLoop()
+	}
 	c.mu.blocks, c.mu.indexes = list.New(), list.New()
 	c.mu.blockByKey = map[blockKey]*list.Element{}
 	c.mu.indexByKey = map[string]*list.Element{}
@@ -264,7 +275,7 @@ func (c *ColdReader) Stats() ColdStats {
 		Gets: s.gets.Load(), GetBytes: s.getBytes.Load(), GetErrors: s.getErrors.Load(),
 		ReadAheadBlocks: s.readAhead.Load(), CorruptBlocks: s.corrupt.Load(),
 		IndexHits: s.indexHits.Load(), IndexMisses: s.indexMisses.Load(),
-		CachedBytes: cached, QuotaWait: time.Duration(s.quotaWaitNanos.Load()),
+		CachedBytes: cached, QuotaWait: time.Duration(s.quotaWaitNanos.Load()), Governor: c.governorStats(),
 	}
 }
 

@@ -168,6 +168,9 @@ func (c *ColdReader) getBlock(obj ColdObject, x *ObjectIndex, i int64) ([]byte, 
 	if err := c.waitQuota(length); err != nil {
 		return nil, err
 	}
+	if err := c.waitGovernor(length); err != nil {
+		return nil, err
+	}
 	var data []byte
 	err := c.retry(func(ctx context.Context) error {
 		c.stats.gets.Add(1)

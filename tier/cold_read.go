@@ -337,13 +337,27 @@ func newByteQuota(rate, burst int64, now func() time.Time) *byteQuota {
 	return &byteQuota{rate: float64(rate), burst: float64(max(rate, burst)), now: now, tokens: float64(max(rate, burst)), last: now()}
 }
 
+// setRate changes the rate; tokens already taken stay taken.
+func (q *byteQuota) setRate(rate float64) {
+	q.mu.Lock()
+	q.refillLocked()
+	q.rate = rate
+	q.mu.Unlock()
+}
+
+// refillLocked adds the tokens earned since the last refill.
+// REQUIRES: q.mu held.
+func (q *byteQuota) refillLocked() {
+	now := q.now()
+	q.tokens = min(q.burst, q.tokens+now.Sub(q.last).Seconds()*q.rate)
+	q.last = now
+}
+
 // reserve takes n bytes and returns how long to wait before using them.
 func (q *byteQuota) reserve(n int64) time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	now := q.now()
-	q.tokens = min(q.burst, q.tokens+now.Sub(q.last).Seconds()*q.rate)
-	q.last = now
+	q.refillLocked()
 	q.tokens -= float64(n)
 	if q.tokens >= 0 {
 		return 0
@@ -351,16 +365,50 @@ func (q *byteQuota) reserve(n int64) time.Duration {
 	return time.Duration(-q.tokens / q.rate * float64(time.Second))
 }
 
-// waitQuota waits until n bytes may be fetched.
-func (c *ColdReader) waitQuota(n int64) error {
-	if c.quota == nil {
+// NoteHot tells the governor a hot request (a produce, or a fetch served
+// from local logs) is running: only then does it throttle the cold path.
+// A nil reader (tiering off) ignores it.
+func (c *ColdReader) NoteHot() {
+	if c != nil && c.gov != nil {
+		c.gov.noteHot()
+	}
+}
+
+// governLoop steps the governor every interval until Close.
+func (c *ColdReader) governLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.gov.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case now := <-t.C:
+			c.gov.tick(now, c.stats.getBytes.Load())
+		case <-c.lifetime.Done():
+			return
+		}
+	}
+}
+
+func (c *ColdReader) governorStats() GovernorStats {
+	if c.gov == nil {
+		return GovernorStats{}
+	}
+	return c.gov.stats()
+}
+
+// waitGovernor waits until the governor lets n more bytes be fetched.
+func (c *ColdReader) waitGovernor(n int64) error {
+	if c.gov == nil {
 		return nil
 	}
-	d := c.quota.reserve(n)
+	return c.sleep(c.gov.delay(n))
+}
+
+// sleep waits d, or until Close.
+func (c *ColdReader) sleep(d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	c.stats.quotaWaitNanos.Add(int64(d))
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -369,4 +417,16 @@ func (c *ColdReader) waitQuota(n int64) error {
 	case <-c.lifetime.Done():
 		return c.lifetime.Err()
 	}
+}
+
+// waitQuota waits until n bytes may be fetched.
+func (c *ColdReader) waitQuota(n int64) error {
+	if c.quota == nil {
+		return nil
+	}
+	d := c.quota.reserve(n)
+	if d > 0 {
+		c.stats.quotaWaitNanos.Add(int64(d))
+	}
+	return c.sleep(d)
 }

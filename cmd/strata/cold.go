@@ -56,6 +56,24 @@ var coldMetrics = []coldMetric{
 		kind:  prometheus.CounterValue,
 		value: func(s tier.ColdStats) float64 { return s.QuotaWait.Seconds() },
 	},
+	{
+		desc: prometheus.NewDesc("strata_cold_governor_limit_bytes_per_second",
+			"The cold-read governor's current limit on the cold GET byte rate (0: unlimited or off).", nil, nil),
+		kind:  prometheus.GaugeValue,
+		value: func(s tier.ColdStats) float64 { return float64(s.Governor.Limit) },
+	},
+	{
+		desc: prometheus.NewDesc("strata_cold_governor_throttled_seconds_total",
+			"Time cold GETs waited for the cold-read governor's limit.", nil, nil),
+		kind:  prometheus.CounterValue,
+		value: func(s tier.ColdStats) float64 { return s.Governor.Throttled.Seconds() },
+	},
+	{
+		desc: prometheus.NewDesc("strata_cold_governor_sched_latency_p99_seconds",
+			"The signal the cold-read governor steers by: the Go scheduler's p99 latency over its last interval.", nil, nil),
+		kind:  prometheus.GaugeValue,
+		value: func(s tier.ColdStats) float64 { return s.Governor.SchedP99.Seconds() },
+	},
 }
 
 // coldCollector maps the cold reader's snapshot to Prometheus at scrape

@@ -205,7 +205,8 @@ func TestServeColdReaderFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := tier.ColdConfig{CacheBytes: tier.DefaultColdCacheBytes, FetchSize: tier.DefaultColdFetchSize,
-		Workers: tier.DefaultColdWorkers, ReadAhead: tier.DefaultColdReadAhead}
+		Workers: tier.DefaultColdWorkers, ReadAhead: tier.DefaultColdReadAhead,
+		Governor: tier.GovernorConfig{Target: tier.DefaultGovernorTarget}}
 	if cfg.broker.Cold != want {
 		t.Errorf("default cold config = %+v, want %+v", cfg.broker.Cold, want)
 	}
@@ -219,16 +220,19 @@ func TestServeColdReaderFlags(t *testing.T) {
 	if cfg, err = parseServeForTest(t, nil, env); err != nil {
 		t.Fatal(err)
 	}
-	want = tier.ColdConfig{CacheBytes: 32 << 20, FetchSize: 1 << 20, Workers: 2, ReadAhead: 5, BytesPerSecond: 1e6}
+	want = tier.ColdConfig{CacheBytes: 32 << 20, FetchSize: 1 << 20, Workers: 2, ReadAhead: 5, BytesPerSecond: 1e6,
+		Governor: tier.GovernorConfig{Target: tier.DefaultGovernorTarget}}
 	if cfg.broker.Cold != want {
 		t.Errorf("env cold config = %+v, want %+v", cfg.broker.Cold, want)
 	}
-	args := []string{"--cold-workers", "4", "--cold-read-ahead", "0", "--cold-bytes-per-second=0"}
+	args := []string{"--cold-workers", "4", "--cold-read-ahead", "0", "--cold-bytes-per-second=0", "--cold-governor-target=0"}
 	if cfg, err = parseServeForTest(t, args, env); err != nil {
 		t.Fatal(err)
 	}
-	// --cold-read-ahead 0 turns read-ahead off: ReadAhead -1 (0 would mean the default).
-	want = tier.ColdConfig{CacheBytes: 32 << 20, FetchSize: 1 << 20, Workers: 4, ReadAhead: -1}
+	// --cold-read-ahead 0 turns read-ahead off: ReadAhead -1 (0 would mean
+	// the default); so does --cold-governor-target 0 the governor.
+	want = tier.ColdConfig{CacheBytes: 32 << 20, FetchSize: 1 << 20, Workers: 4, ReadAhead: -1,
+		Governor: tier.GovernorConfig{Target: -1}}
 	if cfg.broker.Cold != want {
 		t.Errorf("flags over env: cold config = %+v, want %+v", cfg.broker.Cold, want)
 	}
@@ -247,6 +251,7 @@ func TestServeRejectsBadColdReaderFlags(t *testing.T) {
 		{"zero fetch size", []string{"--cold-fetch-size", "0"}, nil, "--cold-fetch-size"},
 		{"zero workers", []string{"--cold-workers", "0"}, nil, "--cold-workers"},
 		{"negative read-ahead", []string{"--cold-read-ahead", "-1"}, nil, "--cold-read-ahead"},
+		{"negative governor target", []string{"--cold-governor-target", "-1ms"}, nil, "--cold-governor-target"},
 		{"negative quota env", nil, map[string]string{"STRATA_COLD_BYTES_PER_SECOND": "-5"}, "--cold-bytes-per-second"},
 		{"non-numeric env", nil, map[string]string{"STRATA_COLD_CACHE_BYTES": "1GiB"}, "STRATA_COLD_CACHE_BYTES"},
 	}
