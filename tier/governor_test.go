@@ -83,8 +83,8 @@ func TestHistogramQuantile(t *testing.T) {
 	}{
 		{[]uint64{0, 0, 0, 0}, 0},
 		{[]uint64{100, 0, 0, 0}, time.Millisecond},
-		{[]uint64{98, 1, 1, 0}, 2 * time.Millisecond}, // the 99th of 100 lies in [1ms, 2ms)
-		{[]uint64{97, 1, 2, 0}, 4 * time.Millisecond}, // the 99th of 100 lies in [2ms, 4ms)
+		{[]uint64{98, 1, 1, 0}, 2 * time.Millisecond},  // the 99th of 100 lies in [1ms, 2ms)
+		{[]uint64{97, 1, 2, 0}, 4 * time.Millisecond},  // the 99th of 100 lies in [2ms, 4ms)
 		{[]uint64{90, 0, 0, 10}, 4 * time.Millisecond}, // the open top bucket reports its lower bound
 	} {
 		var total uint64
