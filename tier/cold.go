@@ -241,9 +241,13 @@ func NewColdReader(store ObjectStore, cfg ColdConfig) (*ColdReader, error) {
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	if cfg.Governor.Enabled() {
-		c.gov = newGovernor(cfg.Governor, cfg.FetchSize, time.Now)
-		c.wg.Add(1)
-		go c.governLoop()
+		if sampler, ok := newRunDelaySampler(); ok {
+			c.gov = newGovernor(cfg.Governor, sampler, cfg.FetchSize, time.Now)
+			c.wg.Add(1)
+			go c.governLoop()
+		} else {
+			cfg.Logger.Warn("cold-read governor off: this kernel does not report threads' run-queue wait (/proc/self/task/*/schedstat)")
+		}
 	}
 	c.mu.blocks, c.mu.indexes = list.New(), list.New()
 	c.mu.blockByKey = map[blockKey]*list.Element{}

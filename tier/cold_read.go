@@ -382,7 +382,7 @@ func (c *ColdReader) governLoop() {
 	for {
 		select {
 		case now := <-t.C:
-			c.gov.tick(now, c.stats.getBytes.Load())
+			c.gov.sample(now, c.stats.getBytes.Load())
 		case <-c.lifetime.Done():
 			return
 		}

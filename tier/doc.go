@@ -222,33 +222,38 @@
 // caching it, and cut batches with CheckStoredBatch. ObjectReader.ReadBatches
 // is the simple uncached version of the same (restore, replay, tests).
 //
-// # Cold-read governor (governor.go, sched_latency.go)
+// # Cold-read governor (governor.go, run_delay.go)
 //
 // A flat-out backfill must not take the CPU the hot tail needs. The cold
 // reader's governor (ColdConfig.Governor, on by default) limits the byte
 // rate of cold GETs, and with it the CRC, copying and sending that follow
 // each byte, by an AIMD law stepped every Interval (100 ms):
 //
-//	signal  s = p99 of the Go scheduler's latency over the interval
-//	            (runtime/metrics /sched/latencies:seconds: how long
-//	            runnable goroutines waited for a core)
+//	signal  w = seconds per second the broker's threads waited in the
+//	            kernel's run queues for a CPU over the interval
+//	            (/proc/self/task/*/schedstat; run_delay.go says why not
+//	            the Go scheduler's latency)
 //	hot     = some produce, or a fetch read from a local log (consumer
 //	          or follower), ran during the interval (ColdReader.NoteHot)
 //	no hot:             limit = unlimited (nothing to protect)
-//	hot and s > Target: limit = max(Floor, limit/2), starting from the
+//	hot and w > Target: limit = max(Floor, limit/2), starting from the
 //	                    interval's observed cold rate (unlimited stays
 //	                    unlimited if the cold path was idle: not its fault)
-//	hot and s <= Target: limit += Step; past Ceiling, unlimited again
+//	hot and w <= Target: limit += Step; past Ceiling, unlimited again
 //
-// Target 2 ms: on the 2-core benchmark machine, an idle or hot-only broker
-// stays well below it, and a backfill that fills both cores pushes it past
-// 10 ms. Floor 4 MiB/s keeps a backfill moving; Step 8 MiB/s per interval
-// (80 MiB/s per second) recovers a halved rate within seconds; Ceiling
-// 1 GiB/s is more than the cold path reaches here. The limit is a token
-// bucket (burst one block) checked by each block GET inside its worker
-// slot, so a throttled backfill also holds fewer workers. Stats.Governor
-// reports the limit, the signal and the time GETs waited (/metrics:
-// strata_cold_governor_*).
+// Target 0.3 thread-seconds per second: on the 2-core benchmark machine a
+// hot tail alone waits about 0.45 on average (every interval counts, most
+// below 0.3 when the client is quiet), a flat-out backfill beside it about
+// 0.95. test/bench/cold.sh with targets off / 0.3 / 0.6 / 1.0 gave the hot
+// tail's p99 121.6 / 3.1 / 5.3 / 11.0 ms (alone: 2.4-4.1 ms) and the
+// backfill 653 / 144 / 167 / 241 MB/s. Floor 4 MiB/s keeps a backfill
+// moving; Step 8 MiB/s per interval (80 MiB/s per second) recovers a
+// halved rate within seconds; Ceiling 1 GiB/s is more than the cold path
+// reaches here. The limit is a token bucket (burst one block) checked by
+// each block GET inside its worker slot, so a throttled backfill also holds
+// fewer workers. Stats.Governor reports the limit, the signal and the time
+// GETs waited (/metrics: strata_cold_governor_*). Where the kernel does not
+// report run-queue wait the governor is off (logged at start).
 //
 // # Tiered compaction
 //

@@ -13,7 +13,9 @@ import (
 
 // Governor defaults.
 const (
-	DefaultGovernorTarget   = 2 * time.Millisecond
+	// DefaultGovernorTarget is the run-queue wait, in thread-seconds per
+	// second, the governor steers the broker to while hot requests run.
+	DefaultGovernorTarget   = 0.3
 	DefaultGovernorInterval = 100 * time.Millisecond
 	// DefaultGovernorFloor is the lowest rate the governor sets: a backfill
 	// always progresses.
@@ -27,9 +29,10 @@ const (
 // GovernorConfig configures the cold-read governor. Zero fields take the
 // defaults; a negative Target turns the governor off.
 type GovernorConfig struct {
-	// Target is the scheduling-latency p99 the governor steers the process
-	// to while hot requests run (runtime/metrics /sched/latencies:seconds).
-	Target time.Duration
+	// Target is the run-queue wait of the broker's threads, in seconds
+	// per second (run_delay.go), the governor steers to while hot requests
+	// run.
+	Target float64
 	// Interval is how often the limit is adjusted.
 	Interval time.Duration
 	// Floor, Step and Ceiling bound the limit, in bytes per second: it never
@@ -62,8 +65,8 @@ func (c GovernorConfig) withDefaults() GovernorConfig {
 
 // governorInput is what one interval showed.
 type governorInput struct {
-	// schedP99 is the interval's scheduling-latency p99.
-	schedP99 time.Duration
+	// runDelay is the interval's run-queue wait, seconds per second.
+	runDelay float64
 	// hot says a hot request (produce, or a fetch read from local logs)
 	// ran during the interval.
 	hot bool
@@ -85,7 +88,7 @@ func (l *governorLaw) step(in governorInput) {
 	case !in.hot:
 		// Nothing hot to protect: the backfill may have every core.
 		l.limit = 0
-	case in.schedP99 > l.cfg.Target:
+	case in.runDelay > l.cfg.Target:
 		if l.limit == 0 {
 			if in.coldRate == 0 {
 				return // the cold path is idle: it is not the cause
@@ -107,8 +110,9 @@ type GovernorStats struct {
 	Enabled bool
 	// Limit is the current cold byte rate limit; 0 while unlimited.
 	Limit int64
-	// SchedP99 is the last interval's scheduling-latency p99, the signal.
-	SchedP99 time.Duration
+	// RunDelay is the last interval's run-queue wait (seconds per second),
+	// the signal.
+	RunDelay float64
 	// Throttled is the total time cold GETs waited for the governor.
 	Throttled time.Duration
 }
@@ -119,39 +123,57 @@ type governor struct {
 	cfg     GovernorConfig
 	hot     atomic.Int64 // hot requests seen since the last step
 	limit   atomic.Int64 // the law's limit, bytes/s; 0 unlimited
-	signal  atomic.Int64 // the last schedP99, ns
+	signal  atomic.Int64 // the last runDelay, in millionths
 	waited  atomic.Int64 // ns GETs waited for the limit
 	bucket  *byteQuota   // the limit's token bucket, rate changed by steps
-	sampler *schedSampler
+	sampler *runDelaySampler
 
 	mu       sync.Mutex
 	law      governorLaw // guarded by mu (only the loop steps it)
 	getBytes int64       // cold GET bytes at the last step; guarded by mu
+	delayed  int64       // the sampler's total at the last step; guarded by mu
 	lastStep time.Time   // guarded by mu
 }
 
-func newGovernor(cfg GovernorConfig, blockBytes int64, now func() time.Time) *governor {
+// newGovernor returns a governor over sampler (nil: a test feeds tick its
+// totals through a sampler-less governor).
+func newGovernor(cfg GovernorConfig, sampler *runDelaySampler, blockBytes int64, now func() time.Time) *governor {
 	cfg = cfg.withDefaults()
-	return &governor{cfg: cfg, law: governorLaw{cfg: cfg}, bucket: newByteQuota(cfg.Floor, blockBytes, now),
-		sampler: newSchedSampler(), lastStep: now()}
+	g := &governor{cfg: cfg, law: governorLaw{cfg: cfg}, bucket: newByteQuota(cfg.Floor, blockBytes, now),
+		sampler: sampler, lastStep: now()}
+	if sampler != nil {
+		g.delayed, _ = sampler.total()
+	}
+	return g
 }
 
 // noteHot records one hot request.
 func (g *governor) noteHot() { g.hot.Add(1) }
 
-// tick feeds the law one interval: the sampled signal, whether anything
-// hot ran, and the cold GET rate from getBytes (the cold path's total).
-func (g *governor) tick(now time.Time, getBytes int64) {
+// sample reads the sampler and ticks.
+func (g *governor) sample(now time.Time, getBytes int64) {
+	delayed, err := g.sampler.total()
+	if err != nil {
+		delayed = g.delayed // no signal this interval: counts as calm
+	}
+	g.tick(now, getBytes, delayed)
+}
+
+// tick feeds the law one interval: the run-queue wait from delayed (the
+// sampler's total), whether anything hot ran, and the cold GET rate from
+// getBytes (the cold path's total).
+func (g *governor) tick(now time.Time, getBytes, delayed int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	elapsed := now.Sub(g.lastStep).Seconds()
-	in := governorInput{schedP99: g.sampler.p99(), hot: g.hot.Swap(0) > 0}
+	in := governorInput{hot: g.hot.Swap(0) > 0}
 	if elapsed > 0 {
 		in.coldRate = float64(getBytes-g.getBytes) / elapsed
+		in.runDelay = float64(max(delayed-g.delayed, 0)) / 1e9 / elapsed
 	}
-	g.getBytes, g.lastStep = getBytes, now
+	g.getBytes, g.delayed, g.lastStep = getBytes, delayed, now
 	g.law.step(in)
-	g.signal.Store(int64(in.schedP99))
+	g.signal.Store(int64(in.runDelay * 1e6))
 	g.limit.Store(int64(g.law.limit))
 	if g.law.limit > 0 {
 		g.bucket.setRate(g.law.limit)
@@ -172,6 +194,6 @@ func (g *governor) delay(n int64) time.Duration {
 }
 
 func (g *governor) stats() GovernorStats {
-	return GovernorStats{Enabled: true, Limit: g.limit.Load(), SchedP99: time.Duration(g.signal.Load()),
+	return GovernorStats{Enabled: true, Limit: g.limit.Load(), RunDelay: float64(g.signal.Load()) / 1e6,
 		Throttled: time.Duration(g.waited.Load())}
 }

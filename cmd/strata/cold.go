@@ -69,10 +69,10 @@ var coldMetrics = []coldMetric{
 		value: func(s tier.ColdStats) float64 { return s.Governor.Throttled.Seconds() },
 	},
 	{
-		desc: prometheus.NewDesc("strata_cold_governor_sched_latency_p99_seconds",
-			"The signal the cold-read governor steers by: the Go scheduler's p99 latency over its last interval.", nil, nil),
+		desc: prometheus.NewDesc("strata_cold_governor_run_delay",
+			"The signal the cold-read governor steers by: seconds per second the broker's threads waited for a CPU over its last interval.", nil, nil),
 		kind:  prometheus.GaugeValue,
-		value: func(s tier.ColdStats) float64 { return s.Governor.SchedP99.Seconds() },
+		value: func(s tier.ColdStats) float64 { return s.Governor.RunDelay },
 	},
 }
 

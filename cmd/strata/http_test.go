@@ -106,7 +106,7 @@ func TestColdReaderMetrics(t *testing.T) {
 	h.serveCold(func() tier.ColdStats {
 		return tier.ColdStats{BlockHits: hits.Load(), BlockMisses: 3, SharedGets: 1, Gets: 4, GetBytes: 4096, GetErrors: 2,
 			ReadAheadBlocks: 5, CorruptBlocks: 1, IndexHits: 9, IndexMisses: 6, CachedBytes: 8192, QuotaWait: 1500 * time.Millisecond,
-			Governor: tier.GovernorStats{Enabled: true, Limit: 4 << 20, SchedP99: 3 * time.Millisecond, Throttled: 2 * time.Second}}
+			Governor: tier.GovernorStats{Enabled: true, Limit: 4 << 20, RunDelay: 0.75, Throttled: 2 * time.Second}}
 	})
 	base := "http://" + h.addr.String()
 	_, body := get(t, base+"/metrics")
@@ -117,7 +117,7 @@ func TestColdReaderMetrics(t *testing.T) {
 		"strata_cold_index_cache_hits_total 9", "strata_cold_index_cache_misses_total 6",
 		"strata_cold_cache_bytes 8192", "strata_cold_quota_wait_seconds_total 1.5",
 		"strata_cold_governor_limit_bytes_per_second 4.194304e+06", "strata_cold_governor_throttled_seconds_total 2",
-		"strata_cold_governor_sched_latency_p99_seconds 0.003",
+		"strata_cold_governor_run_delay 0.75",
 		"# TYPE strata_cold_cache_hits_total counter", "# TYPE strata_cold_cache_bytes gauge",
 	} {
 		if !strings.Contains(body, "\n"+line+"\n") {

@@ -57,7 +57,7 @@ type serveFlags struct {
 	coldWorkers        int
 	coldReadAhead      int
 	coldBytesPerSecond int64
-	coldGovernorTarget time.Duration
+	coldGovernorTarget float64
 	// coldClientBytesPerSecond is the per-client cold-read budget.
 	coldClientBytesPerSecond int64
 	// Replication (broker/replica.go, replication/replica and follower; controller).
@@ -265,8 +265,8 @@ func (f *serveFlags) registerCold(fs *flag.FlagSet) {
 		"cold-read budget of each client (user and client id): bucket bytes beyond this rate throttle its cold reads (0: off)")
 	fs.Int64Var(&f.coldBytesPerSecond, "cold-bytes-per-second", 0,
 		"cap on the cold reader's GET byte rate (0: unlimited)")
-	fs.DurationVar(&f.coldGovernorTarget, "cold-governor-target", tier.DefaultGovernorTarget,
-		"while hot requests run, the cold-read governor slows cold reads until the Go scheduler's p99 latency is at most this (0: governor off)")
+	fs.Float64Var(&f.coldGovernorTarget, "cold-governor-target", tier.DefaultGovernorTarget,
+		"while hot requests run, the cold-read governor slows cold reads until the broker's threads wait at most this many seconds per second for a CPU (0: governor off)")
 }
 
 // envName is the environment variable that can set a flag:
@@ -476,7 +476,7 @@ func (f *serveFlags) coldConfig() (tier.ColdConfig, error) {
 	case f.coldBytesPerSecond < 0:
 		return tier.ColdConfig{}, usageErrorf("--cold-bytes-per-second %d: want ≥ 0 (0: unlimited)", f.coldBytesPerSecond)
 	case f.coldGovernorTarget < 0:
-		return tier.ColdConfig{}, usageErrorf("--cold-governor-target %v: want ≥ 0 (0: off)", f.coldGovernorTarget)
+		return tier.ColdConfig{}, usageErrorf("--cold-governor-target %g: want ≥ 0 (0: off)", f.coldGovernorTarget)
 	}
 	c := tier.ColdConfig{
 		CacheBytes:     f.coldCacheBytes,

@@ -251,7 +251,7 @@ func TestServeRejectsBadColdReaderFlags(t *testing.T) {
 		{"zero fetch size", []string{"--cold-fetch-size", "0"}, nil, "--cold-fetch-size"},
 		{"zero workers", []string{"--cold-workers", "0"}, nil, "--cold-workers"},
 		{"negative read-ahead", []string{"--cold-read-ahead", "-1"}, nil, "--cold-read-ahead"},
-		{"negative governor target", []string{"--cold-governor-target", "-1ms"}, nil, "--cold-governor-target"},
+		{"negative governor target", []string{"--cold-governor-target", "-0.1"}, nil, "--cold-governor-target"},
 		{"negative quota env", nil, map[string]string{"STRATA_COLD_BYTES_PER_SECOND": "-5"}, "--cold-bytes-per-second"},
 		{"non-numeric env", nil, map[string]string{"STRATA_COLD_CACHE_BYTES": "1GiB"}, "STRATA_COLD_CACHE_BYTES"},
 	}

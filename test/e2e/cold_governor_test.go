@@ -13,15 +13,15 @@ import (
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
-// TestColdGovernorBackfillBesideHotTail: with the
-// cold-read governor set to throttle as soon as hot traffic runs (a 1 µs
-// scheduling-latency target no machine meets), a backfill from offset 0
+// TestColdGovernorBackfillBesideHotTail: with the cold-read governor set
+// to throttle as soon as hot traffic runs (a target of 1 µs of run-queue
+// wait per second, which any contended interval exceeds), a backfill from offset 0
 // still reads every record intact and in order, while a producer and a
 // tail consumer on another topic run throughout and lose nothing. The
 // governor must have engaged: cold GETs waited for its limit.
 func TestColdGovernorBackfillBesideHotTail(t *testing.T) {
 	m := tiertest.StartMinIO(t)
-	b := startTieredBroker(t, m, "--cold-governor-target", "1us", "--cold-fetch-size", "1048576",
+	b := startTieredBroker(t, m, "--cold-governor-target", "0.000001", "--cold-fetch-size", "1048576",
 		"--cold-cache-bytes", "4194304")
 	const (
 		topic      = "backfill"
