@@ -89,6 +89,7 @@ targets=(
 	"rf3-half-load-p99 p99_ms - le 5"
 	"cold-catchup-raw mb_per_sec minio-raw-get ge 0.7"
 	"hot-tail-with-backfill p99_ms hot-tail-alone le 1.2"
+	"hot-tail-with-backfill p999_ms hot-tail-alone le 2"
 	"restart-after-kill9 seconds - le 5"
 	"rss-1000-partitions rss_mib - le 512"
 )
