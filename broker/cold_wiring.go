@@ -112,7 +112,19 @@ func (s coldSource) readColdBudgeted(ctx context.Context, read func() ([]byte, e
 	return data, err
 }
 
-var _ fetch.ColdPartition = coldSource{}
+var _ fetch.ColdCachedPartition = coldSource{}
+
+// ReadColdCached answers a cold read from the cold cache alone, within
+// the client's cold budget (a throttled client gets an empty hit).
+func (s coldSource) ReadColdCached(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, bool) {
+	hit := true
+	data, _ := s.readColdBudgeted(ctx, func() ([]byte, error) {
+		var d []byte
+		d, hit = s.cold.ReadCached(tp(s.p), s.p.log, offset, maxBytes, upTo)
+		return d, nil
+	})
+	return data, hit
+}
 
 // IsCold: below the hot log's start. Offsets the hot log holds are always
 // read locally, even when they are also tiered.

@@ -34,6 +34,16 @@ type ColdTxnPartition interface {
 	ReadColdCommitted(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, []hotlog.AbortedTxn, error)
 }
 
+// ColdCachedPartition is a ColdPartition that can answer a cold read from
+// memory, without waiting on the bucket. A read_uncommitted fetch tries it
+// first, in line: a hit is ready before the first pass.
+type ColdCachedPartition interface {
+	ColdPartition
+	// ReadColdCached is ReadCold served from a cache alone; false when
+	// the bytes are not all there (ReadCold then fetches them).
+	ReadColdCached(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, bool)
+}
+
 // errColdPending: a cold read has not finished; the pass returns nothing
 // for that partition. Never leaves the package.
 var errColdPending = errors.New("fetch: cold read pending")
@@ -44,10 +54,14 @@ type readFunc func(offset int64, maxBytes int, upTo int64) ([]byte, error)
 // coldRead is one cold read running for one fetch. The goroutine that runs
 // it writes records and err, then closes done; readers look only after done.
 type coldRead struct {
-	done    chan struct{}
-	records []byte
-	aborted []hotlog.AbortedTxn
-	err     error
+	done chan struct{}
+	// missedCache: the partition's cache (ColdCachedPartition) was asked
+	// first and lacked the bytes, so the read waits on the bucket. Set
+	// before the goroutine starts.
+	missedCache bool
+	records     []byte
+	aborted     []hotlog.AbortedTxn
+	err         error
 }
 
 // abortedTxns is an abortedFunc over the finished read's aborts (none
@@ -98,6 +112,14 @@ func (f *Fetcher) startCold(ctx context.Context, req Request) []*coldRead {
 		offset := pr.Offset
 		ctp, committed := cp.(ColdTxnPartition)
 		committed = committed && req.Isolation == ReadCommitted
+		if cc, ok := cp.(ColdCachedPartition); ok && !committed {
+			if data, hit := cc.ReadColdCached(ctx, offset, budget, upTo); hit {
+				r.records = data
+				close(r.done)
+				continue
+			}
+			r.missedCache = true
+		}
 		go func() {
 			defer close(r.done)
 			if committed {
@@ -130,6 +152,29 @@ func (f *Fetcher) coldGrace(ctx context.Context, reads []*coldRead, grace time.D
 			return
 		}
 	}
+}
+
+// hotFirst says the first pass may answer without the cold grace: every
+// pending read missed its partition's cache. Such a read waits on the
+// bucket, which the grace would not outlast; its GETs land in the cache
+// for the next fetch, whose cached fast path then finds them. A read
+// without a fast path (read_committed, or a partition with no cache) may
+// be a hit that merely has not run yet: the grace is what keeps it from
+// being outrun by hot data forever.
+func hotFirst(reads []*coldRead) bool {
+	for _, r := range reads {
+		if r == nil {
+			continue
+		}
+		select {
+		case <-r.done:
+		default:
+			if !r.missedCache {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // pendingChannels returns the done channels of cold reads not finished yet.

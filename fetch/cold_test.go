@@ -172,3 +172,59 @@ func TestColdCachedReadRidesAlong(t *testing.T) {
 		t.Fatalf("hot %d bytes, cold %d bytes", len(res[0].Records), len(res[1].Records))
 	}
 }
+
+// fakeCachedCold is a fakeColdPartition with a cache: ReadColdCached hits
+// once a ReadCold finished (its GETs landed in the cache).
+type fakeCachedCold struct {
+	*fakeColdPartition
+	cached chan struct{} // closed once the cache holds the cold bytes
+}
+
+var _ ColdCachedPartition = (*fakeCachedCold)(nil)
+
+func (p *fakeCachedCold) ReadColdCached(_ context.Context, offset int64, maxBytes int, upTo int64) ([]byte, bool) {
+	select {
+	case <-p.cached:
+		data, err := p.fakePartition.Read(offset, maxBytes, min(upTo, p.localStart))
+		return data, err == nil
+	default:
+		return nil, false
+	}
+}
+
+// TestHotFirstThenCachedCold: a fetch whose hot partition has data answers
+// without waiting for a cold read that missed the cache, however long the
+// cold grace; once the bucket's bytes are cached, the next fetch carries
+// them, read in line, without ReadCold.
+func TestHotFirstThenCachedCold(t *testing.T) {
+	hot := newFakePartition(100)
+	hot.append(3, true)
+	cold := &fakeCachedCold{fakeColdPartition: newFakeCold(10, 5), cached: make(chan struct{})}
+	f, err := New(Config{ColdGrace: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Hour,
+		Partitions: []PartitionRequest{{Partition: hot, Offset: 0, MaxBytes: 1000}, {Partition: cold, Offset: 0, MaxBytes: 1000}}}
+	answered := make(chan []Result, 1)
+	go func() { answered <- f.Fetch(context.Background(), req) }()
+	select {
+	case res := <-answered:
+		if len(res[0].Records) != 300 || len(res[1].Records) != 0 {
+			t.Fatalf("hot %d bytes, cold %d bytes; want the hot ones alone", len(res[0].Records), len(res[1].Records))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hot data waited for a cold read that missed the cache")
+	}
+	<-cold.coldCalls // the miss went to the bucket
+	close(cold.cached)
+	res := f.Fetch(context.Background(), req)
+	if len(res[0].Records) != 300 || len(res[1].Records) != 500 {
+		t.Fatalf("hot %d bytes, cold %d bytes; want both", len(res[0].Records), len(res[1].Records))
+	}
+	select {
+	case off := <-cold.coldCalls:
+		t.Fatalf("a cached cold read went to the bucket (offset %d)", off)
+	default:
+	}
+}

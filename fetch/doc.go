@@ -64,14 +64,21 @@
 // the bucket (the broker backs it with tier.ColdReader). Fetch treats such
 // reads as slow I/O that must not hold anything else up:
 //
-//   - when the fetch starts, every readable cold partition gets one
-//     background read (budget: its partition max bytes, capped by the
-//     response's), under a context that ends when Fetch answers;
-//   - the first pass waits up to Config.ColdGrace (20 ms, capped by
-//     MaxWait) for the cold reads: a read served from the cold cache
-//     finishes well within it, so a consumer whose hot partitions always
-//     have data is not starved of its cold ones; a read that needs the
-//     bucket outlasts the grace, which is then all the hot partitions wait;
+//   - when the fetch starts, a read_uncommitted cold partition that
+//     implements [ColdCachedPartition] is first read in line from its
+//     cache (the broker's cold cache); a hit is ready for the first pass;
+//   - every other readable cold partition gets one background read
+//     (budget: its partition max bytes, capped by the response's), under
+//     a context that ends when Fetch answers;
+//   - hot first: when every read still pending missed its cache (it waits
+//     on the bucket), a first pass of what is there answers at once if it
+//     completes the fetch. The bucket's bytes land in the cache and the
+//     next fetch's in-line read finds them, so a consumer whose hot
+//     partitions always have data still gets its cold ones;
+//   - otherwise the first pass waits up to Config.ColdGrace (20 ms, capped
+//     by MaxWait) for the cold reads: a read without a cache path
+//     (read_committed) may be a cache hit that has not run yet, and the
+//     grace keeps it from being outrun by hot data forever;
 //   - each pass reads hot partitions as before and takes a cold
 //     partition's result only if its read has finished; a pending one
 //     contributes no bytes and no error to that pass;

@@ -171,6 +171,13 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) []Result {
 	coldCtx, cancelCold := context.WithCancel(ctx)
 	defer cancelCold()
 	cold := f.startCold(coldCtx, req)
+	if len(pendingChannels(cold)) > 0 && hotFirst(cold) {
+		// Hot first: data the hot partitions already have is not held
+		// back for a cold read waiting on the bucket.
+		if results, pass := f.readAll(req, cold); pass.complete(req) {
+			return results
+		}
+	}
 	f.coldGrace(ctx, cold, min(f.cfg.ColdGrace, req.MaxWait))
 	for {
 		// Changed channels first: a move after this point closes one of

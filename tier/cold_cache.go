@@ -9,6 +9,37 @@ import (
 	"github.com/strata-log/strata/tier/objstore"
 )
 
+// index is Index, or with cacheOnly the cached index alone (ErrNotCached
+// when it is not cached).
+func (c *ColdReader) index(ctx context.Context, obj ColdObject, cacheOnly bool) (*ObjectIndex, error) {
+	if !cacheOnly {
+		return c.Index(ctx, obj)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.mu.indexByKey[obj.Key]
+	if !ok {
+		return nil, ErrNotCached
+	}
+	c.mu.indexes.MoveToFront(el)
+	c.stats.indexHits.Add(1)
+	return el.Value.(*cacheEntry).index, nil
+}
+
+// cachedBlock is block i of obj if the cache holds it (a hit), else
+// ErrNotCached; it never starts a GET.
+func (c *ColdReader) cachedBlock(obj ColdObject, i int64) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.mu.blockByKey[blockKey{key: obj.Key, block: i}]
+	if !ok {
+		return nil, ErrNotCached
+	}
+	c.mu.blocks.MoveToFront(el)
+	c.stats.blockHits.Add(1)
+	return el.Value.(*cacheEntry).data, nil
+}
+
 // Index returns the decoded index of obj, from the cache or by reading the
 // object's tail once (concurrent callers share the read).
 func (c *ColdReader) Index(ctx context.Context, obj ColdObject) (*ObjectIndex, error) {

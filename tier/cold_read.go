@@ -26,7 +26,14 @@ type ColdRead struct {
 	MaxBytes int
 	// UpTo: no batch starting at or after it is returned (the HW).
 	UpTo int64
+	// CacheOnly answers from the cold cache alone: a read that would need
+	// the bucket fails with ErrNotCached at once and starts no GET for it
+	// (a hit still schedules read-ahead, as any read does).
+	CacheOnly bool
 }
+
+// ErrNotCached: a CacheOnly read needs bytes the cold cache does not hold.
+var ErrNotCached = errors.New("tier: not in the cold cache")
 
 // Read returns whole batches of r.Object, verbatim, as the hot log's Read
 // does. Every byte returned passed its chunk CRC and each batch its own
@@ -62,7 +69,7 @@ func (c *ColdReader) gone(key string, err error) error {
 }
 
 func (c *ColdReader) read(ctx context.Context, r ColdRead) ([]byte, error) {
-	x, err := c.Index(ctx, r.Object)
+	x, err := c.index(ctx, r.Object, r.CacheOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +82,7 @@ func (c *ColdReader) read(ctx context.Context, r ColdRead) ([]byte, error) {
 		return nil, err
 	}
 	c.scheduleReadAhead(r, x, start/c.blockSize(x))
-	cur := &coldCursor{c: c, ctx: ctx, obj: r.Object, x: x, pos: start, hold: true}
+	cur := &coldCursor{c: c, ctx: ctx, obj: r.Object, x: x, pos: start, hold: true, cacheOnly: r.CacheOnly}
 	out, err := c.collect(cur, offset, max(r.MaxBytes, 1), r.UpTo)
 	if err != nil {
 		return nil, err
@@ -172,6 +179,8 @@ type coldCursor struct {
 	// (a walk over a whole object must not pin all of it).
 	hold bool
 	held []heldBlock
+	// cacheOnly fails a block the cache lacks with ErrNotCached.
+	cacheOnly bool
 }
 
 // heldBlock is a block a cursor keeps a reference to.
@@ -245,7 +254,13 @@ func (cur *coldCursor) block(i int64) ([]byte, error) {
 			return b.data, nil
 		}
 	}
-	data, err := cur.c.block(cur.ctx, cur.obj, cur.x, i)
+	var data []byte
+	var err error
+	if cur.cacheOnly {
+		data, err = cur.c.cachedBlock(cur.obj, i)
+	} else {
+		data, err = cur.c.block(cur.ctx, cur.obj, cur.x, i)
+	}
 	if err == nil && int64(len(data)) != cur.c.blockLen(cur.x, i) {
 		err = corruptf("%s: block %d is %d bytes", cur.obj.Key, i, len(data))
 	}

@@ -397,3 +397,33 @@ func TestColdReadAfterClose(t *testing.T) {
 		t.Fatalf("read after close: %v", err)
 	}
 }
+
+// TestColdCacheOnlyRead: a CacheOnly read answers from the cache alone:
+// ErrNotCached, with no GET, until a normal read cached the bytes; then
+// exactly what the normal read returns, still with no GET.
+func TestColdCacheOnlyRead(t *testing.T) {
+	f := newColdFixture(t)
+	c := f.reader(t, ColdConfig{})
+	ctx := context.Background()
+	r := ColdRead{Object: f.obj, Offset: f.seg.batches[3].base, MaxBytes: 10_000, UpTo: 1 << 62}
+	cached := r
+	cached.CacheOnly = true
+	if _, err := c.Read(ctx, cached); !errors.Is(err, ErrNotCached) || f.gets() != 0 {
+		t.Fatalf("cold cache-only read: %v after %d GETs; want ErrNotCached and none", err, f.gets())
+	}
+	want, err := c.Read(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gets := f.gets()
+	got, err := c.Read(ctx, cached)
+	if err != nil || !bytes.Equal(got, want) || f.gets() != gets {
+		t.Fatalf("cached read: %d bytes, %v, %d GETs; want the %d bytes of the normal read and no GET",
+			len(got), err, f.gets()-gets, len(want))
+	}
+	far := cached
+	far.Offset = f.seg.batches[len(f.seg.batches)-1].base // another block, not cached
+	if _, err := c.Read(ctx, far); !errors.Is(err, ErrNotCached) || f.gets() != gets {
+		t.Fatalf("uncached block: %v, %d GETs", err, f.gets()-gets)
+	}
+}

@@ -39,6 +39,21 @@ const objectGoneBackoff = 50 * time.Millisecond
 // hotlog.ErrStorage, which the broker answers KAFKA_STORAGE_ERROR: the
 // client retries, and damaged bytes are never served.
 func (s ColdSource) Read(ctx context.Context, k metadata.TierPartition, log *hotlog.Log, offset int64, maxBytes int, upTo int64) ([]byte, error) {
+	return s.read(ctx, k, log, ColdRead{Offset: offset, MaxBytes: maxBytes, UpTo: upTo})
+}
+
+// ReadCached is Read answered from the cold cache alone, without waiting
+// on the bucket: false when any byte it needs is not cached (or the read
+// fails), and then it has started no GET for it.
+func (s ColdSource) ReadCached(k metadata.TierPartition, log *hotlog.Log, offset int64, maxBytes int, upTo int64) ([]byte, bool) {
+	data, err := s.read(context.Background(), k, log, ColdRead{Offset: offset, MaxBytes: maxBytes, UpTo: upTo, CacheOnly: true})
+	return data, err == nil
+}
+
+// read is Read for r's Offset, MaxBytes, UpTo and CacheOnly; the manifest
+// supplies the objects.
+func (s ColdSource) read(ctx context.Context, k metadata.TierPartition, log *hotlog.Log, r ColdRead) ([]byte, error) {
+	offset, maxBytes, upTo := r.Offset, r.MaxBytes, r.UpTo
 	m := s.Manifest
 	for hop := 0; hop < maxColdHops; hop++ {
 		e, ok := m.Find(k.TopicID, k.Partition, offset)
@@ -47,19 +62,22 @@ func (s ColdSource) Read(ctx context.Context, k metadata.TierPartition, log *hot
 			// out of range if the offset is gone.
 			return log.Read(max(offset, log.LogStartOffset()), maxBytes, upTo)
 		}
-		req := ColdRead{Object: ColdObjectOf(e), Offset: offset, MaxBytes: maxBytes, UpTo: upTo}
+		req := ColdRead{Object: ColdObjectOf(e), Offset: offset, MaxBytes: maxBytes, UpTo: upTo, CacheOnly: r.CacheOnly}
 		if next, ok := m.Find(k.TopicID, k.Partition, e.LastOffset+1); ok {
 			obj := ColdObjectOf(next)
 			req.Next = &obj
 		}
 		data, err := s.Reader.Read(ctx, req)
-		if errors.Is(err, ErrObjectGone) {
+		if errors.Is(err, ErrObjectGone) && !r.CacheOnly {
 			// Tiered cleaning replaced the object (or retention dropped
 			// it) after the lookup: look the offset up again.
 			if err := sleepCtx(ctx, objectGoneBackoff); err != nil {
 				return nil, err
 			}
 			continue
+		}
+		if errors.Is(err, ErrNotCached) {
+			return nil, err
 		}
 		if err != nil {
 			return nil, coldError(err)
