@@ -52,6 +52,8 @@
 #   cold-catchup-raw        mb_per_sec  base=minio-raw-get target=ge:0.7
 #   cold-catchup-kgo        mb_per_sec  base=minio-raw-get  (informational)
 #   hot-tail-alone          p50_ms p99_ms p999_ms
+#   cold-backfill-rss       rss_mib (the broker's VmRSS at the end of a backfill run, the highest),
+#                           cache_mib (--cold-cache-bytes), rss_over_cache_mib target=le:128
 #   hot-tail-with-backfill  p50_ms p99_ms p999_ms backfill_mb_per_sec (the backfill's rate in that run:
 #                           the cold-read governor's trade-off) base=hot-tail-alone metric=p99_ms
 #                           target=le:1.2 (and p999_ms le:2 in run.sh's table)
@@ -95,6 +97,7 @@ bucket=strata-bench
 access=strata-bench
 secret=strata-bench-secret
 minio_pid="" server_pid="" backfill_pid="" prof_pid=""
+declare -A rss_kib=() # hot_with_backfill run -> the broker's VmRSS at its end
 
 cleanup() {
 	local rc=$?
@@ -236,6 +239,9 @@ hot_with_backfill() {
 	backfill_start "$backfill_client"
 	sleep "$(pick 1 2)"
 	hot "$1"
+	# The broker's resident memory after the whole run beside the backfill:
+	# the cold cache, the blocks still referenced and the heap's slack.
+	rss_kib[$1]=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$server_pid/status")
 	backfill_stop "backfill_$1"
 }
 
@@ -320,6 +326,11 @@ report() {
 	result cold-catchup-raw "$(catchup "$coldraw")" base=minio-raw-get target=ge:0.7
 	result cold-catchup-kgo "$(catchup coldkgo)" base=minio-raw-get
 	result hot-tail-alone "$(latencies "$hot")"
+	local rss=0 r cache_mib
+	for r in "${rss_kib[@]}"; do ((r > rss)) && rss=$r; done
+	cache_mib=$(((cache_bytes > 0 ? cache_bytes : 256 << 20) >> 20))
+	result cold-backfill-rss "rss_mib=$((rss >> 10))" "cache_mib=$cache_mib" \
+		"rss_over_cache_mib=$(((rss >> 10) - cache_mib))" metric=rss_over_cache_mib target=le:128
 	result hot-tail-with-backfill "$(latencies "$hotbf")" "backfill_mb_per_sec=$(field "${out[backfill_$hotbf]}" mb_per_sec)" \
 		base=hot-tail-alone metric=p99_ms target=le:1.2
 }

@@ -90,6 +90,7 @@ targets=(
 	"cold-catchup-raw mb_per_sec minio-raw-get ge 0.7"
 	"hot-tail-with-backfill p99_ms hot-tail-alone le 1.2"
 	"hot-tail-with-backfill p999_ms hot-tail-alone le 2"
+	"cold-backfill-rss rss_over_cache_mib - le 128"
 	"restart-after-kill9 seconds - le 5"
 	"rss-1000-partitions rss_mib - le 512"
 )
