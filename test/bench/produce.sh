@@ -12,8 +12,13 @@
 #   consume-1k-hot-kgo                      the same with a franz-go consumer (decodes every record;
 #                                           on 2 cores the client's CPU is most of the cost)
 #
+#   produce-1k-{fsync,replication}-small-requests  BENCH_PACED_RATE records/s on one partition from
+#                                           one client without linger: about one record per request
+#
 # Each row also carries broker_cpu_s and client_cpu_s: the CPU seconds the
-# broker and the load generator used (on 2 cores they compete for the same CPU).
+# broker and the load generator used (on 2 cores they compete for the same CPU),
+# and broker_cpu_per_s, the broker's CPU seconds per second of the run (the
+# small-requests target: at most 0.35 at 20,000 records/s).
 # Each durability mode gets a fresh broker and data dir. Prints `result` lines
 # (test/bench/lib.sh) on stdout. Knobs: BENCH_RECORDS_1K (400000; smoke 20000),
 # BENCH_RECORDS_100 (1000000; smoke 50000), BENCH_PACED_RATE (20000; smoke 5000)
@@ -63,7 +68,10 @@ bench() {
 		die "bench $row failed"
 	fi
 	cpu1=$(proc_cpu_s "$server_pid")
-	summary="$(tail -n 1 <<<"$out") broker_cpu_s=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
+	summary="$(tail -n 1 <<<"$out")"
+	summary+=" broker_cpu_s=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
+	summary+=" broker_cpu_per_s=$(awk -v a="$cpu0" -v b="$cpu1" -v s="$(field "$summary" seconds)" \
+		'BEGIN { printf "%.3f", (s > 0 ? (b - a) / s : 0) }')"
 	say "  $row: $summary"
 	result "$row" "${summary#* }"
 }
@@ -80,6 +88,10 @@ for mode in fsync replication; do
 	produce "produce-1k-$mode" 1024 "$records_1k"
 	produce "produce-100b-$mode" 100 "$records_100"
 	produce "produce-1k-$mode-paced" 1024 $((paced_rate * paced_seconds)) --rate "$paced_rate"
+	# Small requests: one partition, one client, no linger, paced: about one
+	# record per Produce request, so the broker's per-request cost shows.
+	bench "produce-1k-$mode-small-requests" produce --topic "produce-1k-$mode-small-requests" --record-size 1024 \
+		--records $((paced_rate * paced_seconds)) --partitions 1 --concurrency 1 --acks all --rate "$paced_rate"
 	if [[ $mode == fsync ]]; then
 		bench consume-1k-hot-raw consume --topic produce-1k-fsync --client raw
 		bench consume-1k-hot-kgo consume --topic produce-1k-fsync --client kgo
