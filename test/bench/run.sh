@@ -98,20 +98,20 @@ targets=(
 )
 
 target_table() {
-	printf '%-28s %-11s %-26s %10s %8s  %s\n' target metric "over" ratio goal holds
+	printf '%-38s %-18s %-26s %10s %8s  %s\n' target metric "over" ratio goal holds
 	local t row metric base op limit a b r holds
 	for t in "${targets[@]}"; do
 		read -r row metric base op limit <<<"$t"
 		a=$(value "$row" "$metric")
 		if [[ $base == - ]]; then b=1; else b=$(value "$base" "$metric"); fi
 		if [[ -z "$a" || -z "$b" ]]; then
-			printf '%-28s %-11s %-26s %10s %8s  %s\n' "$row" "$metric" "$base" - "$op $limit" "not measured"
+			printf '%-38s %-18s %-26s %10s %8s  %s\n' "$row" "$metric" "$base" - "$op $limit" "not measured"
 			continue
 		fi
 		r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.3g", a / b; else printf "-" }')
 		holds=$(awk -v r="$r" -v op="$op" -v l="$limit" 'BEGIN {
 			if (r == "-") print "-"; else if ((op == "ge" && r + 0 >= l) || (op == "le" && r + 0 <= l)) print "yes"; else print "NO" }')
-		printf '%-28s %-11s %-26s %10s %8s  %s\n' "$row" "$metric" "$base" "$r" "$op $limit" "$holds"
+		printf '%-38s %-18s %-26s %10s %8s  %s\n' "$row" "$metric" "$base" "$r" "$op $limit" "$holds"
 	done
 }
 
