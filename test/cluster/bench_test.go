@@ -11,7 +11,7 @@ import (
 	"github.com/strata-log/strata/test/bench"
 )
 
-// BenchmarkReplication is issue 5's benchmark (numbers, not a test): on one
+// BenchmarkReplication is the replication benchmark (numbers, not a test): on one
 // 3-broker cluster (--durability replication, as Kafka), in the same run,
 //
 //   - throughput of acks=1 into RF=1 partitions (the baseline) and of

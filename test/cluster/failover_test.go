@@ -14,7 +14,7 @@ import (
 	"github.com/strata-log/strata/internal/testkit"
 )
 
-// TestKillLeaderRepeatedly (issue 5 acceptance): 3 brokers, RF 3,
+// TestKillLeaderRepeatedly: 3 brokers, RF 3,
 // min.insync.replicas 2, an idempotent acks=all producer and two consumers
 // under load; the leader of partition 0 is killed with SIGKILL 20 times
 // (-short: 5) and restarted each time. The checker must find no lost,
@@ -47,7 +47,7 @@ func TestKillLeaderRepeatedly(t *testing.T) {
 	finishClean(t, w, 1000)
 }
 
-// TestCutLeaderFromPeers (issue 5 acceptance): the leader is cut off from
+// TestCutLeaderFromPeers: the leader is cut off from
 // its peers and etcd but not from clients. acks=all writes sent straight to
 // it fail or time out, another broker takes over and the workload goes on;
 // after Heal the old leader rejoins and no acknowledged write is lost.
@@ -96,7 +96,7 @@ func produceToCut(t *testing.T, c *Cluster, w *Workload, direct *kgo.Client, top
 	t.Logf("acks=all write %q to the cut broker: %v", value, err)
 }
 
-// TestControlledShutdownHandsOver (issue 5): SIGTERM on a leader moves its
+// TestControlledShutdownHandsOver: SIGTERM on a leader moves its
 // leaderships to other in-sync replicas before the process exits (the log
 // says so, and the exit code is 0); the workload goes on and, after the
 // broker is back, nothing acknowledged is missing.

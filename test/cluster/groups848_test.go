@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestConsumerGroup848SurvivesCoordinatorMoves (issue 11): a group of the
+// TestConsumerGroup848SurvivesCoordinatorMoves: a group of the
 // KIP-848 consumer protocol keeps its members, their epochs and its
 // committed offsets when its coordinator is killed: the new coordinator
 // replays the group's records from the replicated __consumer_offsets, the

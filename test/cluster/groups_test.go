@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestGroupSurvivesCoordinatorMoves (issue 5): consumer groups and
+// TestGroupSurvivesCoordinatorMoves: consumer groups and
 // __consumer_offsets (RF 3) keep working when the group's coordinator, the
 // leader of its offsets partition, is killed: another broker becomes
 // coordinator with every committed offset intact, and the group goes on

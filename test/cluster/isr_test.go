@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestStoppedFollowerLeavesAndRejoinsISR (issue 5 acceptance): SIGSTOP a
+// TestStoppedFollowerLeavesAndRejoinsISR: SIGSTOP a
 // follower: the ISR shrinks, the HW moves on and produce continues; SIGCONT:
 // it catches up and rejoins the ISR; the history stays clean.
 func TestStoppedFollowerLeavesAndRejoinsISR(t *testing.T) {
@@ -47,7 +47,7 @@ func TestStoppedFollowerLeavesAndRejoinsISR(t *testing.T) {
 	finishClean(t, w, 400)
 }
 
-// TestTwoOfThreeDown (issue 5 acceptance): with both followers killed the
+// TestTwoOfThreeDown: with both followers killed the
 // ISR shrinks to the leader; acks=all gets NOT_ENOUGH_REPLICAS, acks=1
 // works; once both are back the ISR heals to all three and acks=all works.
 func TestTwoOfThreeDown(t *testing.T) {

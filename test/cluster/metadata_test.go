@@ -159,7 +159,7 @@ func checkView(tool string, v clusterView, partitions int32, live, isr []int32, 
 	return ""
 }
 
-// TestMetadataFollowsChanges (issue 5 acceptance): kcat -L and kadm show
+// TestMetadataFollowsChanges: kcat -L and kadm show
 // the same leaders, replicas and ISR as they change: all in sync, a broker
 // killed (gone from the broker list and every ISR, no longer leading, listed
 // offline), and back (ISR healed).

@@ -45,7 +45,7 @@ func tierStatusOf(b *Broker, topic string, p int32) (tierStatus, bool) {
 // tailValue is record i's value: its number, then filler (4 KiB in all).
 func tailValue(i int) string { return fmt.Sprintf("rec-%06d-%s", i, strings.Repeat("t", 4096)) }
 
-// TestWipedReplicaReplicatesOnlyTheTail (issue 5 acceptance): with most of
+// TestWipedReplicaReplicatesOnlyTheTail: with most of
 // a partition only in MinIO, a follower restarted with an empty disk
 // replicates the leader's hot tail, not the history; once it is the only
 // broker left (so it leads), a read from offset 0 is served from the bucket

@@ -29,7 +29,7 @@ const (
 	eosPollMax    = 100 // records per transaction at most
 )
 
-// TestTxnConsumeTransformProduceUnderLeaderKills (issue 6 acceptance): a
+// TestTxnConsumeTransformProduceUnderLeaderKills: a
 // franz-go GroupTransactSession copies a keyed input topic to an output
 // topic (3 partitions each, RF 3, min.insync.replicas 2), committing its
 // consumer offsets in each transaction, while the leaders of input-0,

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Helpers shared by the transaction acceptance tests (issue 6).
+// Helpers shared by the transaction acceptance tests.
 
 // txnStateTopic is Kafka's transaction log; txnStatePartitions is its
 // default partition count (transaction.state.log.num.partitions).

@@ -204,7 +204,7 @@ func sumProxies(ps []*dropProxy, f func(*dropProxy) int64) int64 {
 	return n
 }
 
-// TestTxnIdempotentProducerLostResponses (issue 6 acceptance): an
+// TestTxnIdempotentProducerLostResponses: an
 // idempotent acks=all producer reaches the brokers through proxies that
 // lose one Produce response in four after the broker processed the request
 // (resetting the connection, or now and then holding it silent until the

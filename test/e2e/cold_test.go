@@ -10,7 +10,7 @@ import (
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
-// Cold reads (issue 4, read half) against a real MinIO and the real binary.
+// Cold reads against a real MinIO and the real binary.
 
 // TestColdReadsFromMinIOAcrossRestart: with most of two partitions only in
 // the bucket, a consumer from offset 0 reads every record exactly as

@@ -17,7 +17,7 @@ import (
 	"github.com/strata-log/strata/internal/testkit"
 )
 
-// Acceptance tests of issue 11, the consumer group protocol of KIP-848,
+// Acceptance tests of the consumer group protocol of KIP-848,
 // against the strata binary: franz-go members with kgo.ServerSideBalancer
 // and the cooperative-sticky balancer (server assignor "uniform"). kgo
 // sends its regular expression to the broker (SubscribedTopicRegex) when

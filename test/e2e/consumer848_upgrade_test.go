@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestConsumer848OfflineUpgradeAndDowngrade (issue 11): an empty classic
+// TestConsumer848OfflineUpgradeAndDowngrade: an empty classic
 // group switches to the consumer protocol and back, as Kafka allows
 // offline: each generation of consumers goes on from the offsets the
 // previous one committed, under the same group id, and the group reports

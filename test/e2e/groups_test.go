@@ -20,7 +20,7 @@ import (
 	"github.com/strata-log/strata/internal/testkit"
 )
 
-// Consumer-group acceptance tests (issue 3): franz-go group consumers with
+// Consumer-group acceptance tests: franz-go group consumers with
 // the cooperative-sticky and eager range assignors and static membership,
 // kcat's balanced consumer, offsets surviving a restart, kadm's group admin
 // and the strata group command.

@@ -14,7 +14,7 @@ import (
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
-// /metrics acceptance (issue 8): the real binary's scrape parses with the
+// /metrics acceptance: the real binary's scrape parses with the
 // Prometheus text parser, and the Kafka-like series move with traffic.
 
 // scrapeFamilies GETs b's /metrics and parses the whole answer.

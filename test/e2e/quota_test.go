@@ -23,7 +23,7 @@ func (h *throttleCounter) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration
 	}
 }
 
-// TestProduceQuota (issue 9 acceptance): a producer whose client id has
+// TestProduceQuota: a producer whose client id has
 // producer_byte_rate Q, set through AlterClientQuotas (the strata CLI),
 // sends as fast as it can for 30 s; the byte rate it achieves, measured
 // from the bytes acknowledged over the elapsed time, is within 10% of Q.

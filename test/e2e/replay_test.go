@@ -24,7 +24,7 @@ type replayProduced struct {
 	committed bool // false: in an aborted transaction
 }
 
-// TestReplayFromBucketWithoutBroker (issue 8 acceptance): records with
+// TestReplayFromBucketWithoutBroker: records with
 // known timestamps, plain and in committed and aborted transactions, are
 // tiered to a file bucket; with the broker stopped, `strata replay --from
 // T1 --to T2` prints exactly the produced records of that time range

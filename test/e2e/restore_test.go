@@ -54,7 +54,7 @@ var restoreTopics = []struct {
 	compact    bool
 }{{"orders", 3, false}, {"events", 1, false}, {"users", 2, true}}
 
-// TestRestoreAsOfIntoEmptyCluster (issue 8 acceptance): three topics (one
+// TestRestoreAsOfIntoEmptyCluster: three topics (one
 // compacted) in MinIO, two consumer groups committing as records flow;
 // T lies between two phases. Everything stops; the broker's disk and its
 // etcd data are deleted; a new, empty broker starts against the same
@@ -155,7 +155,7 @@ func TestRestoreAsOfIntoEmptyCluster(t *testing.T) {
 	}
 }
 
-// TestRestoreRebuildsLostIndex (issue 8): a broker loses its etcd data and
+// TestRestoreRebuildsLostIndex: a broker loses its etcd data and
 // its disk; a new broker started on the same bucket keeps every object
 // (the sweeper never deletes objects of topic ids etcd does not know, even
 // past the orphan grace), and `strata restore` without --as-of rebuilds the

@@ -29,7 +29,7 @@ import (
 	"github.com/strata-log/strata/tier/tiertest"
 )
 
-// Tiering acceptance tests (issue 4, upload half) against a real MinIO:
+// Tiering acceptance tests against a real MinIO:
 // the bucket is inspected with minio-go and tier's footer decoder,
 // independently of Strata's S3 client.
 

@@ -32,7 +32,7 @@ func tierVerify(t *testing.T, b *Broker, objects string) (string, int) {
 	return "", -1
 }
 
-// TestTierVerify (issue 8): `strata tier verify` reports no problem on a
+// TestTierVerify: `strata tier verify` reports no problem on a
 // healthy bucket; after the test deletes one object and plants an orphan
 // (a copy of an object under a key no manifest entry names), it names both
 // and exits 1.

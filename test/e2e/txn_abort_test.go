@@ -19,7 +19,7 @@ const (
 	abortWait      = 60 * time.Second
 )
 
-// TestTxnAbortedAndAbandonedInvisible (issue 6 acceptance): on one broker,
+// TestTxnAbortedAndAbandonedInvisible: on one broker,
 // a transaction aborted by its client and one whose client is killed
 // mid-transaction (transaction.timeout.ms 3 s, aborted by the coordinator)
 // leave their records in the log: read_uncommitted sees them, no

@@ -12,7 +12,7 @@ import (
 	"github.com/strata-log/strata/internal/testkit"
 )
 
-// TestTxnAdminViews (issue 6): DescribeTransactions, ListTransactions and
+// TestTxnAdminViews: DescribeTransactions, ListTransactions and
 // DescribeProducers as kadm sees them, during and after a transaction: an
 // open transaction is Ongoing with its partitions, its timeout and its
 // producer id, and each partition reports the producer with the

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestTxnZombieFenced (issue 6): a second producer with the same
+// TestTxnZombieFenced: a second producer with the same
 // transactional id fences the first (InitProducerId bumps the epoch and
 // aborts the first one's open transaction). The zombie's later produce and
 // its commit fail, nothing it wrote is ever visible to read_committed, and

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Helpers of the transaction acceptance tests (issue 6).
+// Helpers of the transaction acceptance tests.
 
 // isolatedRead is a complete read of a topic up to the high watermarks
 // listed when it started: per partition, the data records in offset order

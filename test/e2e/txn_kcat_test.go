@@ -11,7 +11,7 @@ import (
 	"github.com/strata-log/strata/internal/testkit"
 )
 
-// TestTxnKcatReadCommitted (issue 6 acceptance, librdkafka side): kcat as a
+// TestTxnKcatReadCommitted (librdkafka side): kcat as a
 // read_committed consumer sees exactly the committed and plain records, in
 // offset order, and stops at the LSO while a transaction is open (not
 // showing the open transaction nor anything after it); read_uncommitted

@@ -125,7 +125,7 @@ func buildRdkTxnProducer(t *testing.T) string {
 	return bin
 }
 
-// TestTxnLibrdkafkaProducer (issue 6 acceptance, librdkafka side): a
+// TestTxnLibrdkafkaProducer (librdkafka side): a
 // librdkafka transactional producer (init, begin, produce, commit/abort)
 // works against the broker, and both kcat (librdkafka) and franz-go as
 // read_committed consumers see exactly its committed records.

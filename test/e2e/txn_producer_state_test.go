@@ -98,7 +98,7 @@ func initProducerID(t testing.TB, cl *kgo.Client) (int64, int16) {
 // pstateValue is the value of sequence number seq (1 KiB).
 func pstateValue(seq int) string { return fmt.Sprintf("seq-%04d-%s", seq, strings.Repeat("s", 1015)) }
 
-// TestTxnProducerStateSurvivesKill (issue 6): an idempotent producer writes
+// TestTxnProducerStateSurvivesKill: an idempotent producer writes
 // 40 one-record batches over many small segments (producer-state snapshots
 // at each roll); the broker is SIGKILLed and restarted. Rebuilt from the
 // snapshot plus the log tail, the producer state still answers a resent

@@ -23,7 +23,7 @@ const (
 	txnTierLocalBytes   = 131072
 )
 
-// TestTxnTieredReadCommitted (issue 6 acceptance): interleaved transactions
+// TestTxnTieredReadCommitted: interleaved transactions
 // of two producers (some committed, some aborted) and plain records fill a
 // topic with 64 KiB segments. read_committed returns exactly the committed
 // and plain records, and read_uncommitted everything, first while every
