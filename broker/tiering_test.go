@@ -101,7 +101,14 @@ func waitAllUploaded(t *testing.T, b *Broker, topic string, partitions int32, wi
 			p, _ := b.parts.lookup(topic, i)
 			sealed := p.log.SealedSegments()
 			end, ok := p.manifest.ContiguousEnd(p.topicID, p.index)
-			if len(sealed) == 0 || !ok || end < sealed[len(sealed)-1].NextOffset {
+			// Everything sealed is tiered; once local retention freed every
+			// sealed segment (only the active one is left), everything
+			// below the local log start is.
+			want := p.localLogStartOffset()
+			if len(sealed) > 0 {
+				want = sealed[len(sealed)-1].NextOffset
+			}
+			if want == 0 || !ok || end < want {
 				return false
 			}
 		}
