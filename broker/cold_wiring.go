@@ -120,7 +120,7 @@ func (s coldSource) ReadColdCached(ctx context.Context, offset int64, maxBytes i
 	hit := true
 	data, _ := s.readColdBudgeted(ctx, func() ([]byte, error) {
 		var d []byte
-		d, hit = s.cold.ReadCached(tp(s.p), s.p.log, offset, maxBytes, upTo)
+		d, hit = s.cold.ReadCached(tp(s.p), s.p.log, offset, maxBytes, upTo, s.reads)
 		return d, nil
 	})
 	return data, hit
@@ -135,7 +135,7 @@ func (s coldSource) IsCold(offset int64) bool { return offset < s.p.localLogStar
 // wrap hotlog.ErrStorage, answered KAFKA_STORAGE_ERROR.
 func (s coldSource) ReadCold(ctx context.Context, offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	return s.readColdBudgeted(ctx, func() ([]byte, error) {
-		return s.cold.Read(ctx, tp(s.p), s.p.log, offset, maxBytes, upTo)
+		return s.cold.Read(ctx, tp(s.p), s.p.log, offset, maxBytes, upTo, s.reads)
 	})
 }
 

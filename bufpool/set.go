@@ -5,21 +5,30 @@ import "sync"
 // Set collects the pooled buffers one request's reads returned, so they
 // go back to the pools together once nothing reads them any more (for a
 // fetch: after its response is encoded into the frame, a copy). Add may
-// run from several goroutines; Release runs once, after the last reader.
-// A nil *Set adds nothing: reads into it are simply not pooled.
+// run from several goroutines, also after Release: a read that finishes
+// after its request was answered cannot be in the answer, so its buffer
+// goes back at once. A nil *Set adds nothing: reads into it are simply not
+// pooled.
 type Set struct {
-	mu   sync.Mutex
-	bufs [][]byte
+	mu       sync.Mutex
+	bufs     [][]byte
+	released bool
 }
 
-// Add hands b to the set (nil b is ignored).
+// Add hands b to the set (nil b is ignored); after Release it Puts b.
 func (s *Set) Add(b []byte) {
 	if s == nil || b == nil {
 		return
 	}
 	s.mu.Lock()
-	s.bufs = append(s.bufs, b)
+	released := s.released
+	if !released {
+		s.bufs = append(s.bufs, b)
+	}
 	s.mu.Unlock()
+	if released {
+		Put(b)
+	}
 }
 
 // Len is how many buffers the set holds.
@@ -32,7 +41,8 @@ func (s *Set) Len() int {
 	return len(s.bufs)
 }
 
-// Release Puts every buffer added so far; nothing may read them after.
+// Release Puts every buffer added so far, and every one added later;
+// nothing may read them after.
 func (s *Set) Release() {
 	if s == nil {
 		return
@@ -40,6 +50,7 @@ func (s *Set) Release() {
 	s.mu.Lock()
 	bufs := s.bufs
 	s.bufs = nil
+	s.released = true
 	s.mu.Unlock()
 	for _, b := range bufs {
 		Put(b)

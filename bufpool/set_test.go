@@ -35,3 +35,16 @@ func TestNilSetPoolsNothing(t *testing.T) {
 		t.Fatal("a nil set holds buffers")
 	}
 }
+
+// TestSetAddAfterReleaseGoesBack: a read that finishes after its request
+// was answered hands its buffer to a released set, which must not keep it
+// (nothing would ever Put it).
+func TestSetAddAfterReleaseGoesBack(t *testing.T) {
+	var s Set
+	s.Add(Get(MinPooled))
+	s.Release()
+	s.Add(Get(MinPooled))
+	if n := s.Len(); n != 0 {
+		t.Fatalf("released set holds %d buffers", n)
+	}
+}

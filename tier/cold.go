@@ -73,8 +73,10 @@ type ColdConfig struct {
 	// down to a multiple of each object's chunk size (at least one chunk).
 	// Default 8 MiB.
 	FetchSize int64
-	// CacheBytes bounds the cold cache of fetched blocks (LRU). At least
-	// 2*FetchSize. Default 256 MiB.
+	// CacheBytes bounds the memory of fetched blocks: the cold cache (LRU)
+	// and the blocks in flight or held by readers, all in an arena outside
+	// the Go heap (doc.go, "Cold cache memory"). At least 2*FetchSize.
+	// Default 256 MiB.
 	CacheBytes int64
 	// IndexCacheEntries bounds the cached object indexes (footer + index
 	// sections, about 0.03% of an object each). Default 1024.
@@ -186,18 +188,40 @@ type blockKey struct {
 	block int64
 }
 
-// flight is one GET in progress; done closes when data or err is set.
+// flight is one GET in progress; done closes when block, index or err is
+// set.
 type flight struct {
 	done  chan struct{}
-	data  []byte       // a block
+	block *coldBlock   // a block: each waiter owns one reference
 	index *ObjectIndex // an object index
 	err   error
+	// waiters counts the callers waiting for a block (read-ahead does not
+	// wait); finished is set when the GET ends. Both guarded by
+	// ColdReader.mu: a waiter that gives up before finished takes itself
+	// off waiters, after it releases its reference.
+	waiters  int
+	finished bool
+}
+
+// coldBlock is one block whose chunk CRCs all matched. Its memory is an
+// arena slot, or heap memory when the arena had none to spare (such a
+// block is served to its waiters and not cached).
+//
+// refs counts the holders: the cache while the block is cached, and each
+// reader holding a view of data. The slot returns to the arena when the
+// last one lets go, so no view outlives the bytes it shows. Guarded by
+// ColdReader.mu.
+type coldBlock struct {
+	data    []byte
+	inArena bool
+	cached  bool
+	refs    int
 }
 
 // cacheEntry is one cached block or object index.
 type cacheEntry struct {
 	key   any // blockKey or string (object key)
-	data  []byte
+	block *coldBlock
 	index *ObjectIndex
 }
 
@@ -219,7 +243,8 @@ type ColdReader struct {
 		sync.Mutex
 		blocks      *list.List                 // LRU of *cacheEntry (blocks), front = newest; guarded by mu
 		blockByKey  map[blockKey]*list.Element // guarded by mu
-		cachedBytes int64                      // sum of cached block sizes <= cfg.CacheBytes; guarded by mu
+		cachedBytes int64                      // sum of cached blocks' slot sizes; guarded by mu
+		arena       *blockArena                // memory of all blocks, <= cfg.CacheBytes; guarded by mu
 		indexes     *list.List                 // LRU of *cacheEntry (indexes); guarded by mu
 		indexByKey  map[string]*list.Element   // guarded by mu
 		flights     map[blockKey]*flight       // block GETs in progress; guarded by mu
@@ -250,6 +275,7 @@ func NewColdReader(store ObjectStore, cfg ColdConfig) (*ColdReader, error) {
 		}
 	}
 	c.mu.blocks, c.mu.indexes = list.New(), list.New()
+	c.mu.arena = newBlockArena(cfg.CacheBytes)
 	c.mu.blockByKey = map[blockKey]*list.Element{}
 	c.mu.indexByKey = map[string]*list.Element{}
 	c.mu.flights = map[blockKey]*flight{}
@@ -266,6 +292,12 @@ func (c *ColdReader) Close() {
 	c.mu.Unlock()
 	c.stop()
 	c.wg.Wait()
+	c.mu.Lock()
+	for c.mu.blocks.Len() > 0 {
+		c.removeBlockLocked(c.mu.blocks.Back())
+	}
+	c.mu.arena.close()
+	c.mu.Unlock()
 }
 
 // Stats returns a snapshot of the counters.
@@ -305,19 +337,9 @@ func (c *ColdReader) numBlocks(x *ObjectIndex) int64 {
 
 // closedFlight is a finished flight failing with ErrColdReaderClosed.
 func closedFlight() *flight {
-	f := &flight{done: make(chan struct{}), err: ErrColdReaderClosed}
+	f := &flight{done: make(chan struct{}), err: ErrColdReaderClosed, finished: true}
 	close(f.done)
 	return f
-}
-
-// wait blocks until f is done or ctx ends.
-func (f *flight) wait(ctx context.Context) ([]byte, error) {
-	select {
-	case <-f.done:
-		return f.data, f.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // isCorrupt reports whether err says the object's bytes are damaged.

@@ -27,8 +27,9 @@ func (c *ColdReader) index(ctx context.Context, obj ColdObject, cacheOnly bool) 
 }
 
 // cachedBlock is block i of obj if the cache holds it (a hit), else
-// ErrNotCached; it never starts a GET.
-func (c *ColdReader) cachedBlock(obj ColdObject, i int64) ([]byte, error) {
+// ErrNotCached; it never starts a GET. The caller owns a reference to the
+// block (releaseBlocks).
+func (c *ColdReader) cachedBlock(obj ColdObject, i int64) (*coldBlock, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.mu.blockByKey[blockKey{key: obj.Key, block: i}]
@@ -37,7 +38,9 @@ func (c *ColdReader) cachedBlock(obj ColdObject, i int64) ([]byte, error) {
 	}
 	c.mu.blocks.MoveToFront(el)
 	c.stats.blockHits.Add(1)
-	return el.Value.(*cacheEntry).data, nil
+	b := el.Value.(*cacheEntry).block
+	b.refs++
+	return b, nil
 }
 
 // Index returns the decoded index of obj, from the cache or by reading the
@@ -63,8 +66,13 @@ func (c *ColdReader) Index(ctx context.Context, obj ColdObject) (*ObjectIndex, e
 		go c.loadIndex(obj, f)
 	}
 	c.mu.Unlock()
-	if _, err := f.wait(ctx); err != nil {
-		return nil, c.gone(obj.Key, err)
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if f.err != nil {
+		return nil, c.gone(obj.Key, f.err)
 	}
 	return f.index, nil
 }
@@ -80,6 +88,7 @@ func (c *ColdReader) loadIndex(obj ColdObject, f *flight) {
 	})
 	c.mu.Lock()
 	delete(c.mu.idxFlights, obj.Key)
+	f.finished = true
 	if err == nil {
 		f.index = r.Index
 		c.addIndexLocked(obj.Key, r.Index)
@@ -123,32 +132,50 @@ func (c *ColdReader) Forget(key string) {
 	delete(c.mu.lastBlock, key)
 }
 
-// block returns block i of obj: cached, joined in flight, or fetched.
-func (c *ColdReader) block(ctx context.Context, obj ColdObject, x *ObjectIndex, i int64) ([]byte, error) {
-	f, data, hit := c.startBlock(obj, x, i, false)
-	if hit {
-		return data, nil
+// block returns block i of obj: cached, joined in flight, or fetched. The
+// caller owns a reference to it (releaseBlocks).
+func (c *ColdReader) block(ctx context.Context, obj ColdObject, x *ObjectIndex, i int64) (*coldBlock, error) {
+	f, b := c.startBlock(obj, x, i, false)
+	if b != nil {
+		return b, nil
 	}
-	return f.wait(ctx)
+	select {
+	case <-f.done:
+		return f.block, f.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		if !f.finished {
+			f.waiters--
+		} else if f.block != nil {
+			c.releaseLocked(f.block)
+		}
+		c.mu.Unlock()
+		return nil, ctx.Err()
+	}
 }
 
-// startBlock returns the cached block, or the flight fetching it (started
-// if none is in progress).
-func (c *ColdReader) startBlock(obj ColdObject, x *ObjectIndex, i int64, readAhead bool) (*flight, []byte, bool) {
+// startBlock returns the cached block (with a reference for the caller),
+// or the flight fetching it (started if none is in progress; the caller
+// joins its waiters). Read-ahead neither waits nor takes a reference: it
+// gets neither back.
+func (c *ColdReader) startBlock(obj ColdObject, x *ObjectIndex, i int64, readAhead bool) (*flight, *coldBlock) {
 	k := blockKey{key: obj.Key, block: i}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.mu.blockByKey[k]; ok {
 		c.mu.blocks.MoveToFront(el)
-		if !readAhead {
-			c.stats.blockHits.Add(1)
+		if readAhead {
+			return nil, nil
 		}
-		return nil, el.Value.(*cacheEntry).data, true
+		c.stats.blockHits.Add(1)
+		b := el.Value.(*cacheEntry).block
+		b.refs++
+		return nil, b
 	}
 	f, ok := c.mu.flights[k]
 	switch {
 	case !ok && c.mu.closed:
-		return closedFlight(), nil, false
+		return closedFlight(), nil
 	case ok && !readAhead:
 		c.stats.blockMisses.Add(1)
 		c.stats.sharedGets.Add(1)
@@ -163,32 +190,40 @@ func (c *ColdReader) startBlock(obj ColdObject, x *ObjectIndex, i int64, readAhe
 		c.wg.Add(1)
 		go c.fetchBlock(obj, x, k, f)
 	}
-	return f, nil, false
+	if !readAhead {
+		f.waiters++
+	}
+	return f, nil
 }
 
 // fetchBlock GETs one block under a worker slot and the quota, checks every
-// chunk CRC, and caches it. A corrupt block is counted and never cached.
+// chunk CRC, and caches it; each waiter gets a reference. A corrupt block
+// is counted and never cached.
 func (c *ColdReader) fetchBlock(obj ColdObject, x *ObjectIndex, k blockKey, f *flight) {
 	defer c.wg.Done()
-	data, err := c.getBlock(obj, x, k.block)
+	b, err := c.getBlock(obj, x, k.block)
 	c.mu.Lock()
 	delete(c.mu.flights, k)
 	if err == nil {
-		c.addBlockLocked(k, data)
+		b.refs = f.waiters
+		c.addBlockLocked(k, b)
+		if b.refs == 0 {
+			c.freeLocked(b)
+		}
 	}
+	f.block, f.err, f.finished = b, err, true
 	c.mu.Unlock()
 	if err != nil && isCorrupt(err) {
 		c.stats.corrupt.Add(1)
 		c.cfg.Logger.Warn("corrupt block in segment object, not served", "key", obj.Key, "block", k.block, "err", err)
 	}
-	f.data, f.err = data, err
 	close(f.done)
 }
 
 // getBlock reads and verifies block i, retrying transient failures. A CRC
 // mismatch is retried too (a flaky network can flip bits the transport did
 // not catch) but reported as corrupt if it persists.
-func (c *ColdReader) getBlock(obj ColdObject, x *ObjectIndex, i int64) ([]byte, error) {
+func (c *ColdReader) getBlock(obj ColdObject, x *ObjectIndex, i int64) (*coldBlock, error) {
 	select {
 	case c.workers <- struct{}{}:
 	case <-c.lifetime.Done():
@@ -202,22 +237,26 @@ func (c *ColdReader) getBlock(obj ColdObject, x *ObjectIndex, i int64) ([]byte, 
 	if err := c.waitGovernor(length); err != nil {
 		return nil, err
 	}
-	var data []byte
+	c.mu.Lock()
+	b := c.newBlockLocked(length)
+	c.mu.Unlock()
 	err := c.retry(func(ctx context.Context) error {
 		c.stats.gets.Add(1)
-		var err error
-		data, err = objstore.ReadAll(ctx, c.store, obj.Key, offset, length)
-		c.stats.getBytes.Add(int64(len(data)))
+		err := objstore.ReadInto(ctx, c.store, obj.Key, offset, b.data)
 		if err != nil {
 			c.stats.getErrors.Add(1)
 			return err
 		}
-		return c.verifyBlock(x, offset, data)
+		c.stats.getBytes.Add(length)
+		return c.verifyBlock(x, offset, b.data)
 	})
 	if err != nil {
+		c.mu.Lock()
+		c.freeLocked(b)
+		c.mu.Unlock()
 		return nil, fmt.Errorf("tier: %s block %d: %w", obj.Key, i, err)
 	}
-	return data, nil
+	return b, nil
 }
 
 // verifyBlock checks every CRC chunk of a block that starts at offset.
@@ -253,22 +292,81 @@ func (c *ColdReader) retry(op func(ctx context.Context) error) error {
 	return err
 }
 
-// addBlockLocked caches a block, evicting least recently used blocks to
-// stay within CacheBytes. REQUIRES: c.mu held.
-func (c *ColdReader) addBlockLocked(k blockKey, data []byte) {
-	if _, ok := c.mu.blockByKey[k]; ok {
-		return
-	}
-	c.mu.blockByKey[k] = c.mu.blocks.PushFront(&cacheEntry{key: k, data: data})
-	c.mu.cachedBytes += int64(len(data))
-	for c.mu.cachedBytes > c.cfg.CacheBytes && c.mu.blocks.Len() > 1 {
-		c.removeBlockLocked(c.mu.blocks.Back())
+// newBlockLocked returns a block of n bytes with no references: an arena
+// slot, evicting the least recently used blocks no reader holds until the
+// arena has one, or heap memory when every slot is in use (blocks in
+// flight or held by readers). REQUIRES: c.mu held.
+func (c *ColdReader) newBlockLocked(n int64) *coldBlock {
+	for {
+		if data, ok := c.mu.arena.get(n); ok {
+			return &coldBlock{data: data, inArena: true}
+		}
+		el := c.oldestUnheldLocked()
+		if el == nil {
+			return &coldBlock{data: make([]byte, n)}
+		}
+		c.removeBlockLocked(el)
 	}
 }
 
-// removeBlockLocked drops one cached block. REQUIRES: c.mu held.
+// oldestUnheldLocked is the least recently used cached block that only the
+// cache references (evicting a held one would free nothing), or nil.
+// REQUIRES: c.mu held.
+func (c *ColdReader) oldestUnheldLocked() *list.Element {
+	for el := c.mu.blocks.Back(); el != nil; el = el.Prev() {
+		if el.Value.(*cacheEntry).block.refs == 1 {
+			return el
+		}
+	}
+	return nil
+}
+
+// addBlockLocked caches an arena block, taking a reference for the cache.
+// The arena bounds the cache: a block is evicted only to make room for
+// another (newBlockLocked). REQUIRES: c.mu held.
+func (c *ColdReader) addBlockLocked(k blockKey, b *coldBlock) {
+	if _, ok := c.mu.blockByKey[k]; ok || !b.inArena {
+		return
+	}
+	c.mu.blockByKey[k] = c.mu.blocks.PushFront(&cacheEntry{key: k, block: b})
+	c.mu.cachedBytes += int64(cap(b.data))
+	b.cached = true
+	b.refs++
+}
+
+// removeBlockLocked drops one cached block and the cache's reference.
+// REQUIRES: c.mu held.
 func (c *ColdReader) removeBlockLocked(el *list.Element) {
 	e := c.mu.blocks.Remove(el).(*cacheEntry)
 	delete(c.mu.blockByKey, e.key.(blockKey))
-	c.mu.cachedBytes -= int64(len(e.data))
+	c.mu.cachedBytes -= int64(cap(e.block.data))
+	e.block.cached = false
+	c.releaseLocked(e.block)
+}
+
+// releaseBlocks drops the caller's reference to each block.
+func (c *ColdReader) releaseBlocks(bs ...*coldBlock) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range bs {
+		c.releaseLocked(b)
+	}
+}
+
+// releaseLocked drops one reference; the last frees the block.
+// REQUIRES: c.mu held.
+func (c *ColdReader) releaseLocked(b *coldBlock) {
+	b.refs--
+	if b.refs == 0 {
+		c.freeLocked(b)
+	}
+}
+
+// freeLocked returns an unreferenced block's slot to the arena.
+// REQUIRES: c.mu held.
+func (c *ColdReader) freeLocked(b *coldBlock) {
+	if b.inArena && b.data != nil {
+		c.mu.arena.put(b.data)
+	}
+	b.data = nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/bufpool"
 	"github.com/strata-log/strata/recordbatch"
 )
 
@@ -30,6 +31,10 @@ type ColdRead struct {
 	// the bucket fails with ErrNotCached at once and starts no GET for it
 	// (a hit still schedules read-ahead, as any read does).
 	CacheOnly bool
+	// Buffers, if not nil, owns the answer: it is copied into a pooled
+	// buffer (bufpool.Get) handed to Buffers, and must not be read after
+	// Buffers is released. Nil: the answer is the caller's to keep.
+	Buffers *bufpool.Set
 }
 
 // ErrNotCached: a CacheOnly read needs bytes the cold cache does not hold.
@@ -48,11 +53,9 @@ var ErrNotCached = errors.New("tier: not in the cold cache")
 // entry that now holds the offset (RetryGone); it is never the client's
 // error.
 //
-// The result is read-only: when the batches lie in one cached block (the
-// usual case: a block is FetchSize, a read about a fetch's partition
-// bytes) it is a view of that block, not a copy. The block stays valid
-// while referenced even if the cache evicts it, so the cache bound counts
-// cached blocks, not answers still being written to a socket.
+// The result is a copy (see ColdRead.Buffers for whose): the cache's
+// blocks live in an arena outside the Go heap whose slots are reused once
+// released, so no view of one leaves the reader.
 func (c *ColdReader) Read(ctx context.Context, r ColdRead) ([]byte, error) {
 	out, err := c.read(ctx, r)
 	return out, c.gone(r.Object.Key, err)
@@ -83,7 +86,8 @@ func (c *ColdReader) read(ctx context.Context, r ColdRead) ([]byte, error) {
 	}
 	c.scheduleReadAhead(r, x, start/c.blockSize(x))
 	cur := &coldCursor{c: c, ctx: ctx, obj: r.Object, x: x, pos: start, hold: true, cacheOnly: r.CacheOnly}
-	out, err := c.collect(cur, offset, max(r.MaxBytes, 1), r.UpTo)
+	defer cur.release()
+	out, err := c.collect(cur, offset, max(r.MaxBytes, 1), r.UpTo, r.Buffers)
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +97,9 @@ func (c *ColdReader) read(ctx context.Context, r ColdRead) ([]byte, error) {
 
 // collect cuts batches from cur under the Read limits: it walks the
 // headers to find the range [from, to) of the batches section to return,
-// then returns it as one view of a cached block, or a copy when it spans
-// blocks (cur holds the blocks it walked, so none is fetched twice).
-func (c *ColdReader) collect(cur *coldCursor, offset int64, maxBytes int, upTo int64) ([]byte, error) {
+// then returns a copy of it (cur holds the blocks it walked, so none is
+// fetched twice).
+func (c *ColdReader) collect(cur *coldCursor, offset int64, maxBytes int, upTo int64, bufs *bufpool.Set) ([]byte, error) {
 	batchesLen := cur.x.Footer.Sections[SectionBatches].Length
 	from, to := int64(-1), int64(-1)
 	for cur.pos < batchesLen {
@@ -122,7 +126,7 @@ func (c *ColdReader) collect(cur *coldCursor, offset int64, maxBytes int, upTo i
 	if from < 0 {
 		return []byte{}, nil
 	}
-	return cur.bytes(from, to-from)
+	return cur.copyOut(from, to-from, bufs)
 }
 
 // OffsetForTimestamp finds the first record of obj at or after from with
@@ -150,6 +154,7 @@ func (c *ColdReader) offsetForTimestamp(ctx context.Context, obj ColdObject, ts,
 		start = max(start, fromStart)
 	}
 	cur := &coldCursor{c: c, ctx: ctx, obj: obj, x: x, pos: start}
+	defer cur.release()
 	for batchesLen := x.Footer.Sections[SectionBatches].Length; cur.pos < batchesLen; {
 		batch, h, err := cur.next()
 		if err != nil {
@@ -186,11 +191,12 @@ type coldCursor struct {
 // heldBlock is a block a cursor keeps a reference to.
 type heldBlock struct {
 	index int64
-	data  []byte
+	block *coldBlock
 }
 
-// next returns the batch at cur.pos (a view of the cache when it lies in
-// one block: callers copy it, never modify it) and advances.
+// next returns the batch at cur.pos (a view of a held block when it lies
+// in one block: valid until the cursor moves past that block or is
+// released; callers never modify it) and advances.
 func (cur *coldCursor) next() ([]byte, recordbatch.Header, error) {
 	remaining := cur.x.Footer.Sections[SectionBatches].Length - cur.pos
 	prefix, err := cur.bytes(cur.pos, min(recordbatch.LengthPrefix, remaining))
@@ -245,34 +251,67 @@ func (cur *coldCursor) bytes(pos, n int64) ([]byte, error) {
 	return out, nil
 }
 
+// copyOut copies n bytes of the batches section at pos out of the blocks
+// (the answer outlives the cursor's references), into a pooled buffer
+// handed to bufs when bufs is not nil.
+func (cur *coldCursor) copyOut(pos, n int64, bufs *bufpool.Set) ([]byte, error) {
+	var out []byte
+	if bufs != nil {
+		out = bufpool.Get(int(n))
+	} else {
+		out = make([]byte, 0, n)
+	}
+	size := cur.c.blockSize(cur.x)
+	for b := pos / size; b <= (pos+n-1)/size; b++ {
+		data, err := cur.block(b)
+		if err != nil {
+			bufpool.Put(out)
+			return nil, err
+		}
+		lo, hi := max(pos-b*size, 0), min(pos+n-b*size, int64(len(data)))
+		out = append(out, data[lo:hi]...)
+	}
+	bufs.Add(out)
+	return out, nil
+}
+
 // block returns block i, remembering the blocks held so that walking a
 // block takes the cache lock (and counts a hit or miss) once.
 func (cur *coldCursor) block(i int64) ([]byte, error) {
-	for _, b := range cur.held {
-		if b.index == i {
+	for _, h := range cur.held {
+		if h.index == i {
 			cur.lastBlock = i
-			return b.data, nil
+			return h.block.data, nil
 		}
 	}
-	var data []byte
+	var b *coldBlock
 	var err error
 	if cur.cacheOnly {
-		data, err = cur.c.cachedBlock(cur.obj, i)
+		b, err = cur.c.cachedBlock(cur.obj, i)
 	} else {
-		data, err = cur.c.block(cur.ctx, cur.obj, cur.x, i)
-	}
-	if err == nil && int64(len(data)) != cur.c.blockLen(cur.x, i) {
-		err = corruptf("%s: block %d is %d bytes", cur.obj.Key, i, len(data))
+		b, err = cur.c.block(cur.ctx, cur.obj, cur.x, i)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !cur.hold {
-		cur.held = cur.held[:0]
+		cur.release()
 	}
-	cur.held = append(cur.held, heldBlock{index: i, data: data})
+	cur.held = append(cur.held, heldBlock{index: i, block: b})
+	if int64(len(b.data)) != cur.c.blockLen(cur.x, i) {
+		return nil, corruptf("%s: block %d is %d bytes", cur.obj.Key, i, len(b.data))
+	}
 	cur.lastBlock = i
-	return data, nil
+	return b.data, nil
+}
+
+// release lets go of every block the cursor holds; views from it are
+// invalid after.
+func (cur *coldCursor) release() {
+	for _, h := range cur.held {
+		cur.c.releaseBlocks(h.block)
+	}
+	cur.held = cur.held[:0]
 }
 
 func (c *ColdReader) blockLen(x *ObjectIndex, i int64) int64 {

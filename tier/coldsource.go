@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-log/strata/bufpool"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/recordbatch"
@@ -38,15 +39,18 @@ const objectGoneBackoff = 50 * time.Millisecond
 // above it). Errors other than out-of-range and cancellation wrap
 // hotlog.ErrStorage, which the broker answers KAFKA_STORAGE_ERROR: the
 // client retries, and damaged bytes are never served.
-func (s ColdSource) Read(ctx context.Context, k metadata.TierPartition, log *hotlog.Log, offset int64, maxBytes int, upTo int64) ([]byte, error) {
-	return s.read(ctx, k, log, ColdRead{Offset: offset, MaxBytes: maxBytes, UpTo: upTo})
+//
+// bufs is ColdRead.Buffers: when not nil it owns the answer read from the
+// bucket (an answer from the hot log is the caller's).
+func (s ColdSource) Read(ctx context.Context, k metadata.TierPartition, log *hotlog.Log, offset int64, maxBytes int, upTo int64, bufs *bufpool.Set) ([]byte, error) {
+	return s.read(ctx, k, log, ColdRead{Offset: offset, MaxBytes: maxBytes, UpTo: upTo, Buffers: bufs})
 }
 
 // ReadCached is Read answered from the cold cache alone, without waiting
 // on the bucket: false when any byte it needs is not cached (or the read
 // fails), and then it has started no GET for it.
-func (s ColdSource) ReadCached(k metadata.TierPartition, log *hotlog.Log, offset int64, maxBytes int, upTo int64) ([]byte, bool) {
-	data, err := s.read(context.Background(), k, log, ColdRead{Offset: offset, MaxBytes: maxBytes, UpTo: upTo, CacheOnly: true})
+func (s ColdSource) ReadCached(k metadata.TierPartition, log *hotlog.Log, offset int64, maxBytes int, upTo int64, bufs *bufpool.Set) ([]byte, bool) {
+	data, err := s.read(context.Background(), k, log, ColdRead{Offset: offset, MaxBytes: maxBytes, UpTo: upTo, CacheOnly: true, Buffers: bufs})
 	return data, err == nil
 }
 
@@ -62,7 +66,7 @@ func (s ColdSource) read(ctx context.Context, k metadata.TierPartition, log *hot
 			// out of range if the offset is gone.
 			return log.Read(max(offset, log.LogStartOffset()), maxBytes, upTo)
 		}
-		req := ColdRead{Object: ColdObjectOf(e), Offset: offset, MaxBytes: maxBytes, UpTo: upTo, CacheOnly: r.CacheOnly}
+		req := ColdRead{Object: ColdObjectOf(e), Offset: offset, MaxBytes: maxBytes, UpTo: upTo, CacheOnly: r.CacheOnly, Buffers: r.Buffers}
 		if next, ok := m.Find(k.TopicID, k.Partition, e.LastOffset+1); ok {
 			obj := ColdObjectOf(next)
 			req.Next = &obj

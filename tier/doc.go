@@ -222,6 +222,25 @@
 // caching it, and cut batches with CheckStoredBatch. ObjectReader.ReadBatches
 // is the simple uncached version of the same (restore, replay, tests).
 //
+// # Cold cache memory (block_arena.go, cold_cache.go)
+//
+// Blocks live in a blockArena: anonymous mappings outside the Go heap, in
+// power-of-two slots (64 KiB up) reused through free lists. CacheBytes is
+// the arena's budget and bounds every block: cached, in flight, and
+// evicted while a reader still holds it. A GET takes a slot inside its
+// worker slot, evicting least recently used blocks that only the cache
+// holds; when every slot is held it reads into heap memory and the block
+// is served but not cached. Invariants, all under ColdReader.mu:
+//
+//	refs = (1 if cached) + waiters handed the block by its flight
+//	       + cursors holding it
+//	refs == 0  =>  the slot is back in the arena; no view of it remains
+//
+// A cursor releases its blocks when its read ends, so Read copies its
+// answer out first: the caller keeps a heap slice, never a view of a slot.
+// A waiter that gives up before its flight finishes leaves the flight's
+// waiter count; after, it releases the reference the flight gave it.
+//
 // # Cold-read governor (governor.go, run_delay.go)
 //
 // A flat-out backfill must not take the CPU the hot tail needs. The cold

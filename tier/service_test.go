@@ -201,7 +201,7 @@ func TestServiceUploadsBeforeLocalRetention(t *testing.T) {
 	}
 	defer cold.Close()
 	src := ColdSource{Reader: cold, Manifest: f.man}
-	data, err := src.Read(ctx, f.part.Key(), f.part.log, 0, 1<<20, f.part.log.LogEndOffset())
+	data, err := src.Read(ctx, f.part.Key(), f.part.log, 0, 1<<20, f.part.log.LogEndOffset(), nil)
 	if err != nil || len(data) == 0 {
 		t.Fatalf("cold read at 0: %d bytes, %v", len(data), err)
 	}

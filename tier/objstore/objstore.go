@@ -126,17 +126,26 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // ReadAll reads a whole range into memory, checking its length.
 func ReadAll(ctx context.Context, store ObjectStore, key string, offset, length int64) ([]byte, error) {
-	rc, err := store.ReadRange(ctx, key, offset, length)
-	if err != nil {
+	buf := make([]byte, length)
+	if err := ReadInto(ctx, store, key, offset, buf); err != nil {
 		return nil, err
 	}
+	return buf, nil
+}
+
+// ReadInto fills buf with the range of key starting at offset, checking
+// its length.
+func ReadInto(ctx context.Context, store ObjectStore, key string, offset int64, buf []byte) error {
+	rc, err := store.ReadRange(ctx, key, offset, int64(len(buf)))
+	if err != nil {
+		return err
+	}
 	defer rc.Close()
-	buf := make([]byte, length)
 	if _, err := io.ReadFull(rc, buf); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("objstore: read %s [%d, +%d): %w", key, offset, length, err)
+		return fmt.Errorf("objstore: read %s [%d, +%d): %w", key, offset, len(buf), err)
 	}
-	return buf, nil
+	return nil
 }
