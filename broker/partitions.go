@@ -176,6 +176,7 @@ type registryDeps struct {
 	// dataDir holds one directory per local partition, <topic>-<index>.
 	dataDir              string
 	durability           hotlog.Durability
+	flushInterval        time.Duration
 	producerIDExpiration time.Duration
 	// manifest is the tier manifest each partition derives its global log
 	// start from (never nil).
@@ -419,6 +420,7 @@ func (m *partitionManager) logConfig(topic string, index int32, cfg metadata.Top
 		RetentionMs:          time.Duration(retentionMs) * time.Millisecond,
 		RetentionBytes:       retentionBytes,
 		Durability:           m.deps.durability,
+		FlushInterval:        m.deps.flushInterval,
 		ProducerIDExpiration: m.deps.producerIDExpiration,
 		Logger:               m.deps.log.With("topic", topic, "partition", index),
 	}

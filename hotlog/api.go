@@ -52,7 +52,9 @@ type Config struct {
 	RetentionBytes int64
 	// Durability: see Durability.
 	Durability Durability
-	// FlushInterval bounds how long the group-commit flusher waits to gather more appends before fsync. Default 0 (fsync as soon as the previous one finishes).
+	// FlushInterval spaces the flush rounds of a busy log (appends arrived while the previous round ran): the next
+	// starts this long after the previous one started, and the appends meanwhile share its fsync. Otherwise a round
+	// starts at once (flusher.go). 0: a round always starts as soon as the previous one finished.
 	FlushInterval time.Duration
 	// Logger gets structured logs (topic/partition keys added by the caller). Default slog.Default().
 	Logger *slog.Logger

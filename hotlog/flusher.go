@@ -21,6 +21,15 @@ type flushDriver interface {
 // groupFlusher runs flush rounds on its own goroutine. Appends that arrive
 // while a round is in progress are all covered by the next round: that is the
 // group commit.
+//
+// interval spaces the rounds of a busy log: when appends arrived while the
+// previous round ran, the next starts interval after the previous one
+// started, so a busy log fsyncs at most once per interval and every append
+// in between shares that fsync. Otherwise (a quiet log, or a producer that
+// waits for each ack before sending on) the round starts at once: spacing
+// then would only add latency, with nothing to share the fsync. Why: a
+// producer pipelining one record per request at 20,000/s got one fdatasync
+// for every record or two, about half of the broker's CPU.
 type groupFlusher struct {
 	round    func()
 	interval time.Duration
@@ -52,20 +61,30 @@ func (f *groupFlusher) stop() {
 
 func (f *groupFlusher) run() {
 	defer close(f.done)
+	var last time.Time // when the previous round started
+	busy := false      // appends arrived while the previous round ran
+	var timer *time.Timer
 	for {
 		select {
 		case <-f.quit:
 			return
 		case <-f.wake:
 		}
-		if f.interval > 0 {
+		if wait := f.interval - time.Since(last); busy && wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
 			select {
 			case <-f.quit:
 				return
-			case <-time.After(f.interval):
+			case <-timer.C:
 			}
 		}
+		last = time.Now()
 		f.round()
+		busy = len(f.wake) > 0
 	}
 }
 

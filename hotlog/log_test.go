@@ -301,3 +301,57 @@ func TestChangedFires(t *testing.T) {
 		t.Fatal("Changed not closed by an append")
 	}
 }
+
+// TestFlushIntervalSpacesBusyRounds: with FlushInterval (here an hour), a
+// producer that waits for each flush before appending again is flushed at
+// once every time; an append that arrives while a round runs waits for the
+// interval (still unflushed when the log closes, and Close does not wait
+// for it).
+func TestFlushIntervalSpacesBusyRounds(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.FlushInterval = time.Hour
+	l := mustOpen(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 0; i < 3; i++ {
+		res, err := l.Append(simpleBatch(t, 1, 1, 50), 0)
+		if err == nil {
+			err = l.WaitFlushed(ctx, res.LastOffset)
+		}
+		if err != nil {
+			t.Fatalf("append %d of a waiting producer not flushed at once: %v", i, err)
+		}
+	}
+	syncing, release := make(chan struct{}, 1), make(chan struct{})
+	l.flushMu.Lock() // syncFile is read by rounds under flushMu
+	l.syncFile = func(f *os.File) error {
+		syncing <- struct{}{}
+		<-release
+		return fdatasync(f)
+	}
+	l.flushMu.Unlock()
+	first, err := l.Append(simpleBatch(t, 1, 1, 50), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-syncing
+	second, err := l.Append(simpleBatch(t, 1, 1, 50), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := l.WaitFlushed(ctx, first.LastOffset); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := l.FlushedOffset(); got > second.LastOffset {
+		t.Fatalf("an append that arrived during a round was flushed to %d within the interval", got)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the flush interval")
+	}
+}

@@ -30,6 +30,7 @@ type serveFlags struct {
 	cluster                string
 	objectStore            string
 	durability             string
+	flushInterval          time.Duration
 	http                   string
 	rack                   string
 	logLevel               string
@@ -96,6 +97,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"multipart-threshold, concurrency, credentials-file (an AWS shared-credentials file) and profile;\n"+
 		"without credentials-file the standard AWS chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, roles)")
 	fs.StringVar(&f.durability, "durability", "fsync", "fsync (acknowledge acks=all writes after fdatasync, group-committed) or replication (page cache only, as Kafka)")
+	fs.DurationVar(&f.flushInterval, "flush-interval", broker.DefaultFlushInterval,
+		"with --durability fsync: while a partition's writes keep arriving, its flushes start this far apart and the writes between share one fdatasync; "+
+			"a partition whose producer waits for each ack flushes at once. 0: flush as soon as the previous flush finished")
 	fs.StringVar(&f.http, "http", "127.0.0.1:9644", "`host:port` serving /metrics, /healthz and /readyz")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go profiles on the --http address under /debug/pprof/")
 	fs.StringVar(&f.rack, "rack", "", "rack id for replica placement")
@@ -353,6 +357,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
+	if f.flushInterval < 0 {
+		return cfg, usageErrorf("--flush-interval %v: want ≥ 0", f.flushInterval)
+	}
 	if err := f.checkAddresses(); err != nil {
 		return cfg, err
 	}
@@ -404,6 +411,7 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		Rack:                    f.rack,
 		DataDir:                 cfg.dataDir,
 		Durability:              durability,
+		FlushInterval:           f.flushInterval,
 		DisableAutoCreateTopics: !f.autoCreateTopics,
 		DefaultPartitions:       int32(f.numPartitions),
 		RetentionCheckInterval:  f.retentionCheckInterval,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/tier"
 )
@@ -29,7 +30,7 @@ func TestServeDefaults(t *testing.T) {
 	b := cfg.broker
 	if b.NodeID != 1 || b.Listen != "127.0.0.1:9092" || b.Advertise != "" || b.DataDir != wantDir ||
 		b.Durability != hotlog.DurabilityFsync || b.DisableAutoCreateTopics || b.DefaultPartitions != 1 ||
-		b.RetentionCheckInterval != 30*time.Second || b.Rack != "" {
+		b.RetentionCheckInterval != 30*time.Second || b.Rack != "" || b.FlushInterval != broker.DefaultFlushInterval {
 		t.Errorf("broker config = %+v", b)
 	}
 	if len(cfg.etcdEndpoints) != 0 || cfg.embedded.Dir != filepath.Join(wantDir, "etcd") {
@@ -70,12 +71,13 @@ func TestServeEnvOverridesDefaultAndFlagOverridesEnv(t *testing.T) {
 	}
 
 	cfg, err = parseServeForTest(t, []string{"--node-id", "9", "--data-dir=/tmp/from-flag", "--durability", "fsync",
-		"--auto-create-topics=true"}, env)
+		"--auto-create-topics=true", "--flush-interval", "0"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b = cfg.broker
-	if b.NodeID != 9 || b.DataDir != "/tmp/from-flag" || b.Durability != hotlog.DurabilityFsync || b.DisableAutoCreateTopics {
+	if b.NodeID != 9 || b.DataDir != "/tmp/from-flag" || b.Durability != hotlog.DurabilityFsync || b.DisableAutoCreateTopics ||
+		b.FlushInterval != 0 {
 		t.Errorf("flags must win over env: %+v", b)
 	}
 	if b.DefaultPartitions != 3 {
@@ -92,6 +94,7 @@ func TestServeRejectsBadInput(t *testing.T) {
 	}{
 		{"bad durability flag", []string{"--durability", "sometimes"}, nil, "--durability"},
 		{"bad durability env", nil, map[string]string{"STRATA_DURABILITY": "none"}, "--durability"},
+		{"negative flush interval", []string{"--flush-interval", "-1ms"}, nil, "--flush-interval"},
 		{"object store scheme", []string{"--object-store", "gs://bucket"}, nil, "--object-store"},
 		{"object store relative file", []string{"--object-store", "file://relative/dir"}, nil, "--object-store"},
 		{"object store file with no path", []string{"--object-store", "file://"}, nil, "--object-store"},

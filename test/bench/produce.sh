@@ -14,11 +14,15 @@
 #
 #   produce-1k-{fsync,replication}-small-requests  BENCH_PACED_RATE records/s on one partition from
 #                                           one client without linger: about one record per request
+#   produce-100b-fsync-8p                   produce-100b-fsync over 8 partitions: small records on
+#                                           many partitions (targets: >= 146 MB/s and >= 260 MB per
+#                                           broker CPU-second, broker_mb_per_cpu_s)
 #
 # Each row also carries broker_cpu_s and client_cpu_s: the CPU seconds the
 # broker and the load generator used (on 2 cores they compete for the same CPU),
-# and broker_cpu_per_s, the broker's CPU seconds per second of the run (the
-# small-requests target: at most 0.35 at 20,000 records/s).
+# broker_cpu_per_s, the broker's CPU seconds per second of the run (the
+# small-requests target: at most 0.35 at 20,000 records/s), and
+# broker_mb_per_cpu_s, the MB (10^6 B) of records produced per broker CPU-second.
 # Each durability mode gets a fresh broker and data dir. Prints `result` lines
 # (test/bench/lib.sh) on stdout. Knobs: BENCH_RECORDS_1K (400000; smoke 20000),
 # BENCH_RECORDS_100 (1000000; smoke 50000), BENCH_PACED_RATE (20000; smoke 5000)
@@ -72,6 +76,8 @@ bench() {
 	summary+=" broker_cpu_s=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')"
 	summary+=" broker_cpu_per_s=$(awk -v a="$cpu0" -v b="$cpu1" -v s="$(field "$summary" seconds)" \
 		'BEGIN { printf "%.3f", (s > 0 ? (b - a) / s : 0) }')"
+	summary+=" broker_mb_per_cpu_s=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$(field "$summary" bytes)" \
+		'BEGIN { printf "%.1f", (b > a && n > 0 ? n / 1e6 / (b - a) : 0) }')"
 	say "  $row: $summary"
 	result "$row" "${summary#* }"
 }
@@ -87,6 +93,10 @@ for mode in fsync replication; do
 	start_server "$mode"
 	produce "produce-1k-$mode" 1024 "$records_1k"
 	produce "produce-100b-$mode" 100 "$records_100"
+	if [[ $mode == fsync ]]; then
+		bench produce-100b-fsync-8p produce --topic produce-100b-fsync-8p --record-size 100 --records "$records_100" \
+			--partitions 8 --concurrency "$concurrency" --acks all
+	fi
 	produce "produce-1k-$mode-paced" 1024 $((paced_rate * paced_seconds)) --rate "$paced_rate"
 	# Small requests: one partition, one client, no linger, paced: about one
 	# record per Produce request, so the broker's per-request cost shows.

@@ -84,6 +84,8 @@ targets=(
 	"produce-100b-fsync mb_per_sec jetstream-syncalways-100b ge 30"
 	"produce-1k-replication mb_per_sec dd-buffered ge 0.5"
 	"consume-1k-hot-raw mb_per_sec iperf3-loopback ge 0.25"
+	"produce-100b-fsync-8p mb_per_sec - ge 146"
+	"produce-100b-fsync-8p broker_mb_per_cpu_s - ge 260"
 	"produce-1k-fsync-small-requests broker_cpu_per_s - le 0.35"
 	"produce-1k-replication-small-requests broker_cpu_per_s - le 0.35"
 	"rf3-acks-all mb_per_sec single-acks1 ge 0.33"
