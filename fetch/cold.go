@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"errors"
+	"iter"
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
@@ -162,16 +163,9 @@ func (f *Fetcher) coldGrace(ctx context.Context, reads []*coldRead, grace time.D
 // be a hit that merely has not run yet: the grace is what keeps it from
 // being outrun by hot data forever.
 func hotFirst(reads []*coldRead) bool {
-	for _, r := range reads {
-		if r == nil {
-			continue
-		}
-		select {
-		case <-r.done:
-		default:
-			if !r.missedCache {
-				return false
-			}
+	for r := range pending(reads) {
+		if !r.missedCache {
+			return false
 		}
 	}
 	return true
@@ -180,15 +174,26 @@ func hotFirst(reads []*coldRead) bool {
 // pendingChannels returns the done channels of cold reads not finished yet.
 func pendingChannels(reads []*coldRead) []<-chan struct{} {
 	var chans []<-chan struct{}
-	for _, r := range reads {
-		if r == nil {
-			continue
-		}
-		select {
-		case <-r.done:
-		default:
-			chans = append(chans, r.done)
-		}
+	for r := range pending(reads) {
+		chans = append(chans, r.done)
 	}
 	return chans
+}
+
+// pending yields the cold reads (non-nil entries) not finished yet.
+func pending(reads []*coldRead) iter.Seq[*coldRead] {
+	return func(yield func(*coldRead) bool) {
+		for _, r := range reads {
+			if r == nil {
+				continue
+			}
+			select {
+			case <-r.done:
+			default:
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	}
 }

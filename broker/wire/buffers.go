@@ -4,8 +4,8 @@ import "github.com/strata-log/strata/bufpool"
 
 // A response frame's buffer comes from bufpool (see its package doc for
 // why large buffers are reused) and has one owner at a time: the handler
-// that encodes it, then its Slot, until WriteInOrder has written it and
-// put it back.
+// that encodes it, then its Slot, until Responses has written it and put
+// it back.
 
 // GetFrameBuffer returns an empty buffer for a frame of about hint bytes
 // (ResponseSizeHint).

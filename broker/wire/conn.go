@@ -84,9 +84,10 @@ const tlsHandshakeTimeout = 10 * time.Second
 const readBufferBytes = 64 << 10
 
 // Conn is one client connection. The reader goroutine (readLoop) owns br,
-// sess and turns; the writer goroutine (writeLoop) owns writes to nc.
-// Each slot is written by exactly one goroutine (a handler, or the reader
-// for inline answers) before it is finished (Slot).
+// sess and turns; resp owns writes to nc (whichever goroutine finishes the
+// oldest unanswered request writes, see Responses). Each slot is filled by
+// exactly one goroutine (a handler, or the reader for inline answers)
+// before it is finished (Slot).
 type Conn struct {
 	srv *Server
 	// raw is the accepted socket: closing it or setting its read deadline
@@ -100,7 +101,7 @@ type Conn struct {
 	host   string // the peer's IP address
 	log    *slog.Logger
 	sess   Session
-	queue  chan *Slot // request order; capacity bounds requests in flight
+	resp   *Responses // answers in request order; bounds the requests in flight
 	ctx    context.Context
 	cancel context.CancelFunc
 	// turns chains the handlers in request order (reader-owned).
@@ -118,7 +119,6 @@ func newConn(srv *Server, nc net.Conn, lis *Listener, host string) *Conn {
 		lis:    lis,
 		host:   host,
 		log:    srv.cfg.Log.With("remote", nc.RemoteAddr().String(), "listener", lis.Name),
-		queue:  make(chan *Slot, srv.cfg.MaxInFlightRequests),
 		ctx:    ctx,
 		cancel: cancel,
 	}
@@ -135,13 +135,18 @@ func (c *Conn) serve() {
 	}
 	c.sess = c.lis.NewSession(c.ctx, info)
 	c.br = bufio.NewReaderSize(c.nc, readBufferBytes)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.writeLoop()
-	}()
+	c.resp = NewResponses(c.nc, &c.mute, c.srv.cfg.MaxInFlightRequests, c.close)
+	// Handlers cancelled (a forced drain): stop writing, which closes the
+	// connection and so ends a pending Read.
+	stopWatch := context.AfterFunc(c.ctx, c.resp.Stop)
+	defer stopWatch()
 	c.readLoop()
-	<-done
+	c.resp.ReaderDone()
+	<-c.resp.Done()
+	if err := c.resp.Err(); err != nil {
+		c.log.Debug("connection write failed", "err", err)
+	}
+	c.close()
 }
 
 // handshake runs the TLS handshake of a listener with a TLS configuration.
@@ -165,7 +170,6 @@ func (c *Conn) handshake() (ConnInfo, error) {
 // readLoop reads, decodes and dispatches requests until the peer goes away,
 // a request is invalid, or the server stops reading (read deadline).
 func (c *Conn) readLoop() {
-	defer close(c.queue)
 	for {
 		if limit := c.sess.RawTokenLimit(); limit > 0 {
 			if !c.serveRawToken(limit) {
@@ -225,10 +229,8 @@ func (c *Conn) serveFrame(frame []byte, reserved int64) bool {
 		budget.Release(reserved)
 		return false
 	}
-	s := NewSlot()
-	select {
-	case c.queue <- s:
-	case <-c.ctx.Done():
+	s := c.resp.NewSlot(c.ctx)
+	if s == nil {
 		budget.Release(reserved)
 		return false
 	}
@@ -257,15 +259,13 @@ func (c *Conn) serveRawToken(limit uint32) bool {
 	if !ok {
 		return false
 	}
-	s := NewSlot()
-	s.Frame = append(binary.BigEndian.AppendUint32(nil, uint32(len(reply))), reply...)
-	s.Finish()
-	select {
-	case c.queue <- s:
-		return true
-	case <-c.ctx.Done():
+	s := c.resp.NewSlot(c.ctx)
+	if s == nil {
 		return false
 	}
+	s.Frame = append(binary.BigEndian.AppendUint32(nil, uint32(len(reply))), reply...)
+	s.Finish()
+	return true
 }
 
 // readRawToken reads a size-prefixed raw SASL token of at most limit bytes.
@@ -301,8 +301,8 @@ func (c *Conn) logReadError(err error) {
 // released its turn, so their effects happen in the order they were sent
 // (Kafka processes one request of a connection at a time). A turn is
 // released when the handler returns, or earlier by a handler whose
-// effects are done. The reader keeps reading ahead into the queue,
-// bounded by MaxInFlightRequests and the queued-bytes budget. The
+// effects are done. The reader keeps reading ahead, bounded by
+// MaxInFlightRequests (Responses.NewSlot) and the queued-bytes budget. The
 // handler's goroutine releases reserved queued bytes when it ends.
 func (c *Conn) dispatch(hdr RequestHeader, handle Handler, s *Slot, reserved int64) {
 	prev, release := c.turns.Next()
@@ -313,10 +313,12 @@ func (c *Conn) dispatch(hdr RequestHeader, handle Handler, s *Slot, reserved int
 // run executes one handler and fills its slot. A panic is recovered and
 // closes this connection only.
 func (c *Conn) run(hdr RequestHeader, handle Handler, s *Slot, prev <-chan struct{}, release func(), reserved int64) {
+	// Finish runs last: it may write answers to the socket (Responses), and
+	// a slow client must not hold the request's budget meanwhile.
+	defer s.Finish()
 	defer c.srv.inflight.Done()
 	defer c.srv.cfg.Budget.Release(reserved)
 	defer c.requestDone(hdr.APIKey, time.Now(), s)
-	defer s.Finish()
 	defer release()
 	defer func() {
 		if r := recover(); r != nil {
@@ -348,16 +350,8 @@ func (c *Conn) requestDone(apiKey int16, start time.Time, s *Slot) {
 	c.srv.stats.Observe(apiKey, time.Since(start), s.CloseAfter)
 }
 
-// writeLoop writes responses in request order, then closes the connection.
-func (c *Conn) writeLoop() {
-	defer c.close()
-	if err := WriteInOrder(c.ctx, c.queue, c.nc, &c.mute); err != nil {
-		c.log.Debug("connection write failed", "err", err)
-	}
-}
-
 // close ends the connection: handler contexts are cancelled and a reader
-// blocked in Read or on a full queue returns.
+// blocked in Read or waiting for a slot returns.
 func (c *Conn) close() {
 	c.cancel()
 	_ = c.raw.Close()

@@ -20,9 +20,11 @@
 //     goroutine, chained behind the previous request's turn (Turns). While
 //     the Session wants raw SASL tokens (RawTokenLimit > 0) the reader reads
 //     those instead of requests;
-//   - the writer writes the answers in request order (WriteInOrder) and
-//     closes the connection when a slot asks to, a write fails, or the
-//     reader has ended and every answer is out.
+//   - the answers leave in request order (Responses): the goroutine that
+//     finishes the oldest unanswered request writes it and the finished ones
+//     after it, with no writer goroutine to wake; the connection closes
+//     when a slot asks to, a write fails, or the reader has ended and every
+//     answer is out.
 //
 // Every Session method is called by the reader only, so the Session's
 // state (its identity) needs no lock. A Handler's error or panic closes
@@ -64,15 +66,17 @@
 // # Response order
 //
 // The requests of one connection take effect and are answered in the order
-// they were sent, as in Kafka. The reader appends a Slot per request to a
-// queue whose capacity bounds the requests in flight; the goroutine serving
-// the request fills the slot and calls Finish; WriteInOrder writes the
-// frames strictly in queue order, waiting on each slot in turn. Turns
-// chains the handlers: each starts only after the previous request
-// released its turn, so the reader may read ahead without reordering
-// effects. After a throttled response, WriteInOrder sets the connection's
-// Mute before the frame leaves, and the reader waits on it before the
-// next request (KIP-219).
+// they were sent, as in Kafka. The reader takes a Slot per request from
+// the connection's Responses (at most MaxInFlightRequests unanswered); the
+// goroutine serving the request fills the slot and calls Finish. Frames
+// leave strictly in slot order: Finish of the oldest unanswered slot
+// writes it and every finished slot after it, on the finishing goroutine,
+// while a goroutine is writing the others only mark theirs finished (it
+// writes them before it stops). Turns chains the handlers: each starts only
+// after the previous request released its turn, so the reader may read
+// ahead without reordering effects. After a throttled response, the writer
+// sets the connection's Mute before the frame leaves, and the reader waits
+// on it before the next request (KIP-219).
 //
 // # Limits
 //
@@ -120,5 +124,5 @@
 //
 // Response frame buffers come from bufpool (GetFrameBuffer, sized by
 // ResponseSizeHint) and have one owner at a time: the encoder, then the
-// Slot, until WriteInOrder has written the frame and put the buffer back.
+// Slot, until Responses has written the frame and put the buffer back.
 package wire

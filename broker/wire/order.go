@@ -9,55 +9,197 @@ import (
 )
 
 // Slot is one request's place in its connection's response order. The
-// one goroutine serving the request (a handler, or the reader for SASL
-// requests) sets its fields and then calls Finish; WriteInOrder reads them
-// only after that.
+// one goroutine serving the request (a handler, or the reader for inline
+// and SASL requests) sets its fields and then calls Finish; the fields are
+// read only after that.
 type Slot struct {
-	done chan struct{}
+	resp *Responses
+	// finished is set by Finish; guarded by resp.mu.
+	finished bool
 	// Frame is the encoded response, from GetFrameBuffer or not; nil for
 	// requests without a response.
 	Frame []byte
-	// CloseAfter closes the connection once the writer reached this slot
+	// CloseAfter closes the connection once its answers reached this slot
 	// (after writing Frame, if any).
 	CloseAfter bool
 	// ThrottleMs mutes the connection's reader after Frame is written.
 	ThrottleMs int32
 }
 
-// NewSlot returns an unfinished slot.
-func NewSlot() *Slot { return &Slot{done: make(chan struct{})} }
+// Finish hands the slot to its connection's writer. Call exactly once.
+func (s *Slot) Finish() { s.resp.finish(s) }
 
-// Finish hands the slot to the writer. Call exactly once.
-func (s *Slot) Finish() { close(s.done) }
+// Responses writes one connection's answers in request order. There is no
+// writer goroutine: the goroutine that finishes the oldest unanswered slot
+// writes it, and every finished slot after it, while the others only mark
+// their slot finished. A handler answering the request at the head so
+// writes its own answer without waking anyone, which on a connection of
+// small requests saves a goroutine wake-up and switch per request.
+//
+// Writing stops (for good) after a slot with CloseAfter, a failed write,
+// Stop, or once the reader is done and every slot is answered; then onStop
+// runs once (the connection closes) and Done is closed.
+type Responses struct {
+	w      io.Writer
+	mute   *Mute
+	onStop func()
+	room   chan struct{} // a token per slot in flight: capacity bounds them
+	done   chan struct{}
 
-// WriteInOrder writes the frames of the slots in queue in queue order,
-// each once its slot is finished, and returns when queue is closed and
-// drained, a slot asks to close, or ctx ends (nil then), or a write fails
-// (its error). Written frames go back to the pool (PutFrameBuffer). The
-// caller closes the connection after it returns.
-func WriteInOrder(ctx context.Context, queue <-chan *Slot, w io.Writer, mute *Mute) error {
-	for s := range queue {
-		select {
-		case <-s.done:
-		case <-ctx.Done():
-			return nil
+	mu struct {
+		sync.Mutex
+		queue      []*Slot // slots not yet written, oldest first; guarded by mu
+		writing    bool    // a goroutine is writing; guarded by mu
+		readerDone bool    // no slot will be added; guarded by mu
+		stopped    bool    // guarded by mu
+		err        error   // the failed write's; guarded by mu
+	}
+}
+
+// NewResponses returns a writer of answers to w, at most inFlight slots
+// queued at once. onStop runs once when writing stops.
+func NewResponses(w io.Writer, mute *Mute, inFlight int, onStop func()) *Responses {
+	return &Responses{w: w, mute: mute, onStop: onStop, room: make(chan struct{}, max(inFlight, 1)),
+		done: make(chan struct{})}
+}
+
+// NewSlot queues a slot for the next request, waiting while inFlight
+// slots are unanswered; nil when ctx ended or writing has stopped.
+func (r *Responses) NewSlot(ctx context.Context) *Slot {
+	select {
+	case r.room <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	case <-r.done:
+		return nil
+	}
+	s := &Slot{resp: r}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.stopped {
+		<-r.room
+		return nil
+	}
+	r.mu.queue = append(r.mu.queue, s)
+	return s
+}
+
+// ReaderDone says no more slots come: writing stops once every queued
+// slot is answered.
+func (r *Responses) ReaderDone() {
+	r.mu.Lock()
+	r.mu.readerDone = true
+	stop := !r.mu.writing && len(r.mu.queue) == 0 && !r.mu.stopped
+	if stop {
+		r.stopLocked(nil)
+	}
+	r.mu.Unlock()
+	if stop {
+		r.onStop()
+	}
+}
+
+// Stop stops writing now; slots not yet written are dropped.
+func (r *Responses) Stop() {
+	r.mu.Lock()
+	stop := !r.mu.stopped
+	if stop {
+		r.stopLocked(nil)
+	}
+	r.mu.Unlock()
+	if stop {
+		r.onStop()
+	}
+}
+
+// Done is closed when writing has stopped.
+func (r *Responses) Done() <-chan struct{} { return r.done }
+
+// Err is the failed write's error, if writing stopped on one.
+func (r *Responses) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.err
+}
+
+// finish marks s finished and, unless another goroutine is writing, writes
+// the finished slots at the head of the queue.
+func (r *Responses) finish(s *Slot) {
+	r.mu.Lock()
+	s.finished = true
+	if r.mu.stopped {
+		r.mu.Unlock()
+		PutFrameBuffer(s.Frame)
+		s.Frame = nil
+		return
+	}
+	if r.mu.writing {
+		r.mu.Unlock()
+		return
+	}
+	r.mu.writing = true
+	stopped := r.writeHeadLocked()
+	r.mu.writing = false
+	if !r.mu.stopped && r.mu.readerDone && len(r.mu.queue) == 0 {
+		r.stopLocked(nil)
+		stopped = true
+	}
+	r.mu.Unlock()
+	if stopped {
+		r.onStop()
+	}
+}
+
+// writeHeadLocked writes finished slots from the head of the queue, the
+// lock released around each write; true if writing stopped here.
+// REQUIRES: r.mu held, r.mu.writing set by the caller.
+func (r *Responses) writeHeadLocked() bool {
+	for !r.mu.stopped && len(r.mu.queue) > 0 && r.mu.queue[0].finished {
+		s := r.mu.queue[0]
+		r.mu.queue[0] = nil
+		r.mu.queue = r.mu.queue[1:]
+		r.mu.Unlock()
+		err := r.write(s)
+		<-r.room
+		r.mu.Lock()
+		if r.mu.stopped {
+			return false // stopped by another goroutine, which ran onStop
 		}
-		if s.Frame != nil {
-			// Mute before writing: once the client has the answer it may send
-			// at once, and the reader must already see the mute.
-			mute.Set(s.ThrottleMs)
-			_, err := w.Write(s.Frame)
-			PutFrameBuffer(s.Frame)
-			s.Frame = nil
-			if err != nil {
-				return err
-			}
-		}
-		if s.CloseAfter {
-			return nil
+		if err != nil || s.CloseAfter {
+			r.stopLocked(err)
+			return true
 		}
 	}
-	return nil
+	return false
+}
+
+// write writes s's frame, if any, and puts its buffer back.
+func (r *Responses) write(s *Slot) error {
+	if s.Frame == nil {
+		return nil
+	}
+	// Mute before writing: once the client has the answer it may send at
+	// once, and the reader must already see the mute.
+	r.mute.Set(s.ThrottleMs)
+	_, err := r.w.Write(s.Frame)
+	PutFrameBuffer(s.Frame)
+	s.Frame = nil
+	return err
+}
+
+// stopLocked stops writing: queued slots are dropped (their frames go back
+// to the pool as they finish). The caller runs onStop after unlocking.
+// REQUIRES: r.mu held, not stopped yet.
+func (r *Responses) stopLocked(err error) {
+	r.mu.stopped, r.mu.err = true, err
+	for _, s := range r.mu.queue {
+		if s.finished {
+			PutFrameBuffer(s.Frame)
+			s.Frame = nil
+		}
+	}
+	r.mu.queue = nil
+	close(r.done)
 }
 
 // Turns chains the handlers of one connection so that their effects happen

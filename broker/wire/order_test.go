@@ -4,69 +4,175 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// TestWriteInOrderWaitsForEachSlot: frames leave in queue order whatever
-// order their slots finish in; a slot without a frame writes nothing.
-func TestWriteInOrderWaitsForEachSlot(t *testing.T) {
-	queue := make(chan *Slot, 3)
-	slots := []*Slot{NewSlot(), NewSlot(), NewSlot()}
-	for _, s := range slots {
-		queue <- s
+// newTestResponses returns Responses over w that count their stops.
+func newTestResponses(w io.Writer, mute *Mute, inFlight int) (*Responses, *atomic.Int32) {
+	var stops atomic.Int32
+	return NewResponses(w, mute, inFlight, func() { stops.Add(1) }), &stops
+}
+
+func slots(t *testing.T, r *Responses, n int) []*Slot {
+	t.Helper()
+	var out []*Slot
+	for i := 0; i < n; i++ {
+		s := r.NewSlot(context.Background())
+		if s == nil {
+			t.Fatalf("slot %d refused", i)
+		}
+		out = append(out, s)
 	}
-	close(queue)
+	return out
+}
+
+// TestResponsesInRequestOrder: frames leave in request order whatever
+// order their slots finish in; a slot without a frame writes nothing; the
+// goroutine finishing the oldest slot writes it and the finished ones
+// after it before Finish returns.
+func TestResponsesInRequestOrder(t *testing.T) {
 	var out bytes.Buffer
-	done := make(chan error, 1)
-	go func() { done <- WriteInOrder(context.Background(), queue, &out, &Mute{}) }()
-	slots[2].Frame = []byte("c")
-	slots[2].Finish()
-	slots[1].Finish() // no response (acks=0)
-	select {
-	case <-done:
-		t.Fatal("writer finished before the first slot")
-	case <-time.After(20 * time.Millisecond):
+	r, stops := newTestResponses(&out, &Mute{}, 8)
+	s := slots(t, r, 4)
+	s[2].Frame = []byte("c")
+	s[2].Finish()
+	s[1].Finish() // no response (acks=0)
+	if out.Len() != 0 {
+		t.Fatalf("wrote %q before the first slot finished", out.String())
 	}
-	slots[0].Frame = []byte("a")
-	slots[0].Finish()
-	if err := <-done; err != nil || out.String() != "ac" {
-		t.Fatalf("wrote %q, err %v; want \"ac\"", out.String(), err)
+	s[0].Frame = []byte("a")
+	s[0].Finish()
+	if out.String() != "ac" {
+		t.Fatalf("wrote %q, want \"ac\"", out.String())
+	}
+	r.ReaderDone()
+	select {
+	case <-r.Done():
+		t.Fatal("stopped with a slot unanswered")
+	default:
+	}
+	s[3].Frame = []byte("d")
+	s[3].Finish()
+	<-r.Done()
+	if out.String() != "acd" || stops.Load() != 1 || r.Err() != nil {
+		t.Fatalf("wrote %q, %d stops, err %v", out.String(), stops.Load(), r.Err())
 	}
 }
 
-// TestWriteInOrderStops: CloseAfter stops after its frame, a failed write
-// returns its error, an ended context stops the wait.
-func TestWriteInOrderStops(t *testing.T) {
-	closing, after := NewSlot(), NewSlot()
-	closing.Frame, closing.CloseAfter = []byte("x"), true
-	closing.Finish()
-	after.Frame = []byte("y")
-	after.Finish()
-	queue := make(chan *Slot, 2)
-	queue <- closing
-	queue <- after
+// TestResponsesStop: CloseAfter stops after its frame, a failed write
+// stops with its error, Stop stops at once; each runs onStop once, and
+// later slots are neither written nor given out.
+func TestResponsesStop(t *testing.T) {
 	var out bytes.Buffer
-	if err := WriteInOrder(context.Background(), queue, &out, &Mute{}); err != nil || out.String() != "x" {
-		t.Fatalf("wrote %q, err %v; want \"x\"", out.String(), err)
+	r, stops := newTestResponses(&out, &Mute{}, 8)
+	s := slots(t, r, 2)
+	s[0].Frame, s[0].CloseAfter = []byte("x"), true
+	s[1].Frame = []byte("y")
+	s[1].Finish()
+	s[0].Finish()
+	<-r.Done()
+	if out.String() != "x" || stops.Load() != 1 || r.NewSlot(context.Background()) != nil {
+		t.Fatalf("wrote %q, %d stops", out.String(), stops.Load())
+	}
+	r.ReaderDone()
+	r.Stop()
+	if stops.Load() != 1 {
+		t.Fatalf("%d stops", stops.Load())
 	}
 
-	failing := NewSlot()
-	failing.Frame = []byte("z")
-	failing.Finish()
-	queue = make(chan *Slot, 1)
-	queue <- failing
-	if err := WriteInOrder(context.Background(), queue, failWriter{}, &Mute{}); !errors.Is(err, errWrite) {
-		t.Fatalf("err %v, want the write error", err)
+	r, stops = newTestResponses(failWriter{}, &Mute{}, 8)
+	s = slots(t, r, 1)
+	s[0].Frame = []byte("z")
+	s[0].Finish()
+	<-r.Done()
+	if !errors.Is(r.Err(), errWrite) || stops.Load() != 1 {
+		t.Fatalf("err %v, %d stops; want the write error, one stop", r.Err(), stops.Load())
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	queue = make(chan *Slot, 1)
-	queue <- NewSlot() // never finished
-	if err := WriteInOrder(ctx, queue, &out, &Mute{}); err != nil {
-		t.Fatalf("err %v after the context ended", err)
+	out.Reset()
+	r, stops = newTestResponses(&out, &Mute{}, 8)
+	s = slots(t, r, 1) // never finished before the stop
+	r.Stop()
+	<-r.Done()
+	s[0].Frame = []byte("late")
+	s[0].Finish()
+	if out.Len() != 0 || stops.Load() != 1 {
+		t.Fatalf("wrote %q after Stop, %d stops", out.String(), stops.Load())
 	}
+}
+
+// TestResponsesBoundInFlight: NewSlot waits while inFlight slots are
+// unanswered, and gives up when its context ends.
+func TestResponsesBoundInFlight(t *testing.T) {
+	var out bytes.Buffer
+	r, _ := newTestResponses(&out, &Mute{}, 2)
+	s := slots(t, r, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if r.NewSlot(ctx) != nil {
+		t.Fatal("a third slot with two in flight")
+	}
+	got := make(chan *Slot, 1)
+	go func() { got <- r.NewSlot(context.Background()) }()
+	s[0].Finish()
+	if third := <-got; third == nil {
+		t.Fatal("no slot once one was answered")
+	}
+}
+
+// TestResponsesConcurrentFinish: many handlers finishing at once, in any
+// order, still write every frame once and in request order (run with
+// -race).
+func TestResponsesConcurrentFinish(t *testing.T) {
+	var out lockedBuffer
+	r, stops := newTestResponses(&out, &Mute{}, 16)
+	const n = 2000
+	var want bytes.Buffer
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		s := r.NewSlot(context.Background())
+		if s == nil {
+			t.Fatal("slot refused")
+		}
+		frame := fmt.Appendf(nil, "%d,", i)
+		want.Write(frame)
+		wg.Go(func() {
+			if i%3 == 0 {
+				runtime.Gosched()
+			}
+			s.Frame = frame
+			s.Finish()
+		})
+	}
+	wg.Wait()
+	r.ReaderDone()
+	<-r.Done()
+	if out.String() != want.String() || stops.Load() != 1 {
+		t.Fatalf("frames out of order or lost (%d bytes of %d), %d stops", len(out.String()), want.Len(), stops.Load())
+	}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 var errWrite = errors.New("write failed")
@@ -75,19 +181,17 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errWrite }
 
-// TestWriteInOrderMutesBeforeWriting: a throttled frame mutes the reader
-// by the time the client can have it.
-func TestWriteInOrderMutesBeforeWriting(t *testing.T) {
+// TestResponsesMuteBeforeWriting: a throttled frame mutes the reader by
+// the time the client can have it.
+func TestResponsesMuteBeforeWriting(t *testing.T) {
 	var mute Mute
-	s := NewSlot()
-	s.Frame, s.ThrottleMs = []byte("t"), 60_000
-	s.Finish()
-	queue := make(chan *Slot, 1)
-	queue <- s
-	close(queue)
 	w := &checkMuted{mute: &mute}
-	if err := WriteInOrder(context.Background(), queue, w, &mute); err != nil || !w.mutedAtWrite {
-		t.Fatalf("err %v, muted at write %v", err, w.mutedAtWrite)
+	r, _ := newTestResponses(w, &mute, 1)
+	s := slots(t, r, 1)
+	s[0].Frame, s[0].ThrottleMs = []byte("t"), 60_000
+	s[0].Finish()
+	if !w.mutedAtWrite {
+		t.Fatal("not muted when the frame was written")
 	}
 	// The mute is capped: it ends at most maxThrottleMute from now.
 	if until := time.Unix(0, mute.until.Load()); time.Until(until) > maxThrottleMute {
