@@ -200,4 +200,5 @@ func (b *Broker) addCleanerStatus(p *partition, st *PartitionTierStatus) {
 	}
 	totals := p.cleaned.Totals()
 	st.CleanerPasses, st.CleanedBytesIn, st.CleanedBytesOut = totals.Passes, totals.BytesIn, totals.BytesOut
+	st.Uncleanable = p.cleaned.Uncleanable()
 }

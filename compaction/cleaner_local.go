@@ -57,10 +57,12 @@ func (c *Cleaner) CleanOnce(ctx context.Context, now time.Time) bool {
 	switch {
 	case errors.Is(err, hotlog.ErrSegmentsChanged), errors.Is(err, ErrNothingToClean):
 		return false
+	case err != nil && ctx.Err() != nil:
+		return false
 	case err != nil:
-		if ctx.Err() == nil {
-			c.log.Warn("cleaning failed", "topic", best.p.Topic(), "partition", best.p.Index(), "err", err)
-		}
+		best.p.State().uncleanable.Store(true)
+		c.log.Error("cleaning failed: partition marked uncleanable until restart, other partitions are cleaned on",
+			"topic", best.p.Topic(), "partition", best.p.Index(), "err", err)
 		return false
 	}
 	best.p.State().add(stats)
@@ -76,7 +78,7 @@ func (c *Cleaner) candidates(now time.Time) []candidate {
 	var out []candidate
 	for _, p := range c.parts.Local() {
 		cfg := p.Config()
-		if !cfg.HasCompact() {
+		if !cfg.HasCompact() || p.State().Uncleanable() {
 			continue
 		}
 		fu := c.FirstUncleanable(p, now)

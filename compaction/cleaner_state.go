@@ -24,7 +24,18 @@ type PartitionState struct {
 	// new leader, so that leader's first pass re-cleans everything once.
 	tierCheckpoint      atomic.Int64
 	tierKeptTombstoneTs atomic.Int64
+	// uncleanable is set when a local pass failed other than by a race
+	// with the log or shutdown (a corrupt batch, a batch with more keys
+	// than the offset map holds): a retry would fail the same way, so the
+	// cleaner skips the partition until the broker restarts, as Kafka does
+	// with its uncleanable partitions, and one bad partition never takes
+	// every turn from the others.
+	uncleanable atomic.Bool
 }
+
+// Uncleanable reports whether the cleaner gave up on the partition's local
+// log (see PartitionState.uncleanable).
+func (s *PartitionState) Uncleanable() bool { return s.uncleanable.Load() }
 
 // Totals are a partition's cleaning passes, local and tiered, added up.
 type Totals struct {

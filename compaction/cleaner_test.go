@@ -293,3 +293,34 @@ func TestGroupSegments(t *testing.T) {
 		t.Fatalf("%d groups for a run spanning 2^32 offsets, want 2", n)
 	}
 }
+
+// TestCleanerSkipsUncleanable: a partition whose local pass fails for good
+// (here a batch with more keys than the offset map holds) is marked
+// uncleanable at its first failure and skipped from then on, as Kafka does,
+// so the other compacted partitions still get cleaned.
+func TestCleanerSkipsUncleanable(t *testing.T) {
+	stuck, other := newTwinPartition(t, "stuck"), newTwinPartition(t, "other")
+	appendVersions(t, stuck.log, 200, 5)
+	appendVersions(t, other.log, 10, 20)
+	c := newTestCleaner(t, CleanerConfig{DedupeBufferBytes: 1 << 10}, CleanerDeps{Partitions: twinPartitions{stuck, other}})
+	ctx, now := context.Background(), time.Now()
+	if _, err := c.CleanPartition(ctx, stuck, now); !errors.Is(err, ErrMapTooSmall) {
+		t.Fatalf("stuck partition: %v, want ErrMapTooSmall", err)
+	}
+	if _, err := c.CleanPartition(ctx, other, now); err != nil {
+		t.Fatal(err)
+	}
+	appendVersions(t, other.log, 10, 20) // dirty again, less than stuck
+	if cands := c.candidates(now); len(cands) != 2 || cands[0].p != stuck {
+		t.Fatalf("want stuck as the dirtiest of two candidates, got %d", len(cands))
+	}
+	for range 5 {
+		c.CleanOnce(ctx, now)
+	}
+	if passes := other.state.Totals().Passes; passes < 1 {
+		t.Fatal("the other partition was never cleaned: the failing one took every turn")
+	}
+	if !stuck.state.Uncleanable() || other.state.Uncleanable() {
+		t.Fatalf("uncleanable: stuck %v, other %v", stuck.state.Uncleanable(), other.state.Uncleanable())
+	}
+}

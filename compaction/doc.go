@@ -7,7 +7,9 @@
 //   - The shell, Cleaner (cleaner*.go): one goroutine per broker that picks
 //     the dirtiest compacted partition and runs a pass over its local
 //     sealed segments (cleaner_local.go) or, on the leader of a tiered
-//     partition, over the bucket's objects (cleaner_tier.go). It sees the
+//     partition, over the bucket's objects (cleaner_tier.go). A partition
+//     whose local pass failed for good is skipped until restart
+//     (PartitionState.Uncleanable). It sees the
 //     broker only through interfaces it owns: Partitions/Partition (the
 //     local replicas, their hotlog, topic config, HW, LSO, leadership),
 //     Log (the slice of *hotlog.Log it drives), Manifest (*tier.Manifest)

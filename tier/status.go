@@ -51,6 +51,9 @@ type PartitionStatus struct {
 	CleanerPasses    int64   `json:"cleanerPasses"`
 	CleanedBytesIn   int64   `json:"cleanedBytesIn"`
 	CleanedBytesOut  int64   `json:"cleanedBytesOut"`
+	// Uncleanable: a local pass failed for good and the cleaner skips the
+	// partition until the broker restarts (the log says why).
+	Uncleanable bool `json:"uncleanable,omitempty"`
 }
 
 // Status is p's view across both tiers, without the compaction fields.

@@ -89,6 +89,9 @@ var (
 		"Cleaner lag: bytes of a compacted partition not yet cleaned.", []string{"topic", "partition"}, nil)
 	cleanerBytesDesc = prometheus.NewDesc("strata_cleaner_bytes_total",
 		"Bytes the cleaner read (in) and wrote (out) for a partition.", []string{"topic", "partition", "direction"}, nil)
+	cleanerUncleanableDesc = prometheus.NewDesc("strata_cleaner_uncleanable",
+		"1 when the cleaner gave up on a compacted partition's local log until restart (a pass failed for good; the log says why).",
+		[]string{"topic", "partition"}, nil)
 )
 
 // tierCollector maps the broker's snapshots to Prometheus at scrape time.
@@ -96,7 +99,7 @@ type tierCollector struct{ src *tierSource }
 
 func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{tierCounterDesc, tierBytesDesc, tierLagDesc, bucketLagDesc, bucketLagMaxDesc, objRequestsDesc, objErrorsDesc, objBytesDesc,
-		cleanerDirtyRatioDesc, cleanerDirtyBytesDesc, cleanerBytesDesc} {
+		cleanerDirtyRatioDesc, cleanerDirtyBytesDesc, cleanerBytesDesc, cleanerUncleanableDesc} {
 		ch <- d
 	}
 }
@@ -127,6 +130,7 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(cleanerDirtyBytesDesc, prometheus.GaugeValue, float64(p.DirtyBytes), p.Topic, part)
 			ch <- prometheus.MustNewConstMetric(cleanerBytesDesc, prometheus.CounterValue, float64(p.CleanedBytesIn), p.Topic, part, "in")
 			ch <- prometheus.MustNewConstMetric(cleanerBytesDesc, prometheus.CounterValue, float64(p.CleanedBytesOut), p.Topic, part, "out")
+			ch <- prometheus.MustNewConstMetric(cleanerUncleanableDesc, prometheus.GaugeValue, boolGauge(p.Uncleanable), p.Topic, part)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(bucketLagMaxDesc, prometheus.GaugeValue, maxBucketLag)
@@ -260,4 +264,12 @@ func dirtyColumn(p broker.PartitionTierStatus) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%% (%d B)", 100*p.DirtyRatio, p.DirtyBytes)
+}
+
+// boolGauge is a gauge's value for a flag: 1 when set.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
