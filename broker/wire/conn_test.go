@@ -2,9 +2,11 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/bufpool"
 )
 
 // The Server and Conn driven through a Session twin over loopback TCP: no
@@ -395,5 +399,61 @@ func TestServerConfigValidate(t *testing.T) {
 		if _, err := NewServer(c); !errors.Is(err, ErrInvalidServerConfig) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// produceSession routes every Produce to check, which sees the decoded
+// request (twinSession's handlers see only the header).
+type produceSession struct {
+	twinSession
+	check func(hdr RequestHeader, req *kmsg.ProduceRequest, release func()) Handler
+}
+
+func (s *produceSession) Route(hdr RequestHeader, req kmsg.Request) Route {
+	if hdr.APIKey == produceKey {
+		return Route{Handle: s.check(hdr, req.(*kmsg.ProduceRequest), nil)}
+	}
+	return s.twinSession.Route(hdr, req)
+}
+
+// TestConnPooledProduceFramesOutliveTheirHandlers: large Produce frames are
+// read into pooled buffers; while pipelined handlers overlap, each still
+// sees its own records intact until it returns (a frame put back early is
+// refilled by the next request's read).
+func TestConnPooledProduceFramesOutliveTheirHandlers(t *testing.T) {
+	bad := make(chan string, 64)
+	ts := startTwinServer(t, func() Session {
+		return &produceSession{check: func(hdr RequestHeader, req *kmsg.ProduceRequest, _ func()) Handler {
+			return func(_ context.Context, release func()) ([]byte, int32, error) {
+				release() // let the next request start: handlers overlap
+				time.Sleep(2 * time.Millisecond)
+				records := req.Topics[0].Partitions[0].Records
+				want := byte(hdr.CorrelationID)
+				if len(records) < bufpool.MinPooled || bytes.Count(records, []byte{want}) != len(records) {
+					bad <- fmt.Sprintf("request %d: records changed under its handler", hdr.CorrelationID)
+				}
+				return AppendResponseFrame(nil, hdr.CorrelationID, kmsg.NewPtrMetadataResponse()), 0, nil
+			}
+		}}
+	})
+	c := ts.dial(t)
+	const n = 24
+	for corr := int32(1); corr <= n; corr++ {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks = 7, -1
+		topic := kmsg.NewProduceRequestTopic()
+		topic.Topic = "t"
+		part := kmsg.NewProduceRequestTopicPartition()
+		part.Records = bytes.Repeat([]byte{byte(corr)}, bufpool.MinPooled+1000)
+		topic.Partitions = append(topic.Partitions, part)
+		req.Topics = append(req.Topics, topic)
+		c.send(req, corr)
+	}
+	for corr := int32(1); corr <= n; corr++ {
+		c.expect(corr)
+	}
+	close(bad)
+	for msg := range bad {
+		t.Error(msg)
 	}
 }

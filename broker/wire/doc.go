@@ -125,4 +125,10 @@
 // Response frame buffers come from bufpool (GetFrameBuffer, sized by
 // ResponseSizeHint) and have one owner at a time: the encoder, then the
 // Slot, until Responses has written the frame and put the buffer back.
+// A Produce request of at least bufpool.MinPooled bytes is read into a
+// pooled buffer too (its batches stay in the frame until appended): the
+// reader owns it, then the request's handler goroutine, which puts it back
+// when the handler has returned. Other requests' frames are fresh: their
+// []byte fields (group metadata, SASL tokens) may be kept by what handles
+// them.
 package wire

@@ -50,7 +50,11 @@ func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	if size > maxBytes {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
 	}
-	frame := make([]byte, size)
+	return readBody(r, make([]byte, size))
+}
+
+// readBody fills frame (a frame's bytes after its size) from r.
+func readBody(r io.Reader, frame []byte) ([]byte, error) {
 	if _, err := io.ReadFull(r, frame); err != nil {
 		return nil, err
 	}
