@@ -239,37 +239,35 @@ func (cur *coldCursor) bytes(pos, n int64) ([]byte, error) {
 		}
 		return data[pos-first*size : pos-first*size+n], nil
 	}
-	out := make([]byte, 0, n)
-	for b := first; b <= last; b++ {
-		data, err := cur.block(b)
-		if err != nil {
-			return nil, err
-		}
-		lo, hi := max(pos-b*size, 0), min(pos+n-b*size, int64(len(data)))
-		out = append(out, data[lo:hi]...)
-	}
-	return out, nil
+	return cur.appendRange(make([]byte, 0, n), pos, n)
 }
 
-// copyOut copies n bytes of the batches section at pos out of the blocks
-// (the answer outlives the cursor's references), into a pooled buffer
-// handed to bufs when bufs is not nil.
-func (cur *coldCursor) copyOut(pos, n int64, bufs *bufpool.Set) ([]byte, error) {
-	var out []byte
-	if bufs != nil {
-		out = bufpool.Get(int(n))
-	} else {
-		out = make([]byte, 0, n)
-	}
+// appendRange appends n bytes of the batches section at pos to dst, block
+// by block.
+func (cur *coldCursor) appendRange(dst []byte, pos, n int64) ([]byte, error) {
 	size := cur.c.blockSize(cur.x)
 	for b := pos / size; b <= (pos+n-1)/size; b++ {
 		data, err := cur.block(b)
 		if err != nil {
-			bufpool.Put(out)
-			return nil, err
+			return dst, err
 		}
 		lo, hi := max(pos-b*size, 0), min(pos+n-b*size, int64(len(data)))
-		out = append(out, data[lo:hi]...)
+		dst = append(dst, data[lo:hi]...)
+	}
+	return dst, nil
+}
+
+// copyOut copies n bytes of the batches section at pos out of the blocks
+// (the answer outlives the cursor's references): into a pooled buffer
+// handed to bufs when bufs is not nil, else into a fresh one.
+func (cur *coldCursor) copyOut(pos, n int64, bufs *bufpool.Set) ([]byte, error) {
+	if bufs == nil {
+		return cur.appendRange(make([]byte, 0, n), pos, n)
+	}
+	out, err := cur.appendRange(bufpool.Get(int(n)), pos, n)
+	if err != nil {
+		bufpool.Put(out)
+		return nil, err
 	}
 	bufs.Add(out)
 	return out, nil
