@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,10 @@ type Responses struct {
 	onStop func()
 	room   chan struct{} // a token per slot in flight: capacity bounds them
 	done   chan struct{}
+	// batch and bufs are the writer's scratch space, reused across
+	// writes; owned by the goroutine that set mu.writing.
+	batch []*Slot
+	bufs  net.Buffers
 
 	mu struct {
 		sync.Mutex
@@ -151,21 +156,26 @@ func (r *Responses) finish(s *Slot) {
 }
 
 // writeHeadLocked writes finished slots from the head of the queue, the
-// lock released around each write; true if writing stopped here.
+// lock released around each write; true if writing stopped here. The
+// finished slots at the head go out in one vectored write: answers that
+// finish together (the acks of one flush round) cost one syscall, not one
+// each.
 // REQUIRES: r.mu held, r.mu.writing set by the caller.
 func (r *Responses) writeHeadLocked() bool {
 	for !r.mu.stopped && len(r.mu.queue) > 0 && r.mu.queue[0].finished {
-		s := r.mu.queue[0]
-		r.mu.queue[0] = nil
-		r.mu.queue = r.mu.queue[1:]
+		batch := r.takeFinishedLocked()
 		r.mu.Unlock()
-		err := r.write(s)
-		<-r.room
+		err := r.writeBatch(batch)
+		for range batch {
+			<-r.room
+		}
+		closeAfter := batch[len(batch)-1].CloseAfter
+		clear(batch)
 		r.mu.Lock()
 		if r.mu.stopped {
 			return false // stopped by another goroutine, which ran onStop
 		}
-		if err != nil || s.CloseAfter {
+		if err != nil || closeAfter {
 			r.stopLocked(err)
 			return true
 		}
@@ -173,17 +183,51 @@ func (r *Responses) writeHeadLocked() bool {
 	return false
 }
 
-// write writes s's frame, if any, and puts its buffer back.
-func (r *Responses) write(s *Slot) error {
-	if s.Frame == nil {
-		return nil
+// takeFinishedLocked removes the finished slots at the head of the queue,
+// up to and including the first with CloseAfter, into the writer's batch.
+// REQUIRES: r.mu held, r.mu.writing set by the caller.
+func (r *Responses) takeFinishedLocked() []*Slot {
+	batch := r.batch[:0]
+	for len(r.mu.queue) > 0 && r.mu.queue[0].finished {
+		s := r.mu.queue[0]
+		r.mu.queue[0] = nil
+		r.mu.queue = r.mu.queue[1:]
+		batch = append(batch, s)
+		if s.CloseAfter {
+			break
+		}
 	}
-	// Mute before writing: once the client has the answer it may send at
-	// once, and the reader must already see the mute.
-	r.mute.Set(s.ThrottleMs)
-	_, err := r.w.Write(s.Frame)
-	PutFrameBuffer(s.Frame)
-	s.Frame = nil
+	r.batch = batch
+	return batch
+}
+
+// writeBatch writes the batch's frames in one vectored write (writev on a
+// TCP connection; frame by frame through TLS) and puts their buffers back.
+func (r *Responses) writeBatch(batch []*Slot) error {
+	bufs := r.bufs[:0]
+	var throttleMs int32
+	for _, s := range batch {
+		if s.Frame != nil {
+			bufs = append(bufs, s.Frame)
+		}
+		throttleMs = max(throttleMs, s.ThrottleMs)
+	}
+	r.bufs = bufs
+	var err error
+	if len(bufs) > 0 {
+		// Mute before writing: once the client has the answer it may send
+		// at once, and the reader must already see the mute.
+		r.mute.Set(throttleMs)
+		// WriteTo consumes its receiver (a copy of bufs' header); the
+		// frames to put back are the batch's.
+		vec := net.Buffers(bufs)
+		_, err = vec.WriteTo(r.w)
+	}
+	for _, s := range batch {
+		PutFrameBuffer(s.Frame)
+		s.Frame = nil
+	}
+	clear(bufs)
 	return err
 }
 

@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -253,4 +257,63 @@ func TestTurnsChainInOrder(t *testing.T) {
 	}
 	releaseSecond()
 	<-third
+}
+
+// TestResponsesWriteFinishedSlotsAtOnce: the answers that are finished
+// when the head slot finishes leave in one vectored write, not one write
+// each (counted as the process's write syscalls, /proc/self/io syscw).
+func TestResponsesWriteFinishedSlotsAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+
+	const n = 6
+	r, _ := newTestResponses(server, &Mute{}, n)
+	s := slots(t, r, n)
+	for i := n - 1; i >= 1; i-- {
+		s[i].Frame = []byte{byte('a' + i)}
+		s[i].Finish()
+	}
+	s[0].Frame = []byte{'a'}
+	before := writeSyscalls(t)
+	s[0].Finish()
+	if got := writeSyscalls(t) - before; got != 1 {
+		t.Fatalf("%d answers took %d write syscalls, want 1", n, got)
+	}
+	got := make([]byte, n)
+	if _, err := io.ReadFull(client, got); err != nil || string(got) != "abcdef" {
+		t.Fatalf("read %q, %v; want \"abcdef\"", got, err)
+	}
+}
+
+// writeSyscalls is the write syscalls this process has made (Linux).
+func writeSyscalls(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Fatalf("reading /proc/self/io: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no syscw in /proc/self/io")
+	return 0
 }
