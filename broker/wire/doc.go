@@ -22,7 +22,8 @@
 //     those instead of requests;
 //   - the answers leave in request order (Responses): the goroutine that
 //     finishes the oldest unanswered request writes it and the finished ones
-//     after it, with no writer goroutine to wake; the connection closes
+//     after it in one vectored write, with no writer goroutine to wake; the
+//     connection closes
 //     when a slot asks to, a write fails, or the reader has ended and every
 //     answer is out.
 //
