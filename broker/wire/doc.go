@@ -23,9 +23,8 @@
 //   - the answers leave in request order (Responses): the goroutine that
 //     finishes the oldest unanswered request writes it and the finished ones
 //     after it in one vectored write, with no writer goroutine to wake; the
-//     connection closes
-//     when a slot asks to, a write fails, or the reader has ended and every
-//     answer is out.
+//     connection closes when a slot asks to, a write fails, or the reader
+//     has ended and every answer is out.
 //
 // Every Session method is called by the reader only, so the Session's
 // state (its identity) needs no lock. A Handler's error or panic closes
