@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -123,36 +122,6 @@ func TestDeployFlagsExist(t *testing.T) {
 	}
 }
 
-// freeRange returns the first of n consecutive loopback ports that are
-// free now (another process may still take one before the cluster binds it).
-func freeRange(t *testing.T, n int, taken map[int]bool) int {
-	t.Helper()
-	for attempt := 0; attempt < 100; attempt++ {
-		base := 20000 + rand.IntN(20000)
-		ok := true
-		for p := base; p < base+n && ok; p++ {
-			ok = !taken[p] && portFree(p)
-		}
-		if ok {
-			for p := base; p < base+n; p++ {
-				taken[p] = true
-			}
-			return base
-		}
-	}
-	t.Fatal("no free port range")
-	return 0
-}
-
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
 // cluster runs local-cluster.sh with its ports in env.
 type cluster struct {
 	dir string
@@ -246,23 +215,7 @@ func TestLocalCluster(t *testing.T) {
 		minio, _ = filepath.Abs("../.tools/bin/minio")
 	}
 	testkit.NeedBinary(t, minio)
-	taken := map[int]bool{}
-	kafka := freeRange(t, 3, taken)
-	c := &cluster{dir: t.TempDir(), env: []string{
-		"CLUSTER_KAFKA_PORT=" + strconv.Itoa(kafka),
-		"CLUSTER_HTTP_PORT=" + strconv.Itoa(freeRange(t, 3, taken)),
-		"CLUSTER_ETCD_PORT=" + strconv.Itoa(freeRange(t, 2, taken)),
-		"CLUSTER_MINIO_PORT=" + strconv.Itoa(freeRange(t, 1, taken)),
-		"CLUSTER_MINIO_BIN=" + minio,
-	}}
-	t.Cleanup(func() { // also after a failure: never leave processes behind
-		if out, err := c.run(3*time.Minute, "stop"); err != nil {
-			t.Errorf("cleanup stop: %v\n%s", err, out)
-		}
-	})
-	if out, err := c.run(4*time.Minute, "start"); err != nil {
-		t.Fatalf("start: %v\n%s", err, out)
-	}
+	c, kafka := startLocalCluster(t, minio)
 	if out, err := c.run(30*time.Second, "status"); err != nil || strings.Count(out, ": running") != 5 {
 		t.Fatalf("status after start: %v\n%s", err, out)
 	}
@@ -287,6 +240,53 @@ func TestLocalCluster(t *testing.T) {
 	if err != nil || !bytes.Contains(brokerLog, []byte("broker stopped")) {
 		t.Errorf("broker 1 did not stop cleanly (err %v); log tail:\n%s", err, tail(brokerLog))
 	}
+}
+
+// startLocalCluster runs local-cluster.sh start on free ports and returns
+// the cluster and its first Kafka port. The ports are below the ephemeral
+// range, yet another process may bind one between the check and the start:
+// a start whose logs say a port is "already in use" is stopped and tried again
+// on other ports. Any other failure shows the logs of the processes.
+func startLocalCluster(t *testing.T, minio string) (*cluster, int) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		kafka := testkit.FreePorts(t, 3)
+		c := &cluster{dir: t.TempDir(), env: []string{
+			"CLUSTER_KAFKA_PORT=" + strconv.Itoa(kafka),
+			"CLUSTER_HTTP_PORT=" + strconv.Itoa(testkit.FreePorts(t, 3)),
+			"CLUSTER_ETCD_PORT=" + strconv.Itoa(testkit.FreePorts(t, 2)),
+			"CLUSTER_MINIO_PORT=" + strconv.Itoa(testkit.FreePorts(t, 1)),
+			"CLUSTER_MINIO_BIN=" + minio,
+		}}
+		out, err := c.run(4*time.Minute, "start")
+		if err == nil {
+			t.Cleanup(func() { // also after a failure: never leave processes behind
+				if out, err := c.run(3*time.Minute, "stop"); err != nil {
+					t.Errorf("cleanup stop: %v\n%s", err, out)
+				}
+			})
+			return c, kafka
+		}
+		logs := c.logTails()
+		if stopOut, stopErr := c.run(3*time.Minute, "stop"); stopErr != nil {
+			t.Errorf("stop after a failed start: %v\n%s", stopErr, stopOut)
+		}
+		if attempt == 3 || !strings.Contains(logs, "already in use") {
+			t.Fatalf("start (attempt %d): %v\n%s\n%s", attempt, err, out, logs)
+		}
+		t.Logf("start (attempt %d) lost a port race; trying other ports:\n%s", attempt, logs)
+	}
+}
+
+// logTails returns the end of every process log in the cluster's directory.
+func (c *cluster) logTails() string {
+	files, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		fmt.Fprintf(&b, "--- %s:\n%s\n", filepath.Base(f), tail(data))
+	}
+	return b.String()
 }
 
 // useCluster checks the metadata, produces records to a new topic and

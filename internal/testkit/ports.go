@@ -46,6 +46,49 @@ func MustFreeAddr() string {
 	return addr
 }
 
+// FreePorts returns the first of n consecutive loopback ports, from the same
+// range and with the same promise as FreeAddr, for programs that take a
+// base port and count up from it.
+func FreePorts(t testing.TB, n int) int {
+	t.Helper()
+	for range 1000 {
+		base := fixedPortLow + rand.IntN(fixedPortHigh-fixedPortLow-n)
+		if claimPorts(base, n) {
+			return base
+		}
+	}
+	t.Fatalf("testkit: no %d free consecutive loopback ports in %d-%d", n, fixedPortLow, fixedPortHigh)
+	return 0
+}
+
+// claimPorts claims base..base+n-1 if none was handed out before and each is
+// free now; otherwise it claims none.
+func claimPorts(base, n int) bool {
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
+	for p := base; p < base+n; p++ {
+		if handedOut.ports[p] || !portFree(p) {
+			return false
+		}
+	}
+	for p := base; p < base+n; p++ {
+		handedOut.ports[p] = true
+	}
+	return true
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
 func freeAddr() (string, error) {
 	for range 1000 {
 		port := fixedPortLow + rand.IntN(fixedPortHigh-fixedPortLow)

@@ -85,6 +85,29 @@ func TestFreeAddrNeverRepeats(t *testing.T) {
 	}
 }
 
+// TestFreePortsBelowEphemeralRange checks that every port of a range is
+// below the kernel's ephemeral range, free, and never handed out twice, also
+// interleaved with FreeAddr.
+func TestFreePortsBelowEphemeralRange(t *testing.T) {
+	seen := map[int]bool{}
+	for range 50 {
+		base := FreePorts(t, 3)
+		for p := base; p < base+3; p++ {
+			if seen[p] || p < fixedPortLow || p >= fixedPortHigh || !portFree(p) {
+				t.Fatalf("FreePorts gave %d..%d; port %d seen before %v, or outside %d-%d, or taken",
+					base, base+2, p, seen[p], fixedPortLow, fixedPortHigh)
+			}
+			seen[p] = true
+		}
+		_, p, _ := net.SplitHostPort(FreeAddr(t))
+		port, _ := strconv.Atoi(p)
+		if seen[port] {
+			t.Fatalf("FreeAddr returned %d, a port of a FreePorts range", port)
+		}
+		seen[port] = true
+	}
+}
+
 func TestConnTrackerKill(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
