@@ -197,19 +197,30 @@ func resourceMatches(a ACL, name string) bool {
 	return false
 }
 
+// Policy is what an Authorizer applies besides the ACLs.
+type Policy struct {
+	// SuperUsers are principals ("User:admin") allowed everything.
+	SuperUsers []string
+	// AllowEveryoneIfNoACL is Kafka's allow.everyone.if.no.acl.found: a
+	// resource that no ACL matches (for any principal, host or operation)
+	// is open to everyone.
+	AllowEveryoneIfNoACL bool
+}
+
 // Authorizer decides requests from an immutable snapshot of the ACLs and
-// super users; build a new one when they change. Safe for concurrent use.
+// the policy; build a new one when they change. Safe for concurrent use.
 type Authorizer struct {
-	superUsers map[string]bool
+	superUsers   map[string]bool
+	allowIfNoACL bool
 	// byType holds the ACLs of each resource type; only valid ACLs.
 	byType map[ResourceType][]ACL
 }
 
 // NewAuthorizer snapshots acls (invalid ones are ignored: they can never
-// match) and the super-user principals ("User:admin").
-func NewAuthorizer(acls []ACL, superUsers []string) *Authorizer {
-	z := &Authorizer{superUsers: map[string]bool{}, byType: map[ResourceType][]ACL{}}
-	for _, p := range superUsers {
+// match) and the policy.
+func NewAuthorizer(acls []ACL, policy Policy) *Authorizer {
+	z := &Authorizer{superUsers: map[string]bool{}, allowIfNoACL: policy.AllowEveryoneIfNoACL, byType: map[ResourceType][]ACL{}}
+	for _, p := range policy.SuperUsers {
 		if p = strings.TrimSpace(p); p != "" {
 			z.superUsers[p] = true
 		}
@@ -226,9 +237,10 @@ func NewAuthorizer(acls []ACL, superUsers []string) *Authorizer {
 // anything; otherwise a matching DENY for op (or All) refuses; otherwise a
 // matching ALLOW for op, for All, or for an operation implying op (Read,
 // Write, Delete, Alter imply Describe; AlterConfigs implies
-// DescribeConfigs) permits; otherwise the request is refused. An ACL
-// matches when its principal is principal or "<type>:*", its host is host
-// or "*", and its pattern matches name.
+// DescribeConfigs) permits; otherwise the request is refused, unless the
+// policy allows everyone on a resource that no ACL's pattern matches. An
+// ACL matches when its principal is principal or "<type>:*", its host is
+// host or "*", and its pattern matches name.
 func (z *Authorizer) Authorized(principal, host string, op Operation, rt ResourceType, name string) bool {
 	if z == nil {
 		return false
@@ -240,10 +252,13 @@ func (z *Authorizer) Authorized(principal, host string, op Operation, rt Resourc
 	if kind, _, ok := strings.Cut(principal, ":"); ok {
 		wildcardPrincipal = kind + ":*"
 	}
-	allowed := false
+	allowed, guarded := false, false
 	for _, a := range z.byType[rt] {
-		if !resourceMatches(a, name) || (a.Principal != principal && a.Principal != wildcardPrincipal) ||
-			(a.Host != host && a.Host != Wildcard) {
+		if !resourceMatches(a, name) {
+			continue
+		}
+		guarded = true
+		if (a.Principal != principal && a.Principal != wildcardPrincipal) || (a.Host != host && a.Host != Wildcard) {
 			continue
 		}
 		switch {
@@ -253,7 +268,7 @@ func (z *Authorizer) Authorized(principal, host string, op Operation, rt Resourc
 			allowed = true
 		}
 	}
-	return allowed
+	return allowed || (!guarded && z.allowIfNoACL)
 }
 
 // implies reports whether an ALLOW for granted permits op.

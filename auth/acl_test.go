@@ -159,7 +159,7 @@ var authzCases = []struct {
 func TestAuthorizerKafkaCases(t *testing.T) {
 	for _, c := range authzCases {
 		t.Run(c.name, func(t *testing.T) {
-			z := NewAuthorizer(c.acls, c.supers)
+			z := NewAuthorizer(c.acls, Policy{SuperUsers: c.supers})
 			for _, q := range c.queries {
 				if got := z.Authorized(q.principal, q.host, q.op, q.rt, q.name); got != q.want {
 					t.Errorf("%s from %s: %s %s %q = %v, want %v", q.principal, q.host, q.op, q.rt, q.name, got, q.want)
@@ -170,6 +170,28 @@ func TestAuthorizerKafkaCases(t *testing.T) {
 	var nilAuthorizer *Authorizer
 	if nilAuthorizer.Authorized(alice, "h", OpRead, topic, "t") {
 		t.Fatal("nil authorizer allowed a request")
+	}
+}
+
+// With AllowEveryoneIfNoACL, a resource is open only while no ACL's
+// pattern matches it, whoever and whatever that ACL is for.
+func TestAllowEveryoneIfNoACL(t *testing.T) {
+	z := NewAuthorizer([]ACL{
+		allow(topic, "orders", lit, alice, "*", OpWrite),
+		deny(topic, "secret-", pre, bob, "*", OpRead),
+	}, Policy{AllowEveryoneIfNoACL: true})
+	for _, q := range []authzQuery{
+		{bob, "h", OpRead, topic, "free", true},         // no ACL matches: open
+		{bob, "h", OpAlter, ResourceCluster, "c", true}, // nor for another resource type
+		{alice, "h", OpWrite, topic, "orders", true},    // allowed by its ACL
+		{bob, "h", OpWrite, topic, "orders", false},     // guarded: alice's ACL matches the topic
+		{alice, "h", OpRead, topic, "orders", false},    // guarded: no ALLOW for Read
+		{alice, "h", OpRead, topic, "secret-x", false},  // guarded by bob's DENY
+		{bob, "h", OpRead, topic, "secret-x", false},    // DENY wins
+	} {
+		if got := z.Authorized(q.principal, q.host, q.op, q.rt, q.name); got != q.want {
+			t.Errorf("%s: %s %s %q = %v, want %v", q.principal, q.op, q.rt, q.name, got, q.want)
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/metadata"
 )
 
 // fetchReq builds a one-partition Fetch at the version the client
@@ -102,7 +104,7 @@ func TestFetchAnswers(t *testing.T) {
 		}
 	})
 	t.Run("current leader epoch", func(t *testing.T) {
-		e := leaderEpochOf(t, b, "f")
+		e := raiseLeaderEpoch(t, b, "f", metadata.TopicID(id))
 		for epoch, want := range map[int32]int16{-1: 0, e - 1: kerr.FencedLeaderEpoch.Code, e: 0, e + 1: kerr.UnknownLeaderEpoch.Code} {
 			req := newFetchReq("f", id, 0, 1, 0)
 			req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch

@@ -115,30 +115,29 @@ func (b *Broker) metadataForRequested(ctx context.Context, rc *requestContext, r
 	if !b.authz.allowedCluster(rc, auth.OpCreate) && !b.authz.allowedTopic(rc, auth.OpCreate, name) {
 		return errTopic(kerr.TopicAuthorizationFailed.Code)
 	}
-	t, err := b.autoCreateTopic(ctx, name)
-	if err != nil {
+	if err := b.autoCreateTopic(ctx, name); err != nil {
 		b.log.Warn("auto-creating topic", "topic", name, "err", err)
-		return errTopic(kerr.LeaderNotAvailable.Code) // retriable: the client asks again
 	}
-	return metadataTopic(t, view)
+	// As Kafka: a topic created by this request is answered without
+	// partitions and with a retriable error; the client asks again once
+	// leaders are elected.
+	return errTopic(kerr.LeaderNotAvailable.Code)
 }
 
 // autoCreateTopic creates name with the default partition count and
-// replication factor; losing a race to another creator is fine.
-func (b *Broker) autoCreateTopic(ctx context.Context, name string) (topicView, error) {
+// replication factor, without waiting for leaders; losing a race to another
+// creator is fine.
+func (b *Broker) autoCreateTopic(ctx context.Context, name string) error {
 	spec := topicSpec{name: name, partitions: b.cfg.DefaultPartitions, replicationFactor: b.cfg.DefaultReplicationFactor}
 	replicas, code, msg := placeReplicas(spec, b.liveBrks.view())
 	if code != 0 {
-		return topicView{}, errors.New(msg)
+		return errors.New(msg)
 	}
-	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{Name: name, Replicas: replicas})
-	if err != nil && !errors.Is(err, metadata.ErrTopicExists) {
-		return topicView{}, err
+	_, err := b.writeTopic(ctx, metadata.CreateTopicRequest{Name: name, Replicas: replicas})
+	if errors.Is(err, metadata.ErrTopicExists) {
+		_, err = b.loadTopicLocally(ctx, name)
 	}
-	if t, ok := b.parts.topic(name); ok {
-		return t, nil
-	}
-	return b.loadTopicLocally(ctx, name)
+	return err
 }
 
 // metadataTopic describes one known topic.

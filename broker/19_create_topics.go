@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,7 +43,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, rc *requestContext, kre
 		case !clusterCreate && !b.authz.allowedTopic(rc, auth.OpCreate, rt.Topic):
 			st = createTopicError(rt.Topic, kerr.TopicAuthorizationFailed.Code, "not authorized to create the topic")
 		default:
-			st = b.createOneTopic(ctx, rt, req.ValidateOnly)
+			st = b.createOneTopic(ctx, rt, req.ValidateOnly, time.Duration(req.TimeoutMillis)*time.Millisecond)
 			if st.ErrorCode == 0 && !b.authz.allowedTopic(rc, auth.OpDescribeConfigs, rt.Topic) {
 				st.Configs, st.ConfigErrorCode = nil, kerr.TopicAuthorizationFailed.Code
 			}
@@ -59,8 +60,9 @@ func createTopicError(name string, code int16, msg string) kmsg.CreateTopicsResp
 	return st
 }
 
-// createOneTopic validates and creates one topic.
-func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
+// createOneTopic validates and creates one topic, waiting at most timeout
+// for its leaders (none when timeout is 0, as Kafka).
+func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool, timeout time.Duration) kmsg.CreateTopicsResponseTopic {
 	spec, code, msg := topicSpecFromRequest(rt, b.cfg.DefaultPartitions, &b.parts)
 	if code != 0 {
 		return createTopicError(rt.Topic, code, msg)
@@ -71,10 +73,17 @@ func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequest
 	}
 	var id metadata.TopicID
 	if !validateOnly {
-		t, err := b.createTopic(ctx, metadata.CreateTopicRequest{Name: spec.name, Replicas: replicas, Configs: spec.configs})
+		t, elected, err := b.createTopic(ctx, metadata.CreateTopicRequest{Name: spec.name, Replicas: replicas, Configs: spec.configs}, timeout)
 		if err != nil {
 			code, msg := errorCode(err)
 			return createTopicError(rt.Topic, code, msg)
+		}
+		if !elected && timeout > 0 {
+			// As Kafka when the timeout passes: the topic exists, and
+			// clients see its partitions as LEADER_NOT_AVAILABLE until
+			// the controller elects their leaders.
+			return createTopicError(rt.Topic, kerr.RequestTimedOut.Code,
+				fmt.Sprintf("topic created, but its partitions had no leaders within the request's %v timeout", timeout))
 		}
 		id = t.ID
 	}
@@ -145,6 +154,9 @@ func configsFromRequest(cfgs []kmsg.CreateTopicsRequestTopicConfig) (map[string]
 		if _, dup := out[c.Name]; dup {
 			return nil, kerr.InvalidConfig.Code, fmt.Sprintf("config %q given twice", c.Name)
 		}
+		if metadata.IgnoredTopicConfig(c.Name) {
+			continue
+		}
 		out[c.Name] = *c.Value
 	}
 	if err := metadata.ValidateTopicConfigs(out); err != nil {
@@ -184,9 +196,21 @@ func placeReplicas(spec topicSpec, view brokerView) ([][]int32, int16, string) {
 	return replicas, 0, ""
 }
 
-// createTopic writes the topic to metadata and applies it locally before
-// returning (read-your-writes).
-func (b *Broker) createTopic(ctx context.Context, req metadata.CreateTopicRequest) (metadata.Topic, error) {
+// createTopic writes the topic to metadata, applies it locally and waits
+// (at most wait) until every partition has a leader, so that the topic is
+// usable when CreateTopics answers. It reports whether leaders were elected.
+func (b *Broker) createTopic(ctx context.Context, req metadata.CreateTopicRequest, wait time.Duration) (metadata.Topic, bool, error) {
+	t, err := b.writeTopic(ctx, req)
+	if err != nil {
+		return t, false, err
+	}
+	return t, b.parts.awaitLeaders(ctx, t.ID, 0, wait, &b.liveBrks, b.log), nil
+}
+
+// writeTopic writes the topic to metadata and applies it locally before
+// returning (read-your-writes); its partitions are leaderless until the
+// controller elects their leaders.
+func (b *Broker) writeTopic(ctx context.Context, req metadata.CreateTopicRequest) (metadata.Topic, error) {
 	t, err := b.store.CreateTopic(ctx, req)
 	if err != nil {
 		return metadata.Topic{}, err
@@ -194,7 +218,6 @@ func (b *Broker) createTopic(ctx context.Context, req metadata.CreateTopicReques
 	if err := b.parts.applyTopic(t, nil); err != nil {
 		return t, err
 	}
-	b.parts.awaitLeaders(ctx, t.ID, 0, &b.liveBrks, b.log)
 	b.log.Info("topic created", "topic", t.Name, "partitions", len(t.Replicas))
 	return t, nil
 }

@@ -123,20 +123,34 @@ func describedConfigs(entries []configEntry, names []string, req *kmsg.DescribeC
 	return out
 }
 
+// brokerConfigsWithoutDefault are the broker-level names of topic configs
+// that have no default value of their own in Kafka (it comes from a sibling,
+// e.g. log.retention.hours, or there is no broker config at all). Kafka lists
+// a broker synonym only where the broker config is set or has a default, so
+// a defaulted topic config with one of these names has no synonym.
+var brokerConfigsWithoutDefault = map[string]bool{
+	"log.retention.ms": true, "log.roll.ms": true, "log.roll.jitter.ms": true, "log.flush.interval.ms": true,
+	"leader.replication.throttled.replicas": true, "follower.replication.throttled.replicas": true,
+}
+
 // configSynonyms lists where the value could come from, highest precedence
-// first: the topic override, then the default.
+// first, as Kafka: the topic override, then the broker config with its
+// default, where Kafka has one.
 func configSynonyms(e configEntry) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 	syn := func(name, v string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 		s.Name, s.Value, s.Source = name, kmsg.StringPtr(v), src
 		return s
 	}
+	var broker []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+	if !brokerConfigsWithoutDefault[e.defaultName] {
+		broker = append(broker, syn(e.defaultName, e.defaultValue, kmsg.ConfigSourceDefaultConfig))
+	}
 	switch e.source {
 	case kmsg.ConfigSourceDynamicTopicConfig:
-		return []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
-			syn(e.name, e.value, e.source), syn(e.defaultName, e.defaultValue, kmsg.ConfigSourceDefaultConfig)}
+		return append([]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn(e.name, e.value, e.source)}, broker...)
 	case kmsg.ConfigSourceDefaultConfig:
-		return []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn(e.defaultName, e.defaultValue, e.source)}
+		return broker
 	}
 	return []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn(e.name, e.value, e.source)}
 }

@@ -25,6 +25,9 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, rc *requestContext, kre
 		code, msg := b.authz.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
 		var mutate func(map[string]string) error
 		if code == 0 {
+			code, msg = b.unknownTopicCode(rr.ResourceType, rr.ResourceName)
+		}
+		if code == 0 {
 			mutate, code, msg = replaceConfigs(rr)
 		}
 		if code == 0 {
@@ -51,6 +54,9 @@ func replaceConfigs(rr kmsg.AlterConfigsRequestResource) (func(map[string]string
 		}
 		if _, dup := next[c.Name]; dup {
 			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("config %q given twice", c.Name)
+		}
+		if metadata.IgnoredTopicConfig(c.Name) {
+			continue
 		}
 		next[c.Name] = *c.Value
 	}

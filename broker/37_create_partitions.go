@@ -63,7 +63,7 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	if err := b.parts.applyTopic(updated, nil); err != nil {
 		return errorCode(err)
 	}
-	b.parts.awaitLeaders(ctx, updated.ID, current, &b.liveBrks, b.log)
+	b.parts.awaitLeaders(ctx, updated.ID, current, leaderElectionWait, &b.liveBrks, b.log)
 	b.log.Info("partitions added", "topic", rt.Topic, "partitions", len(updated.Replicas))
 	return 0, ""
 }

@@ -27,6 +27,9 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *requestC
 		code, msg := b.authz.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
 		var mutate func(map[string]string) error
 		if code == 0 {
+			code, msg = b.unknownTopicCode(rr.ResourceType, rr.ResourceName)
+		}
+		if code == 0 {
 			mutate, code, msg = incrementalAlter(rr)
 		}
 		if code == 0 {
@@ -58,11 +61,26 @@ func incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource) (func(map[
 	}
 	mutate := func(m map[string]string) error {
 		for _, c := range rr.Configs {
-			applyIncrementalOp(m, c)
+			if !metadata.IgnoredTopicConfig(c.Name) {
+				applyIncrementalOp(m, c)
+			}
 		}
 		return metadata.ValidateTopicConfigs(m)
 	}
 	return mutate, 0, ""
+}
+
+// unknownTopicCode is UNKNOWN_TOPIC_OR_PARTITION for a topic resource that
+// does not exist: as Kafka, existence is checked before the configs, so a
+// missing topic is never reported as an invalid config.
+func (b *Broker) unknownTopicCode(typ kmsg.ConfigResourceType, name string) (int16, string) {
+	if typ != kmsg.ConfigResourceTypeTopic || validateTopicName(name) != nil {
+		return 0, ""
+	}
+	if _, ok := b.parts.topic(name); !ok {
+		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
+	}
+	return 0, ""
 }
 
 // checkAlterResource: topics can be altered; broker configs are static.
@@ -81,6 +99,9 @@ func checkAlterResource(typ kmsg.ConfigResourceType, name string) (int16, string
 
 // checkIncrementalOp validates one op before anything is changed.
 func checkIncrementalOp(c kmsg.IncrementalAlterConfigsRequestResourceConfig) (int16, string) {
+	if metadata.IgnoredTopicConfig(c.Name) {
+		return 0, ""
+	}
 	if _, ok := metadata.LookupTopicConfig(c.Name); !ok {
 		return kerr.InvalidConfig.Code, fmt.Sprintf("unknown topic config %q", c.Name)
 	}

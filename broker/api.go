@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/broker/listeners"
 	"github.com/strata-log/strata/broker/txn"
@@ -130,6 +131,10 @@ type Config struct {
 	// with auto.leader.rebalance.enable): how often the controller moves
 	// leadership back to preferred replicas. Default 5m; negative: never.
 	LeaderRebalanceInterval time.Duration
+	// ControllerDebounce is how long the active controller waits after a
+	// metadata change before it plans (controller.Config.Debounce).
+	// Default 50ms.
+	ControllerDebounce time.Duration
 	// Security and hardening (listeners.go; SASL and connection limits in broker/wire).
 	//
 	// Listeners are the named listeners (Kafka's listeners,
@@ -150,6 +155,9 @@ type Config struct {
 	InterBrokerSASL InterBrokerSASL
 	// SuperUsers (super.users) are principals allowed everything.
 	SuperUsers []string
+	// AllowEveryoneIfNoACL (allow.everyone.if.no.acl.found): with the
+	// authorizer on, a resource that no ACL matches is open to everyone.
+	AllowEveryoneIfNoACL bool
 	// Authorizer turns ACL authorization on (authorizer.class.name set):
 	// requests are denied unless an ACL allows them.
 	Authorizer bool
@@ -403,7 +411,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.initReplicaShell()
 	b.quotas.Attach(store, b.lifetime, b.log)
-	b.authz.Configure(cfg.Authorizer, cfg.SuperUsers, store, b.log)
+	b.authz.Configure(cfg.Authorizer, auth.Policy{SuperUsers: cfg.SuperUsers, AllowEveryoneIfNoACL: cfg.AllowEveryoneIfNoACL}, store, b.log)
 	return b, nil
 }
 
@@ -469,8 +477,8 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	b.liveBrks.refresh(ctx, b.store, b.log)
 	ctrl, err := controller.Start(b.lifetime, controller.Config{
 		NodeID: b.cfg.NodeID, Store: b.store, SessionTTL: time.Duration(b.cfg.RegistrationTTL) * time.Second,
-		RebalanceInterval: b.cfg.LeaderRebalanceInterval,
-		Logger:            b.cfg.Logger,
+		RebalanceInterval: b.cfg.LeaderRebalanceInterval, Debounce: b.cfg.ControllerDebounce,
+		Logger: b.cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: controller: %w", err)

@@ -155,6 +155,30 @@ func TestAuthorizerOnDeniesByDefault(t *testing.T) {
 	}
 }
 
+// TestAllowEveryoneIfNoACLFound: with allow.everyone.if.no.acl.found, a
+// topic that no ACL names is open to anyone; once an ACL names it, only
+// what the ACLs allow gets through.
+func TestAllowEveryoneIfNoACLFound(t *testing.T) {
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), func(c *Config) {
+		c.Authorizer, c.AllowEveryoneIfNoACL, c.SuperUsers = true, true, []string{testSuperUser}
+	})
+	createTopicAs(t, tb, "unguarded")
+	createTopicAs(t, tb, "guarded")
+	if code := produceAs(t, tb.b, anonymousPrincipal, "unguarded"); code != 0 {
+		t.Fatalf("anonymous produce to a topic without ACLs: %v", kerr.ErrorForCode(code))
+	}
+	allowTopic(t, tb, "User:alice", "guarded", auth.OpWrite)
+	if code := produceAs(t, tb.b, "User:alice", "guarded"); code != 0 {
+		t.Fatalf("alice produce with her ACL: %v", kerr.ErrorForCode(code))
+	}
+	if code := produceAs(t, tb.b, anonymousPrincipal, "guarded"); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("anonymous produce to a topic with ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	if code := produceAs(t, tb.b, anonymousPrincipal, "unguarded"); code != 0 {
+		t.Fatalf("anonymous produce to the topic still without ACLs: %v", kerr.ErrorForCode(code))
+	}
+}
+
 // TestProduceButNotConsume: a principal allowed to Write a topic, not to
 // Read it, can produce and cannot fetch, commit offsets or join a group.
 func TestProduceButNotConsume(t *testing.T) {

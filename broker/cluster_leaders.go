@@ -114,17 +114,18 @@ func (b *Broker) handOverLeadership(ctx context.Context) {
 // may itself be starting over (embedded etcd, a new session).
 const ownElectionWait = 15 * time.Second
 
-// leaderElectionWait bounds how long CreateTopics and CreatePartitions wait
-// for the controller to elect the new partitions' leaders.
+// leaderElectionWait bounds how long internal topic creation, restore and a
+// CreatePartitions without a timeout wait for the controller to elect the
+// new partitions' leaders.
 const leaderElectionWait = 5 * time.Second
 
 // awaitLeaders waits until every partition of the topic from index from on
 // has an elected leader that live serves in this mirror, so a client that
 // creates a topic can produce at once (Kafka answers CreateTopics after
-// the controller set the leaders). It gives up after leaderElectionWait or
-// when ctx ends: clients then see LEADER_NOT_AVAILABLE and retry.
-func (m *partitionManager) awaitLeaders(ctx context.Context, id metadata.TopicID, from int, live *liveBrokers, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, leaderElectionWait)
+// the controller set the leaders). It reports false if wait passes or ctx
+// ends first: clients then see LEADER_NOT_AVAILABLE and retry.
+func (m *partitionManager) awaitLeaders(ctx context.Context, id metadata.TopicID, from int, wait time.Duration, live *liveBrokers, log *slog.Logger) bool {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -132,17 +133,18 @@ func (m *partitionManager) awaitLeaders(ctx context.Context, id metadata.TopicID
 		select {
 		case <-ctx.Done():
 			log.Warn("partitions still without leaders; clients will retry", "topic_id", id.String())
-			return
+			return false
 		case <-tick.C:
 		}
 	}
+	return true
 }
 
 // leadersElected: every partition of topic id from index from on has a
 // leader that view serves (brokerView.leaderOf).
 func (m *partitionManager) leadersElected(id metadata.TopicID, from int, view brokerView) bool {
 	t, ok := m.topicByID(id)
-	if !ok {
+	if !ok || len(t.states) < len(t.topic.Replicas) {
 		return false
 	}
 	for i := from; i < len(t.states); i++ {

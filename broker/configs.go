@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -59,29 +61,89 @@ func (c *Config) topicDefaults() map[string]string {
 	return map[string]string{"tier.upload.max.lag.ms": strconv.FormatInt(c.Tier.UploadMaxLagMs(), 10)}
 }
 
-// brokerConfigEntries lists this broker's static, read-only configs.
+// brokerConfig is one broker config DescribeConfigs lists: its Kafka name,
+// type and documentation, and how to read its value from the Config (after
+// defaults).
+type brokerConfig struct {
+	name  string
+	typ   metadata.ConfigType
+	doc   string
+	value func(c *Config, advertised metadata.BrokerInfo) string
+}
+
+func msOf(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// brokerConfigs are the broker configs Strata has, under their Kafka names,
+// in name order. All are static: set by strata serve flags.
+var brokerConfigs = []brokerConfig{
+	{"advertised.listeners", metadata.ConfigString, "Listener address given to clients in Metadata.",
+		func(_ *Config, a metadata.BrokerInfo) string { return fmt.Sprintf("PLAINTEXT://%s:%d", a.Host, a.Port) }},
+	{"allow.everyone.if.no.acl.found", metadata.ConfigBoolean, "With the authorizer on, a resource that no ACL matches is open to everyone.",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.FormatBool(c.AllowEveryoneIfNoACL) }},
+	{"auto.create.topics.enable", metadata.ConfigBoolean, "Create a topic when a client's Metadata request names one that does not exist.",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.FormatBool(!c.DisableAutoCreateTopics) }},
+	{"broker.id", metadata.ConfigInt, "This broker's id (the same as node.id).",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(int(c.NodeID)) }},
+	{"controlled.shutdown.timeout.ms", metadata.ConfigLong, "How long a shutdown waits for the controller to move this broker's leaderships away.",
+		func(c *Config, _ metadata.BrokerInfo) string { return msOf(c.ControlledShutdownTimeout) }},
+	{"default.replication.factor", metadata.ConfigInt, "Replication factor of automatically created topics.",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(int(c.DefaultReplicationFactor)) }},
+	{"leader.imbalance.check.interval.seconds", metadata.ConfigLong, "How often the controller moves leadership back to preferred replicas (negative: never).",
+		func(c *Config, _ metadata.BrokerInfo) string {
+			return strconv.FormatInt(int64(c.LeaderRebalanceInterval/time.Second), 10)
+		}},
+	{"listeners", metadata.ConfigString, "Address the Kafka listener binds.",
+		func(c *Config, _ metadata.BrokerInfo) string { return "PLAINTEXT://" + c.Listen }},
+	{"log.cleaner.backoff.ms", metadata.ConfigLong, "How long the log cleaner sleeps when there is no log to clean.",
+		func(c *Config, _ metadata.BrokerInfo) string { return msOf(c.Cleaner.Backoff) }},
+	{"log.cleaner.dedupe.buffer.size", metadata.ConfigLong, "Memory for the log cleaner's key offset map.",
+		func(c *Config, _ metadata.BrokerInfo) string {
+			return strconv.FormatInt(c.Cleaner.DedupeBufferBytes, 10)
+		}},
+	{"log.cleaner.enable", metadata.ConfigBoolean, "Run the log cleaner for topics with cleanup.policy=compact.",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.FormatBool(!c.Cleaner.Disable) }},
+	{"log.cleaner.io.max.bytes.per.second", metadata.ConfigDouble, "Bytes per second the log cleaner may read and write (0: unlimited).",
+		func(c *Config, _ metadata.BrokerInfo) string {
+			return strconv.FormatInt(c.Cleaner.IOBytesPerSecond, 10)
+		}},
+	{"log.dirs", metadata.ConfigString, "Directory of this broker's local logs.",
+		func(c *Config, _ metadata.BrokerInfo) string { return c.DataDir }},
+	{"log.retention.check.interval.ms", metadata.ConfigLong, "How often retention deletes eligible segments.",
+		func(c *Config, _ metadata.BrokerInfo) string { return msOf(c.RetentionCheckInterval) }},
+	{"max.connections", metadata.ConfigInt, "Open client connections of the broker (0: unlimited).",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(c.MaxConnections) }},
+	{"max.connections.per.ip", metadata.ConfigInt, "Open connections from one IP address (0: unlimited).",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(c.MaxConnectionsPerIP) }},
+	{"node.id", metadata.ConfigInt, "This broker's id.",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(int(c.NodeID)) }},
+	{"num.partitions", metadata.ConfigInt, "Partition count of automatically created topics and of CreateTopics without one.",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(int(c.DefaultPartitions)) }},
+	{"offsets.topic.replication.factor", metadata.ConfigShort, "Replication factor of the internal offsets and transaction topics.",
+		func(c *Config, _ metadata.BrokerInfo) string {
+			return strconv.Itoa(int(c.OffsetsTopicReplicationFactor))
+		}},
+	{"queued.max.request.bytes", metadata.ConfigLong, "Bytes of requests read and not yet handled, across connections (0 or negative: unlimited).",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.FormatInt(c.QueuedMaxRequestBytes, 10) }},
+	{"replica.fetch.wait.max.ms", metadata.ConfigInt, "How long a follower's fetch waits at the leader for new data.",
+		func(c *Config, _ metadata.BrokerInfo) string { return msOf(c.ReplicaFetchMaxWait) }},
+	{"replica.lag.time.max.ms", metadata.ConfigLong, "How long a follower may lag before it leaves the ISR.",
+		func(c *Config, _ metadata.BrokerInfo) string { return msOf(c.ReplicaLagTimeMax) }},
+	{"socket.request.max.bytes", metadata.ConfigInt, "Largest request the broker reads.",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(int(c.SocketRequestMaxBytes)) }},
+	{"super.users", metadata.ConfigList, "Principals allowed everything when the authorizer is on.",
+		func(c *Config, _ metadata.BrokerInfo) string { return strings.Join(c.SuperUsers, ";") }},
+}
+
+// brokerConfigEntries lists this broker's static, read-only configs, each
+// with its documentation.
 func brokerConfigEntries(cfg *Config, advertised metadata.BrokerInfo) []configEntry {
-	str := func(name, v string) configEntry {
-		return configEntry{name: name, value: v, configType: kmsg.ConfigType(metadata.ConfigString)}
-	}
-	num := func(name string, v int64, t metadata.ConfigType) configEntry {
-		return configEntry{name: name, value: strconv.FormatInt(v, 10), configType: kmsg.ConfigType(t)}
-	}
-	listener := fmt.Sprintf("PLAINTEXT://%s:%d", advertised.Host, advertised.Port)
-	entries := []configEntry{
-		{name: "auto.create.topics.enable", value: strconv.FormatBool(!cfg.DisableAutoCreateTopics), configType: kmsg.ConfigType(metadata.ConfigBoolean)},
-		num("broker.id", int64(cfg.NodeID), metadata.ConfigInt),
-		str("advertised.listeners", listener),
-		num("default.replication.factor", 1, metadata.ConfigInt),
-		str("listeners", "PLAINTEXT://"+cfg.Listen),
-		str("log.dirs", cfg.DataDir),
-		num("log.retention.check.interval.ms", cfg.RetentionCheckInterval.Milliseconds(), metadata.ConfigLong),
-		num("node.id", int64(cfg.NodeID), metadata.ConfigInt),
-		num("num.partitions", int64(cfg.DefaultPartitions), metadata.ConfigInt),
-		num("socket.request.max.bytes", int64(cfg.SocketRequestMaxBytes), metadata.ConfigInt),
+	entries := make([]configEntry, 0, len(brokerConfigs)+1)
+	for _, bc := range brokerConfigs {
+		entries = append(entries, configEntry{name: bc.name, value: bc.value(cfg, advertised), configType: kmsg.ConfigType(bc.typ), doc: bc.doc})
 	}
 	if cfg.Rack != "" {
-		entries = append(entries, str("broker.rack", cfg.Rack))
+		entries = append(entries, configEntry{name: "broker.rack", value: cfg.Rack, configType: kmsg.ConfigType(metadata.ConfigString),
+			doc: "Rack of this broker, for rack-aware replica placement."})
 	}
 	for i := range entries {
 		entries[i].source, entries[i].readOnly = kmsg.ConfigSourceStaticBrokerConfig, true

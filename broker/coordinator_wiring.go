@@ -78,10 +78,10 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, it internalTopic) (top
 	}
 	rf := min(int(b.cfg.OffsetsTopicReplicationFactor), len(b.liveBrks.all()))
 	replicas := controller.Assign(b.liveBrks.all(), 0, int(it.keys.Partitions()), rf)
-	_, err := b.createTopic(ctx, metadata.CreateTopicRequest{
+	_, _, err := b.createTopic(ctx, metadata.CreateTopicRequest{
 		Name: it.name, Replicas: replicas, Internal: true,
 		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(it.segmentBytes)},
-	})
+	}, leaderElectionWait)
 	if err != nil && !errors.Is(err, metadata.ErrTopicExists) {
 		return topicView{}, err
 	}

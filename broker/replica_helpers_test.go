@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/internal/testkit"
+	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/recordbatch"
 )
 
@@ -74,4 +76,33 @@ func sameLog(t *testing.T, a, b *hotlog.Log, from int64) {
 		h, _ := recordbatch.ParseHeader(x)
 		off = h.LastOffset() + 1
 	}
+}
+
+// raiseLeaderEpoch writes partition 0 of the topic with the same leader at
+// the next leader epoch, as a re-election would, and waits until b leads
+// it at that epoch. Tests of "an older epoch" need one: a new partition
+// starts at epoch 0.
+func raiseLeaderEpoch(t *testing.T, b *Broker, topic string, id metadata.TopicID) int32 {
+	t.Helper()
+	ctx := testCtx(t)
+	var next int32
+	for {
+		states, err := b.store.PartitionStates(ctx, id)
+		if err != nil || len(states) == 0 {
+			t.Fatalf("partition states: %v", err)
+		}
+		st := states[0]
+		st.LeaderEpoch++
+		next = st.LeaderEpoch
+		if _, err = b.store.CASPartitionState(ctx, id, 0, st); err == nil {
+			break
+		} else if !errors.Is(err, metadata.ErrCASFailed) {
+			t.Fatal(err)
+		}
+	}
+	testkit.WaitFor(t, 20*time.Second, "leader at the raised epoch", func() bool {
+		p, code := b.parts.lookup(topic, 0)
+		return code == 0 && p.isLeader() && p.leaderEpoch() == next
+	})
+	return next
 }

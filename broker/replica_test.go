@@ -217,7 +217,7 @@ func TestISRShrinkAndMinInsyncReplicas(t *testing.T) {
 
 func TestFollowerFetchErrors(t *testing.T) {
 	rig := newReplicaRig(t, hotlog.DurabilityReplication, []int32{1, fakeFollower}, nil)
-	epoch := rig.epoch(t)
+	epoch := raiseLeaderEpoch(t, rig.b, rig.topic, rig.id)
 	produceRaw(t, rig.b, rig.topic, 1, buildBatch(batchSpec{records: 2, timestamp: 1}))
 	tests := []struct {
 		name    string
@@ -242,7 +242,7 @@ func TestFollowerFetchErrors(t *testing.T) {
 
 func TestOffsetForLeaderEpochFromFollower(t *testing.T) {
 	rig := newReplicaRig(t, hotlog.DurabilityReplication, []int32{1, fakeFollower}, nil)
-	epoch := rig.epoch(t)
+	epoch := raiseLeaderEpoch(t, rig.b, rig.topic, rig.id)
 	ask := func(requested int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 		req.ReplicaID = fakeFollower

@@ -84,7 +84,7 @@ func (b *Broker) RestoreTopic(ctx context.Context, req RestoreTopicRequest) (Res
 	if _, err := b.loadTopicLocally(ctx, t.Name); err != nil {
 		return RestoreResult{}, err
 	}
-	b.parts.awaitLeaders(ctx, t.ID, 0, &b.liveBrks, b.log)
+	b.parts.awaitLeaders(ctx, t.ID, 0, leaderElectionWait, &b.liveBrks, b.log)
 	b.log.Info("topic restored from the bucket", "topic", t.Name, "topic_id", t.ID.String(),
 		"partitions", len(t.Replicas), "entries", len(mreq.Entries))
 	return RestoreResult{Name: t.Name, TopicID: t.ID.String(), Partitions: int32(len(t.Replicas)), Replicas: t.Replicas}, nil

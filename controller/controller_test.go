@@ -137,17 +137,17 @@ func runControllerScenario(t *testing.T, endpoints []string) {
 		t.Fatal(err)
 	}
 	waitState(t, admin, topic.ID, "broker 1 elected with its epoch", func(st metadata.PartitionState) bool {
-		return st.Leader == 1 && st.LeaderBrokerEpoch == reg1.Epoch && st.LeaderEpoch == 1 && slices.Equal(st.ISR, []int32{1, 2})
+		return st.Leader == 1 && st.LeaderBrokerEpoch == reg1.Epoch && st.LeaderEpoch == 0 && slices.Equal(st.ISR, []int32{1, 2})
 	})
 
 	revoke1()
 	waitState(t, admin, topic.ID, "failover to broker 2", func(st metadata.PartitionState) bool {
-		return st.Leader == 2 && st.LeaderBrokerEpoch == reg2.Epoch && st.LeaderEpoch == 2 && slices.Equal(st.ISR, []int32{2})
+		return st.Leader == 2 && st.LeaderBrokerEpoch == reg2.Epoch && st.LeaderEpoch == 1 && slices.Equal(st.ISR, []int32{2})
 	})
 
 	restarted, _ := register(t, admin, 2) // a restart: a new registration replaces the old
 	waitState(t, admin, topic.ID, "restarted leader re-elected with a raised epoch", func(st metadata.PartitionState) bool {
-		return st.Leader == 2 && st.LeaderBrokerEpoch == restarted.Epoch && st.LeaderEpoch == 3
+		return st.Leader == 2 && st.LeaderBrokerEpoch == restarted.Epoch && st.LeaderEpoch == 2
 	})
 
 	candidates[first].Close()
@@ -158,7 +158,7 @@ func runControllerScenario(t *testing.T, endpoints []string) {
 	activeOf(t, candidates[other])
 	again, _ := register(t, admin, 2)
 	waitState(t, admin, topic.ID, "the new controller acts", func(st metadata.PartitionState) bool {
-		return st.Leader == 2 && st.LeaderBrokerEpoch == again.Epoch && st.LeaderEpoch == 4
+		return st.Leader == 2 && st.LeaderBrokerEpoch == again.Epoch && st.LeaderEpoch == 3
 	})
 
 	testSessionLoss(t, admin, candidates[other], topic.ID)
@@ -183,7 +183,7 @@ func testSessionLoss(t *testing.T, admin *metadata.Store, c *Controller, id meta
 	})
 	reg, _ := register(t, admin, 2)
 	waitState(t, admin, id, "acting after the session loss", func(st metadata.PartitionState) bool {
-		return st.Leader == 2 && st.LeaderBrokerEpoch == reg.Epoch && st.LeaderEpoch == 5
+		return st.Leader == 2 && st.LeaderBrokerEpoch == reg.Epoch && st.LeaderEpoch == 4
 	})
 }
 
@@ -202,12 +202,12 @@ func TestControllerDrainAndUnclean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, admin, clean.ID, "broker 1 leads", func(st metadata.PartitionState) bool { return st.Leader == 1 && st.LeaderEpoch == 1 })
+	waitState(t, admin, clean.ID, "broker 1 leads", func(st metadata.PartitionState) bool { return st.Leader == 1 && st.LeaderBrokerEpoch == reg1.Epoch && st.LeaderEpoch == 0 })
 	if err := admin.SetDraining(ctx, reg1); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, admin, clean.ID, "leadership leaves the draining broker", func(st metadata.PartitionState) bool {
-		return st.Leader == 2 && st.LeaderBrokerEpoch == reg2.Epoch && st.LeaderEpoch == 2 && slices.Equal(st.ISR, []int32{2})
+		return st.Leader == 2 && st.LeaderBrokerEpoch == reg2.Epoch && st.LeaderEpoch == 1 && slices.Equal(st.ISR, []int32{2})
 	})
 	revoke1()
 	register(t, admin, 3)
@@ -233,7 +233,7 @@ func TestControllerDrainAndUnclean(t *testing.T) {
 	admin.Close() // ends every registration made through it: 2 and 3 both go
 	checker := openStore(t, endpoints, "drain")
 	waitState(t, checker, clean.ID, "clean topic leaderless", func(st metadata.PartitionState) bool {
-		return st.Leader == -1 && st.LeaderEpoch == 3 && slices.Equal(st.ISR, []int32{2})
+		return st.Leader == -1 && st.LeaderEpoch == 2 && slices.Equal(st.ISR, []int32{2})
 	})
 	reg3b, _ := register(t, checker, 3)
 	waitState(t, checker, loose.ID, "unclean election of broker 3", func(st metadata.PartitionState) bool {

@@ -84,7 +84,9 @@
 //     restarted leader is eligible again: re-electing it is a leader
 //     change too. Every leader change (another broker, the same broker
 //     with a new Epoch, or -1) raises LeaderEpoch by 1 and sets
-//     LeaderBrokerEpoch to the new leader's Epoch (0 for -1). An initial
+//     LeaderBrokerEpoch to the new leader's Epoch (0 for -1), except the
+//     first election of an initial state, which keeps LeaderEpoch 0 (a new
+//     Kafka partition starts at leader epoch 0; nobody led epoch 0). An initial
 //     state that would get leader -1 is left unwritten: it is leaderless
 //     already.
 //  2. ISR shrink: members that are not live or are draining leave the ISR,

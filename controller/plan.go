@@ -46,7 +46,7 @@ func (c Change) String() string {
 	} else {
 		fmt.Fprintf(&b, " leader %d", c.New.Leader)
 	}
-	if c.Old.LeaderEpoch != c.New.LeaderEpoch {
+	if c.Old.LeaderEpoch != c.New.LeaderEpoch || c.Old.LeaderBrokerEpoch != c.New.LeaderBrokerEpoch {
 		fmt.Fprintf(&b, " epoch %d→%d (broker epoch %d→%d)", c.Old.LeaderEpoch, c.New.LeaderEpoch,
 			c.Old.LeaderBrokerEpoch, c.New.LeaderBrokerEpoch)
 	}
@@ -174,7 +174,9 @@ func elect(st metadata.PartitionState, live liveness, unclean bool) (leader int3
 }
 
 // setLeader records a leader change: every change of leader or of its
-// registration raises the leader epoch.
+// registration raises the leader epoch, except the first claim of an
+// initial state (Version 0: never written, so never led), which keeps epoch
+// 0 as a new Kafka partition does.
 func setLeader(st *metadata.PartitionState, leader int32, live liveness) {
 	brokerEpoch := int64(0)
 	if leader >= 0 {
@@ -183,8 +185,11 @@ func setLeader(st *metadata.PartitionState, leader int32, live liveness) {
 	if leader == st.Leader && brokerEpoch == st.LeaderBrokerEpoch {
 		return
 	}
+	firstClaim := st.Version == 0 && st.LeaderBrokerEpoch == 0
 	st.Leader, st.LeaderBrokerEpoch = leader, brokerEpoch
-	st.LeaderEpoch++
+	if !firstClaim {
+		st.LeaderEpoch++
+	}
 }
 
 // shrinkISR drops dead and draining members except the (new) leader. The

@@ -58,14 +58,14 @@ var planCases = []struct {
 		[]metadata.BrokerInfo{broker(1, 101), broker(2, 200)},
 		oneTopic(nil, state(1, 3, 100, ids(1, 2), ids(2))),
 		[]string{"t/0 v7: leader 1→2 epoch 3→4 (broker epoch 100→200): leader 1 re-registered; elected 2 from the ISR"}},
-	{"initial state: first replica elected, epoch 0→1",
+	{"initial state: first replica elected, epoch stays 0",
 		[]metadata.BrokerInfo{broker(1, 100), broker(2, 200)},
 		oneTopic(nil, metadata.InitialPartitionState(ids(1, 2))),
-		[]string{"t/0 v0: leader 1 epoch 0→1 (broker epoch 0→100): leader 1 never elected (initial state); elected 1 from the ISR"}},
+		[]string{"t/0 v0: leader 1 epoch 0→0 (broker epoch 0→100): leader 1 never elected (initial state); elected 1 from the ISR"}},
 	{"initial state, first replica not registered",
 		[]metadata.BrokerInfo{broker(2, 200)},
 		oneTopic(nil, metadata.InitialPartitionState(ids(1, 2))),
-		[]string{"t/0 v0: leader 1→2 epoch 0→1 (broker epoch 0→200) isr [1 2]→[2]: leader 1 not registered; elected 2 from the ISR; isr drops [1] (not registered or draining)"}},
+		[]string{"t/0 v0: leader 1→2 epoch 0→0 (broker epoch 0→200) isr [1 2]→[2]: leader 1 not registered; elected 2 from the ISR; isr drops [1] (not registered or draining)"}},
 	{"initial state, no replica registered: left unwritten",
 		[]metadata.BrokerInfo{broker(3, 300)},
 		oneTopic(nil, metadata.InitialPartitionState(ids(1, 2))),
@@ -196,8 +196,12 @@ func checkChange(t *testing.T, c Change, live liveness, unclean bool, round, i i
 		fail("epoch went down")
 	}
 	leaderChanged := n.Leader != c.Old.Leader || n.LeaderBrokerEpoch != c.Old.LeaderBrokerEpoch
-	if leaderChanged != (n.LeaderEpoch == c.Old.LeaderEpoch+1) {
-		fail("epoch must rise by one exactly at a leader change")
+	firstClaim := c.Old.Version == 0 && c.Old.LeaderBrokerEpoch == 0
+	if wantRise := leaderChanged && !firstClaim; wantRise != (n.LeaderEpoch == c.Old.LeaderEpoch+1) {
+		fail("epoch must rise by one exactly at a leader change other than an initial state's first election")
+	}
+	if firstClaim && n.LeaderEpoch != c.Old.LeaderEpoch {
+		fail("the first election of an initial state must keep its epoch")
 	}
 	if n.Leader >= 0 {
 		if !slices.Contains(n.ISR, n.Leader) || n.LeaderBrokerEpoch != live[n.Leader].Epoch || !live.live(n.Leader) {

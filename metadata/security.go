@@ -93,18 +93,44 @@ func decodeScram(mech string, value []byte) (auth.ScramCredential, error) {
 // PutScramCredential stores (creates or replaces) user's credential for
 // c.Mechanism.
 func (s *Store) PutScramCredential(ctx context.Context, user string, c auth.ScramCredential) error {
-	if !validSecurityName(user) {
-		return fmt.Errorf("%w: SCRAM user name must be 1..%d bytes of UTF-8", ErrInvalidConfig, maxSecurityName)
-	}
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	value, err := json.Marshal(scramRecord{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey})
+	key, value, err := s.scramRecord(user, c)
 	if err != nil {
 		return err
 	}
-	_, err = s.txn(ctx, nil, []clientv3.Op{clientv3.OpPut(s.keys.scramUser(user)+c.Mechanism, string(value))})
+	_, err = s.txn(ctx, nil, []clientv3.Op{clientv3.OpPut(key, value)})
 	return err
+}
+
+// CreateScramCredential stores user's credential for c.Mechanism only if
+// there is none, in one etcd transaction: concurrent creators (brokers
+// starting together) and a credential set meanwhile by an administrator
+// are never overwritten. created reports whether this call stored it.
+func (s *Store) CreateScramCredential(ctx context.Context, user string, c auth.ScramCredential) (created bool, err error) {
+	key, value, err := s.scramRecord(user, c)
+	if err != nil {
+		return false, err
+	}
+	tr, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+		[]clientv3.Op{clientv3.OpPut(key, value)})
+	if err != nil {
+		return false, err
+	}
+	return tr.Succeeded, nil
+}
+
+// scramRecord validates a credential and returns its key and value.
+func (s *Store) scramRecord(user string, c auth.ScramCredential) (key, value string, err error) {
+	if !validSecurityName(user) {
+		return "", "", fmt.Errorf("%w: SCRAM user name must be 1..%d bytes of UTF-8", ErrInvalidConfig, maxSecurityName)
+	}
+	if err := c.Validate(); err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	b, err := json.Marshal(scramRecord{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey})
+	if err != nil {
+		return "", "", err
+	}
+	return s.keys.scramUser(user) + c.Mechanism, string(b), nil
 }
 
 // DeleteScramCredential deletes user's credential for mech; ErrNotFound if

@@ -325,6 +325,16 @@ var topicConfigDefs = []ConfigDef{
 // returned slice is a copy.
 func TopicConfigDefs() []ConfigDef { return slices.Clone(topicConfigDefs) }
 
+// ignoredTopicConfigs are topic configs that Kafka 4 accepts in
+// CreateTopics and AlterConfigs and ignores (older tools still set them).
+var ignoredTopicConfigs = map[string]bool{
+	"message.format.version": true,
+}
+
+// IgnoredTopicConfig reports whether name is accepted with any value and
+// then dropped: it is neither validated nor stored nor described.
+func IgnoredTopicConfig(name string) bool { return ignoredTopicConfigs[name] }
+
 // LookupTopicConfig finds a config by Kafka name.
 func LookupTopicConfig(name string) (ConfigDef, bool) {
 	i, found := slices.BinarySearchFunc(topicConfigDefs, name, func(d ConfigDef, n string) int {

@@ -61,19 +61,20 @@ func (s *Snapshot) ACLs() []auth.ACL { return s.acls }
 // other fields are set by Configure before any check and read-only
 // afterwards.
 type Checker struct {
-	on         bool
-	superUsers []string
-	store      Store
-	log        *slog.Logger
+	on     bool
+	policy auth.Policy
+	store  Store
+	log    *slog.Logger
 
 	current atomic.Pointer[Snapshot]
 }
 
 // Configure sets what the checker checks against: on turns authorization
-// on (Kafka's authorizer.class.name set), superUsers are allowed
-// everything. REQUIRES: called once, before any check.
-func (z *Checker) Configure(on bool, superUsers []string, store Store, log *slog.Logger) {
-	z.on, z.superUsers, z.store, z.log = on, superUsers, store, log
+// on (Kafka's authorizer.class.name set); policy names the super users and
+// whether resources without ACLs are open. REQUIRES: called once, before
+// any check.
+func (z *Checker) Configure(on bool, policy auth.Policy, store Store, log *slog.Logger) {
+	z.on, z.policy, z.store, z.log = on, policy, store, log
 }
 
 // Snapshot returns the current snapshot; before the first load an empty
@@ -82,7 +83,7 @@ func (z *Checker) Snapshot() *Snapshot {
 	if s := z.current.Load(); s != nil {
 		return s
 	}
-	s := &Snapshot{z: auth.NewAuthorizer(nil, z.superUsers)}
+	s := &Snapshot{z: auth.NewAuthorizer(nil, z.policy)}
 	z.current.CompareAndSwap(nil, s)
 	return z.current.Load()
 }
@@ -242,7 +243,7 @@ func (z *Checker) Reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	next := &Snapshot{z: auth.NewAuthorizer(acls, z.superUsers), acls: slices.Clone(acls), revision: rev}
+	next := &Snapshot{z: auth.NewAuthorizer(acls, z.policy), acls: slices.Clone(acls), revision: rev}
 	for {
 		cur := z.current.Load()
 		if cur != nil && cur.revision > rev {

@@ -70,7 +70,7 @@ func TestAuthorizerFollowsItsStore(t *testing.T) {
 
 	store := &memACLStore{}
 	var z Checker
-	z.Configure(true, []string{"User:admin"}, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	z.Configure(true, auth.Policy{SuperUsers: []string{"User:admin"}}, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if z.allowedTopic(alice, auth.OpRead, "t") || !z.Allowed(Requester{Principal: "User:admin"}, auth.OpAlter, auth.ResourceCluster, auth.ClusterResourceName) {
 		t.Fatal("before the first load only super users may pass")
 	}
@@ -133,7 +133,7 @@ func TestAllowedIdempotentWrite(t *testing.T) {
 		store := &memACLStore{}
 		store.set(tc.acls...)
 		var z Checker
-		z.Configure(true, nil, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		z.Configure(true, auth.Policy{}, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err := z.Reload(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -103,7 +103,7 @@ func (s *server) start(ctx context.Context) error {
 		return fmt.Errorf("metadata: %w", err)
 	}
 	if s.cfg.saslBootstrapUsers != "" {
-		if err := bootstrapScramUsers(ctx, s.store, s.cfg.saslBootstrapUsers, s.log); err != nil {
+		if _, err := bootstrapScramUsers(ctx, s.store, s.cfg.saslBootstrapUsers, s.log); err != nil {
 			return err
 		}
 	}

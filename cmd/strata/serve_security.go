@@ -39,6 +39,7 @@ type securityFlags struct {
 	saslBootstrapUsers    string
 	superUsers            string
 	authorizer            bool
+	allowEveryoneIfNoACL  bool
 	maxConnections        int
 	maxConnectionsPerIP   int
 	queuedMaxRequestBytes int64
@@ -68,6 +69,8 @@ func (f *securityFlags) register(fs *flag.FlagSet) {
 		"`file` of user:password lines; missing SCRAM-SHA-256 and SCRAM-SHA-512 credentials are created at start")
 	fs.StringVar(&f.superUsers, "super-users", "", "principals allowed everything, `User:a;User:b` (super.users)")
 	fs.BoolVar(&f.authorizer, "authorizer", false, "enforce ACLs: requests not allowed by an ACL are denied")
+	fs.BoolVar(&f.allowEveryoneIfNoACL, "allow-everyone-if-no-acl-found", false,
+		"with --authorizer, a resource that no ACL matches is open to everyone (allow.everyone.if.no.acl.found)")
 	fs.IntVar(&f.maxConnections, "max-connections", 0, "open client connections of the broker, more are closed at accept (max.connections; 0: unlimited)")
 	fs.IntVar(&f.maxConnectionsPerIP, "max-connections-per-ip", 0, "open connections from one IP address (max.connections.per.ip; 0: unlimited)")
 	fs.Int64Var(&f.queuedMaxRequestBytes, "queued-max-request-bytes", 512<<20,
@@ -89,6 +92,7 @@ func (f *securityFlags) resolve(cfg *broker.Config, advertise string) error {
 	cfg.QueuedMaxRequestBytes = f.queuedMaxRequestBytes
 	cfg.Authorizer = f.authorizer
 	cfg.SuperUsers = splitSemicolons(f.superUsers)
+	cfg.AllowEveryoneIfNoACL = f.allowEveryoneIfNoACL
 	cfg.InterBrokerListener = strings.ToUpper(strings.TrimSpace(f.interBrokerListener))
 	if f.listeners == "" {
 		return nil
@@ -240,31 +244,33 @@ func readBootstrapUsers(path string) ([]bootstrapUser, error) {
 // bootstrapScramUsers creates the SCRAM-SHA-256 and -512 credentials of
 // the file's users that have none; existing credentials are kept, so a
 // password changed since through the admin API stays changed.
-func bootstrapScramUsers(ctx context.Context, store *metadata.Store, path string, log *slog.Logger) error {
+func bootstrapScramUsers(ctx context.Context, store *metadata.Store, path string, log *slog.Logger) (created int, err error) {
 	users, err := readBootstrapUsers(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	created := 0
 	for _, u := range users {
 		for _, mech := range []string{auth.MechScramSHA256, auth.MechScramSHA512} {
 			_, found, err := store.ScramCredential(ctx, u.name, mech)
 			if err != nil {
-				return fmt.Errorf("bootstrap user %q: %w", u.name, err)
+				return created, fmt.Errorf("bootstrap user %q: %w", u.name, err)
 			}
 			if found {
-				continue
+				continue // skips the key derivation; the create below decides
 			}
 			cred, err := auth.NewScramCredential(mech, u.password, 0)
 			if err != nil {
-				return fmt.Errorf("bootstrap user %q: %w", u.name, err)
+				return created, fmt.Errorf("bootstrap user %q: %w", u.name, err)
 			}
-			if err := store.PutScramCredential(ctx, u.name, cred); err != nil {
-				return fmt.Errorf("bootstrap user %q: %w", u.name, err)
+			stored, err := store.CreateScramCredential(ctx, u.name, cred)
+			if err != nil {
+				return created, fmt.Errorf("bootstrap user %q: %w", u.name, err)
 			}
-			created++
+			if stored {
+				created++
+			}
 		}
 	}
 	log.Info("SASL bootstrap users checked", "users", len(users), "credentials_created", created)
-	return nil
+	return created, nil
 }

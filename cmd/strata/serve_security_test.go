@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -47,7 +48,7 @@ func TestServeSecurityFlags(t *testing.T) {
 		"--ssl-client-auth", "required",
 		"--inter-broker-sasl-username", "broker", "--inter-broker-sasl-password-file", pass,
 		"--super-users", "User:admin; User:broker",
-		"--authorizer", "--max-connections", "100",
+		"--authorizer", "--allow-everyone-if-no-acl-found", "--max-connections", "100",
 	}
 	// The rest through the environment: STRATA_<NAME> reaches every flag.
 	env := map[string]string{"STRATA_MAX_CONNECTIONS_PER_IP": "7", "STRATA_QUEUED_MAX_REQUEST_BYTES": "1048576",
@@ -57,7 +58,7 @@ func TestServeSecurityFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := cfg.broker
-	if len(b.Listeners) != 3 || b.InterBrokerListener != "INTERNAL" || !b.Authorizer || b.MaxConnections != 100 ||
+	if len(b.Listeners) != 3 || b.InterBrokerListener != "INTERNAL" || !b.Authorizer || !b.AllowEveryoneIfNoACL || b.MaxConnections != 100 ||
 		b.MaxConnectionsPerIP != 7 || b.QueuedMaxRequestBytes != 1<<20 || strings.Join(b.SuperUsers, ";") != "User:admin;User:broker" {
 		t.Fatalf("broker config %+v", b)
 	}
@@ -106,6 +107,48 @@ func TestServeSecurityFlagsRejected(t *testing.T) {
 	}
 }
 
+// TestBootstrapScramUsersConcurrently: brokers starting together with the
+// same file create each credential exactly once.
+func TestBootstrapScramUsersConcurrently(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	endpoints := metadatatest.StartEmbedded(t)
+	path := filepath.Join(t.TempDir(), "users")
+	var lines strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&lines, "user%d:pw-%d\n", i, i)
+	}
+	if err := os.WriteFile(path, []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const brokers = 3
+	created := make(chan int, brokers)
+	errs := make(chan error, brokers)
+	for range brokers {
+		store, err := metadata.Open(ctx, metadata.Config{Endpoints: endpoints, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		go func() {
+			n, err := bootstrapScramUsers(ctx, store, path, quiet)
+			created <- n
+			errs <- err
+		}()
+	}
+	total := 0
+	for range brokers {
+		total += <-created
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if total != 16 {
+		t.Fatalf("%d brokers created %d credentials for 8 users, want 16", brokers, total)
+	}
+}
+
 func TestBootstrapScramUsers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -119,7 +162,7 @@ func TestBootstrapScramUsers(t *testing.T) {
 	if err := os.WriteFile(path, []byte("# users\nalice:pw-a\n\nbob:pw:with:colons\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := bootstrapScramUsers(ctx, store, path, quiet); err != nil {
+	if _, err := bootstrapScramUsers(ctx, store, path, quiet); err != nil {
 		t.Fatal(err)
 	}
 	before, _, err := store.ScramCredential(ctx, "alice", auth.MechScramSHA512)
@@ -127,7 +170,7 @@ func TestBootstrapScramUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second start keeps existing credentials (salts unchanged).
-	if err := bootstrapScramUsers(ctx, store, path, quiet); err != nil {
+	if _, err := bootstrapScramUsers(ctx, store, path, quiet); err != nil {
 		t.Fatal(err)
 	}
 	users, err := store.ScramUsers(ctx)
@@ -150,7 +193,7 @@ func TestBootstrapScramUsers(t *testing.T) {
 	if err := os.WriteFile(path, []byte("no-colon-line\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err = bootstrapScramUsers(ctx, store, path, quiet)
+	_, err = bootstrapScramUsers(ctx, store, path, quiet)
 	if err == nil || strings.Contains(err.Error(), "no-colon-line") {
 		t.Fatalf("bad line: %v (must fail without echoing the line)", err)
 	}

@@ -1,0 +1,276 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/metadata/metadatatest"
+)
+
+// Raw-protocol checks of behaviour where Strata must answer as Kafka 4 does.
+
+// metadataOf asks for topics by name, without auto-creation.
+func metadataOf(t *testing.T, cl *kgo.Client, topics ...string) *kmsg.MetadataResponse {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// createTopicRaw sends one CreateTopics request and returns its only topic.
+func createTopicRaw(t *testing.T, cl *kgo.Client, name string, partitions int32, timeout time.Duration) kmsg.CreateTopicsResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(timeout.Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0]
+}
+
+// A new partition's first leader leads at epoch 0, as in Kafka: clients
+// that fetch or seek with a leader epoch compare against it.
+func TestNewPartitionStartsAtLeaderEpochZero(t *testing.T) {
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), nil)
+	_, cl := adminClient(t, tb.b)
+	if ct := createTopicRaw(t, cl, "epoch0", 3, 30*time.Second); ct.ErrorCode != 0 {
+		t.Fatalf("create: %v %v", kerr.ErrorForCode(ct.ErrorCode), ct.ErrorMessage)
+	}
+	mt := metadataOf(t, cl, "epoch0").Topics[0]
+	if mt.ErrorCode != 0 || len(mt.Partitions) != 3 {
+		t.Fatalf("metadata: %+v", mt)
+	}
+	for _, p := range mt.Partitions {
+		if p.ErrorCode != 0 || p.Leader != 1 || p.LeaderEpoch != 0 {
+			t.Errorf("partition %d: leader %d at epoch %d (error %d), want leader 1 at epoch 0",
+				p.Partition, p.Leader, p.LeaderEpoch, p.ErrorCode)
+		}
+	}
+}
+
+// CreateTopics answers when the topic is usable: with a controller slower
+// than any fixed wait, the answer still comes after the leaders are
+// elected, within the request's timeout.
+func TestCreateTopicsAnswersWhenLeadersAreElected(t *testing.T) {
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), func(c *Config) {
+		c.ControllerDebounce = 6 * time.Second
+	})
+	_, cl := adminClient(t, tb.b)
+	if ct := createTopicRaw(t, cl, "usable", 4, 30*time.Second); ct.ErrorCode != 0 {
+		t.Fatalf("create: %v %v", kerr.ErrorForCode(ct.ErrorCode), ct.ErrorMessage)
+	}
+	mt := metadataOf(t, cl, "usable").Topics[0]
+	if mt.ErrorCode != 0 || len(mt.Partitions) != 4 {
+		t.Fatalf("metadata right after CreateTopics: %+v", mt)
+	}
+	for _, p := range mt.Partitions {
+		if p.ErrorCode != 0 || p.Leader < 0 {
+			t.Errorf("partition %d right after CreateTopics: leader %d, error %v", p.Partition, p.Leader, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+
+	// A timeout shorter than the election: REQUEST_TIMED_OUT, the topic
+	// exists, and each of its partitions is LEADER_NOT_AVAILABLE.
+	if ct := createTopicRaw(t, cl, "slow", 2, time.Second); ct.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("create with a 1 s timeout: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(ct.ErrorCode))
+	}
+	mt = metadataOf(t, cl, "slow").Topics[0]
+	if mt.ErrorCode != 0 || len(mt.Partitions) != 2 {
+		t.Fatalf("metadata of the topic whose leaders are pending: %+v", mt)
+	}
+	for _, p := range mt.Partitions {
+		if p.ErrorCode != kerr.LeaderNotAvailable.Code || p.Leader != -1 {
+			t.Errorf("pending partition %d: leader %d, error %v, want LEADER_NOT_AVAILABLE", p.Partition, p.Leader, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+}
+
+// Auto-creation through Metadata answers the new topic with
+// LEADER_NOT_AVAILABLE and no partitions, as Kafka does; the client's next
+// Metadata sees the partitions.
+func TestMetadataAutoCreateAnswersLeaderNotAvailable(t *testing.T) {
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), nil)
+	_, cl := adminClient(t, tb.b)
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("auto")
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt := resp.Topics[0]; mt.ErrorCode != kerr.LeaderNotAvailable.Code || len(mt.Partitions) != 0 {
+		t.Fatalf("auto-created topic: error %v, %d partitions; want LEADER_NOT_AVAILABLE and none",
+			kerr.ErrorForCode(mt.ErrorCode), len(mt.Partitions))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mt := metadataOf(t, cl, "auto").Topics[0]
+		led := mt.ErrorCode == 0 && len(mt.Partitions) == 2
+		for _, p := range mt.Partitions {
+			led = led && p.Leader == 1
+		}
+		if led {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("auto-created topic never led: %+v", mt)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+
+// message.format.version is accepted and ignored by CreateTopics,
+// AlterConfigs and IncrementalAlterConfigs, as Kafka 4 does.
+func TestMessageFormatVersionAcceptedAndIgnored(t *testing.T) {
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), nil)
+	_, cl := adminClient(t, tb.b)
+	ctx := testCtx(t)
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "old-tools", 1, 1
+	rt.Configs = []kmsg.CreateTopicsRequestTopicConfig{
+		{Name: "message.format.version", Value: kmsg.StringPtr("2.8-IV1")},
+		{Name: "retention.ms", Value: kmsg.StringPtr("3600000")},
+	}
+	create.Topics = append(create.Topics, rt)
+	cresp, err := create.RequestWith(ctx, cl)
+	if err != nil || cresp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create with message.format.version: %v %+v", err, cresp)
+	}
+
+	alter := kmsg.NewPtrAlterConfigsRequest()
+	ar := kmsg.NewAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, "old-tools"
+	ar.Configs = []kmsg.AlterConfigsRequestResourceConfig{
+		{Name: "message.format.version", Value: kmsg.StringPtr("0.10.0")},
+		{Name: "retention.ms", Value: kmsg.StringPtr("7200000")},
+	}
+	alter.Resources = append(alter.Resources, ar)
+	aresp, err := alter.RequestWith(ctx, cl)
+	if err != nil || aresp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("AlterConfigs with message.format.version: %v %+v", err, aresp)
+	}
+
+	inc := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "old-tools"
+	ir.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+		{Name: "message.format.version", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("3.0")},
+	}
+	inc.Resources = append(inc.Resources, ir)
+	iresp, err := inc.RequestWith(ctx, cl)
+	if err != nil || iresp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("IncrementalAlterConfigs with message.format.version: %v %+v", err, iresp)
+	}
+
+	overrides, err := tb.store.Topic(ctx, "old-tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, stored := overrides.Configs["message.format.version"]; stored || overrides.Configs["retention.ms"] != "7200000" {
+		t.Fatalf("stored overrides %v: want retention.ms=7200000 and no message.format.version", overrides.Configs)
+	}
+}
+
+// Altering the configs of a topic that does not exist is
+// UNKNOWN_TOPIC_OR_PARTITION, even when the configs are invalid too.
+func TestAlterConfigsOfMissingTopic(t *testing.T) {
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), nil)
+	_, cl := adminClient(t, tb.b)
+	ctx := testCtx(t)
+	alter := kmsg.NewPtrAlterConfigsRequest()
+	ar := kmsg.NewAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, "missing"
+	ar.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "no.such.config", Value: kmsg.StringPtr("1")}}
+	alter.Resources = append(alter.Resources, ar)
+	aresp, err := alter.RequestWith(ctx, cl)
+	if err != nil || aresp.Resources[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("AlterConfigs of a missing topic: %v %+v, want UNKNOWN_TOPIC_OR_PARTITION", err, aresp)
+	}
+	inc := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "missing"
+	ir.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+		{Name: "retention.ms", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("not-a-number")},
+	}
+	inc.Resources = append(inc.Resources, ir)
+	iresp, err := inc.RequestWith(ctx, cl)
+	if err != nil || iresp.Resources[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("IncrementalAlterConfigs of a missing topic: %v %+v, want UNKNOWN_TOPIC_OR_PARTITION", err, iresp)
+	}
+}
+
+// describeConfigsRaw describes one resource with synonyms and documentation.
+func describeConfigsRaw(t *testing.T, cl *kgo.Client, typ kmsg.ConfigResourceType, name string) kmsg.DescribeConfigsResponseResource {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms, req.IncludeDocumentation = true, true
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = typ, name
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("describe %v %q: %v %+v", typ, name, err, resp)
+	}
+	return resp.Resources[0]
+}
+
+// DescribeConfigs follows Kafka's synonym rules and returns documentation
+// when asked for.
+func TestDescribeConfigsSynonymsAndDocumentation(t *testing.T) {
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), nil)
+	_, cl := adminClient(t, tb.b)
+	if ct := createTopicRaw(t, cl, "described", 1, 30*time.Second); ct.ErrorCode != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(ct.ErrorCode))
+	}
+	byName := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range describeConfigsRaw(t, cl, kmsg.ConfigResourceTypeTopic, "described").Configs {
+		byName[c.Name] = c
+		if c.Documentation == nil || *c.Documentation == "" {
+			t.Errorf("topic config %s: no documentation", c.Name)
+		}
+	}
+	// retention.ms defaulted: log.retention.ms has no default of its own
+	// in Kafka (log.retention.hours has), so no synonym.
+	if c := byName["retention.ms"]; c.Source != kmsg.ConfigSourceDefaultConfig || len(c.ConfigSynonyms) != 0 {
+		t.Errorf("retention.ms: source %v, synonyms %+v; want DEFAULT_CONFIG and none", c.Source, c.ConfigSynonyms)
+	}
+	// segment.bytes defaulted: the broker default log.segment.bytes.
+	if c := byName["segment.bytes"]; len(c.ConfigSynonyms) != 1 || c.ConfigSynonyms[0].Name != "log.segment.bytes" ||
+		c.ConfigSynonyms[0].Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("segment.bytes synonyms %+v; want log.segment.bytes DEFAULT_CONFIG", c.ConfigSynonyms)
+	}
+
+	brokerConfigs := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range describeConfigsRaw(t, cl, kmsg.ConfigResourceTypeBroker, "1").Configs {
+		brokerConfigs[c.Name] = c
+		if c.Documentation == nil || *c.Documentation == "" {
+			t.Errorf("broker config %s: no documentation", c.Name)
+		}
+	}
+	for _, name := range []string{"log.cleaner.backoff.ms", "log.retention.check.interval.ms", "num.partitions", "broker.id"} {
+		if _, ok := brokerConfigs[name]; !ok {
+			t.Errorf("broker config %s not described", name)
+		}
+	}
+}
