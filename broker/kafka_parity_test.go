@@ -137,7 +137,6 @@ func TestMetadataAutoCreateAnswersLeaderNotAvailable(t *testing.T) {
 	}
 }
 
-
 // message.format.version is accepted and ignored by CreateTopics,
 // AlterConfigs and IncrementalAlterConfigs, as Kafka 4 does.
 func TestMessageFormatVersionAcceptedAndIgnored(t *testing.T) {

@@ -202,7 +202,9 @@ func TestControllerDrainAndUnclean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, admin, clean.ID, "broker 1 leads", func(st metadata.PartitionState) bool { return st.Leader == 1 && st.LeaderBrokerEpoch == reg1.Epoch && st.LeaderEpoch == 0 })
+	waitState(t, admin, clean.ID, "broker 1 leads", func(st metadata.PartitionState) bool {
+		return st.Leader == 1 && st.LeaderBrokerEpoch == reg1.Epoch && st.LeaderEpoch == 0
+	})
 	if err := admin.SetDraining(ctx, reg1); err != nil {
 		t.Fatal(err)
 	}
