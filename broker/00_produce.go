@@ -13,6 +13,7 @@ import (
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/recordbatch"
+	"github.com/strata-log/strata/replication"
 	"github.com/strata-log/strata/replication/replica"
 )
 
@@ -21,7 +22,10 @@ import (
 // Behaviour:
 //   - acks=0 gets no response; if any partition failed, the connection is
 //     closed instead, as Kafka does, so the client refreshes its metadata.
-//   - acks=1 answers after the leader's append (no fsync wait).
+//   - acks=1 answers after the leader's append and, under fsync durability,
+//     after the leader's flush (group-committed with the other appends), so
+//     that an acknowledged record is durable and, with the leader alone in
+//     the ISR, visible to consumers and ListOffsets at once, as in Kafka.
 //   - Only the partition's leader appends (NOT_LEADER_OR_FOLLOWER, with
 //     CurrentLeader and the leader's endpoint in v10+ answers).
 //   - acks=-1 checks min.insync.replicas against the ISR before appending
@@ -63,10 +67,12 @@ import (
 //     the handler releases the next one as soon as its appends are done, so
 //     acks=-1 waits of pipelined requests overlap.
 
-// pendingAck is an appended partition that waits for the HW (acks=-1).
+// pendingAck is an appended partition that waits for the HW (acks=-1)
+// or, under fsync durability, for the leader's flush (acks=1).
 type pendingAck struct {
 	topic, partition int // indexes into the response
 	wait             *replica.AckWait
+	flush            *replica.FlushWait
 }
 
 func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -83,10 +89,10 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		denied := b.produceAuthCode(rc, req, rt)
 		for pi := range rt.Partitions {
-			sp, wait := b.producePartition(ctx, req, rt, &rt.Partitions[pi], now, denied)
+			sp, wait, flush := b.producePartition(ctx, req, rt, &rt.Partitions[pi], now, denied)
 			failed = failed || sp.ErrorCode != 0
-			if wait != nil {
-				pending = append(pending, pendingAck{topic: ti, partition: pi, wait: wait})
+			if wait != nil || flush != nil {
+				pending = append(pending, pendingAck{topic: ti, partition: pi, wait: wait, flush: flush})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -103,6 +109,8 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 			return nil, errAcksZeroFailure
 		}
 		return nil, nil
+	case 1:
+		waitFlushes(ctx, b.log, req.TimeoutMillis, resp, pending)
 	case -1:
 		waitAcks(ctx, b.log, req.TimeoutMillis, resp, pending)
 	}
@@ -139,16 +147,17 @@ func (b *Broker) produceAuthCode(rc *requestContext, req *kmsg.ProduceRequest, r
 }
 
 // producePartition validates and appends one partition's batches. It returns
-// the partition's answer and, for acks=-1, what to wait for. denied is the
-// topic's authorization answer: nonzero fails the partition untouched.
+// the partition's answer and what to wait for: the HW for acks=-1, the
+// leader's flush for acks=1 under fsync durability. denied is the topic's
+// authorization answer: nonzero fails the partition untouched.
 func (b *Broker) producePartition(ctx context.Context, req *kmsg.ProduceRequest, rt *kmsg.ProduceRequestTopic,
 	rp *kmsg.ProduceRequestTopicPartition, now int64, denied int16,
-) (kmsg.ProduceResponseTopicPartition, *replica.AckWait) {
+) (kmsg.ProduceResponseTopicPartition, *replica.AckWait, *replica.FlushWait) {
 	sp := kmsg.NewProduceResponseTopicPartition()
 	sp.Partition = rp.Partition
 	if denied != 0 {
 		sp.ErrorCode = denied
-		return sp, nil
+		return sp, nil, nil
 	}
 	var p *partition
 	var code int16
@@ -159,21 +168,25 @@ func (b *Broker) producePartition(ctx context.Context, req *kmsg.ProduceRequest,
 	}
 	if code != 0 {
 		sp.ErrorCode = code
-		return sp, nil
+		return sp, nil, nil
 	}
 	if err := b.tiering.ThrottleUploadLag(b.lifetime, tierPartition{p, b}); err != nil {
 		setProduceError(b.log, &sp, err)
-		return sp, nil
+		return sp, nil, nil
 	}
 	res, logAppendTime, wait, err := b.appendProduced(ctx, p, req, rp.Records, now)
 	if err != nil {
 		setProduceError(b.log, &sp, err)
-		return sp, nil
+		return sp, nil, nil
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = logAppendTime
 	sp.LogStartOffset = p.logStartOffset()
-	return sp, wait
+	var flush *replica.FlushWait
+	if req.Acks == 1 {
+		flush = p.replica.FlushWait(res.LastOffset + 1)
+	}
+	return sp, wait, flush
 }
 
 // appendProduced checks the request-level and topic rules and appends as
@@ -214,6 +227,27 @@ func waitAcks(ctx context.Context, log *slog.Logger, timeoutMillis int32, resp *
 	defer backstop.Stop()
 	for _, w := range pending {
 		if err := w.wait.Await(ctx, backstop.C); err != nil {
+			setProduceError(log, &resp.Topics[w.topic].Partitions[w.partition], err)
+		}
+	}
+}
+
+// waitFlushes waits, under one deadline for the whole request (the produce
+// timeout), for the leader's flush of every acks=1 partition under fsync
+// durability: REQUEST_TIMED_OUT when the deadline passes (the data stays
+// appended), KAFKA_STORAGE_ERROR when the log fails.
+func waitFlushes(ctx context.Context, log *slog.Logger, timeoutMillis int32, resp *kmsg.ProduceResponse, pending []pendingAck) {
+	if len(pending) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(max(timeoutMillis, 0))*time.Millisecond)
+	defer cancel()
+	for _, w := range pending {
+		err := w.flush.Await(ctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = replication.ErrTimedOut
+		}
+		if err != nil {
 			setProduceError(log, &resp.Topics[w.topic].Partitions[w.partition], err)
 		}
 	}

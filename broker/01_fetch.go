@@ -22,9 +22,11 @@ import (
 //     name (UNKNOWN_TOPIC_OR_PARTITION).
 //   - CurrentLeaderEpoch (v9+) is checked: FENCED_LEADER_EPOCH if older than
 //     the partition's, UNKNOWN_LEADER_EPOCH if newer.
-//   - Fetch sessions (KIP-227) are not kept: the answer's SessionID is always
-//     0, which tells clients to send full requests. A request naming a
-//     session id gets FETCH_SESSION_ID_NOT_FOUND (we never issued one).
+//   - Fetch sessions (KIP-227, fetch_sessions.go and fetch/session): a
+//     full fetch with epoch 0 opens a session when the cache admits it; an
+//     incremental fetch reads every partition of its session and answers
+//     only those with news; a sessionless fetch (epoch -1) is served as
+//     named, whatever its session id (a session it names is closed).
 //   - Any partition error answers the fetch at once, as Kafka does.
 //   - read_committed (IsolationLevel 1) reads up to the LSO, min(first
 //     offset of the earliest open transaction, HW) (partitions.go), and
@@ -62,8 +64,9 @@ type fetchSlot struct {
 func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if req.SessionID != 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	fs, code := b.beginFetchSession(req)
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	rc.reads = &bufpool.Set{}
@@ -90,6 +93,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 		}
 	}
 	b.metrics.recordFetchBytes(resp, slots, results, b.parts.topicName)
+	fs.finish(resp)
 	b.addFetchLeaders(req, resp)
 	return resp, nil
 }

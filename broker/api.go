@@ -21,6 +21,7 @@ import (
 	"github.com/strata-log/strata/broker/wire"
 	"github.com/strata-log/strata/compaction"
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/fetch/session"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/quota"
@@ -50,6 +51,10 @@ type Config struct {
 	FlushInterval time.Duration
 	// SocketRequestMaxBytes (socket.request.max.bytes): larger frames close the connection before allocating. Default 100 MiB.
 	SocketRequestMaxBytes int32
+	// FetchSessionCacheSlots (max.incremental.fetch.session.cache.slots)
+	// bounds the incremental fetch sessions kept (fetch/session). 0: 1000;
+	// negative: none, every fetch is a full one.
+	FetchSessionCacheSlots int
 	// AutoCreateTopics (auto.create.topics.enable). Default true; set DisableAutoCreateTopics to turn off.
 	DisableAutoCreateTopics bool
 	// DefaultPartitions (num.partitions) for auto-created topics and CreateTopics with -1. Default 1.
@@ -182,9 +187,12 @@ const DefaultFlushInterval = 2 * time.Millisecond
 
 const (
 	defaultSocketRequestMaxBytes = 100 << 20
-	defaultRetentionCheck        = 30 * time.Second
-	defaultMaxInFlight           = 64
-	defaultRegistrationTTL       = 10
+	// defaultFetchSessionCacheSlots is Kafka's
+	// max.incremental.fetch.session.cache.slots default.
+	defaultFetchSessionCacheSlots = 1000
+	defaultRetentionCheck         = 30 * time.Second
+	defaultMaxInFlight            = 64
+	defaultRegistrationTTL        = 10
 )
 
 func (c Config) withDefaults() Config {
@@ -199,6 +207,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetentionCheckInterval == 0 {
 		c.RetentionCheckInterval = defaultRetentionCheck
+	}
+	if c.FetchSessionCacheSlots == 0 {
+		c.FetchSessionCacheSlots = defaultFetchSessionCacheSlots
 	}
 	if c.MaxInFlightRequests == 0 {
 		c.MaxInFlightRequests = defaultMaxInFlight
@@ -354,6 +365,10 @@ type Broker struct {
 	// nil until Start.
 	ctrl *controller.Controller
 
+	// fetchSessions are the incremental fetch sessions (fetch/session;
+	// wiring in fetch_sessions.go). Set by New.
+	fetchSessions *session.Cache
+
 	// metrics are the topic byte counters (metrics.go; atomics).
 	metrics brokerMetrics
 	// quotas are the client quotas and their rates (quotas.go; loads
@@ -397,6 +412,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	if b.txns, b.txnRouter, err = b.newTxnCoordinator(); err != nil {
 		return nil, err
 	}
+	b.fetchSessions = session.NewCache(session.Config{Slots: cfg.FetchSessionCacheSlots})
 	b.apis = newAPITable(b)
 	b.connLimits = wire.NewConnLimiter(wire.ConnLimits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
 	b.queued = wire.NewByteBudget(cfg.QueuedMaxRequestBytes)

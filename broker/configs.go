@@ -110,6 +110,8 @@ var brokerConfigs = []brokerConfig{
 		func(c *Config, _ metadata.BrokerInfo) string { return c.DataDir }},
 	{"log.retention.check.interval.ms", metadata.ConfigLong, "How often retention deletes eligible segments.",
 		func(c *Config, _ metadata.BrokerInfo) string { return msOf(c.RetentionCheckInterval) }},
+	{"max.incremental.fetch.session.cache.slots", metadata.ConfigInt, "Incremental fetch sessions kept (0: none).",
+		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(max(c.FetchSessionCacheSlots, 0)) }},
 	{"max.connections", metadata.ConfigInt, "Open client connections of the broker (0: unlimited).",
 		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(c.MaxConnections) }},
 	{"max.connections.per.ip", metadata.ConfigInt, "Open connections from one IP address (0: unlimited).",

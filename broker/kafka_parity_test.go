@@ -273,3 +273,127 @@ func TestDescribeConfigsSynonymsAndDocumentation(t *testing.T) {
 		}
 	}
 }
+
+// sessionFetchRequest fetches partitions 0..len(offsets)-1 of topic from offsets.
+func sessionFetchRequest(topic string, id [16]byte, offsets []int64) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.MaxWaitMillis = 1<<20, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, id
+	for i, o := range offsets {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(i), o, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// answered lists the partitions a fetch answer carries and their records.
+func answered(t *testing.T, resp *kmsg.FetchResponse) map[int32]int {
+	t.Helper()
+	out := map[int32]int{}
+	for _, st := range resp.Topics {
+		for _, sp := range st.Partitions {
+			if sp.ErrorCode != 0 {
+				t.Fatalf("partition %d: %v", sp.Partition, kerr.ErrorForCode(sp.ErrorCode))
+			}
+			out[sp.Partition] = countRecords(t, sp.RecordBatches)
+		}
+	}
+	return out
+}
+
+// Fetch sessions (KIP-227) over the wire: a sessionless fetch is served
+// whatever id it carries; a full fetch opens a session; incremental
+// fetches answer only the partitions with news.
+func TestFetchSessions(t *testing.T) {
+	b, adm, cl := dataPathBroker(t)
+	kid := createDataTopic(t, adm, "sess", 3, nil)
+	id := [16]byte(kid)
+	produce := func(partition int32, n int) {
+		recs := make([]*kgo.Record, n)
+		for i := range recs {
+			recs[i] = &kgo.Record{Topic: "sess", Partition: partition, Value: []byte("v")}
+		}
+		produceSyncAll(t, newDataClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner())), recs)
+	}
+	produce(0, 2)
+	produce(1, 3)
+
+	// Sessionless (epoch -1) with a non-zero id: served, session 0.
+	req := sessionFetchRequest("sess", id, []int64{0, 0, 0})
+	req.SessionID, req.SessionEpoch = 12345, -1
+	resp := requestDirect(t, cl, req).(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 || resp.SessionID != 0 {
+		t.Fatalf("sessionless fetch with an id: error %v, session %d", kerr.ErrorForCode(resp.ErrorCode), resp.SessionID)
+	}
+	if got := answered(t, resp); got[0] != 2 || got[1] != 3 || len(got) != 3 {
+		t.Fatalf("sessionless fetch answered %v", got)
+	}
+
+	// Full fetch opening a session.
+	req = sessionFetchRequest("sess", id, []int64{0, 0, 0})
+	req.SessionID, req.SessionEpoch = 0, 0
+	resp = requestDirect(t, cl, req).(*kmsg.FetchResponse)
+	session := resp.SessionID
+	if resp.ErrorCode != 0 || session == 0 || len(answered(t, resp)) != 3 {
+		t.Fatalf("full fetch: error %v, session %d, %d partitions", kerr.ErrorForCode(resp.ErrorCode), session, len(answered(t, resp)))
+	}
+
+	// Incremental, moving partitions 0 and 1 past their records: both
+	// answer (their offsets moved, nothing new); partition 2 has nothing.
+	req = sessionFetchRequest("sess", id, []int64{2, 3})
+	req.SessionID, req.SessionEpoch = session, 1
+	resp = requestDirect(t, cl, req).(*kmsg.FetchResponse)
+	if got := answered(t, resp); resp.SessionID != session || len(got) != 0 {
+		t.Fatalf("incremental fetch with no news: session %d, answered %v", resp.SessionID, got)
+	}
+
+	// New records on partition 2 only: the empty incremental fetch
+	// answers partition 2 alone.
+	produce(2, 4)
+	req = kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.SessionID, req.SessionEpoch = 1<<20, session, 2
+	resp = requestDirect(t, cl, req).(*kmsg.FetchResponse)
+	if got := answered(t, resp); len(got) != 1 || got[2] != 4 {
+		t.Fatalf("incremental fetch after producing to partition 2 answered %v, want only partition 2 with 4 records", got)
+	}
+
+	// A stale epoch, and an unknown session.
+	req.SessionEpoch = 2
+	if resp = requestDirect(t, cl, req).(*kmsg.FetchResponse); resp.ErrorCode != kerr.InvalidFetchSessionEpoch.Code {
+		t.Fatalf("replayed epoch: %v, want INVALID_FETCH_SESSION_EPOCH", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	req.SessionID, req.SessionEpoch = session+1, 1
+	if resp = requestDirect(t, cl, req).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("unknown session: %v, want FETCH_SESSION_ID_NOT_FOUND", kerr.ErrorForCode(resp.ErrorCode))
+	}
+}
+
+// Under fsync durability an acks=1 produce is answered after the leader's
+// flush: with the leader alone in the ISR, the record is visible to
+// ListOffsets and consumers as soon as the producer hears of it.
+func TestAcksOneVisibleOnAckUnderFsync(t *testing.T) {
+	b, adm, cl := dataPathBroker(t)
+	createDataTopic(t, adm, "acks1", 1, nil)
+	producer := newDataClient(t, b, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0))
+	for i := range 20 {
+		r := &kgo.Record{Topic: "acks1", Value: []byte("v")}
+		if err := producer.ProduceSync(testCtx(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "acks1"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1 // latest
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := requestDirect(t, cl, req).(*kmsg.ListOffsetsResponse)
+		if got := resp.Topics[0].Partitions[0].Offset; got != int64(i+1) {
+			t.Fatalf("after acknowledged record %d (offset %d), ListOffsets latest = %d, want %d", i+1, r.Offset, got, i+1)
+		}
+	}
+}

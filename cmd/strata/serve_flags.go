@@ -38,6 +38,7 @@ type serveFlags struct {
 	pprof                  bool
 	autoCreateTopics       bool
 	numPartitions          int
+	fetchSessionSlots      int
 	retentionCheckInterval time.Duration
 	// Consumer groups (broker/group).
 	groupInitialRebalanceDelay time.Duration
@@ -108,6 +109,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.autoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata/Produce (auto.create.topics.enable)")
 	fs.IntVar(&f.numPartitions, "num-partitions", 1, "partitions of auto-created topics (num.partitions)")
 	fs.DurationVar(&f.retentionCheckInterval, "log-retention-check-interval", 30*time.Second, "how often retention runs (log.retention.check.interval.ms)")
+	fs.IntVar(&f.fetchSessionSlots, "max-incremental-fetch-session-cache-slots", 1000,
+		"incremental fetch sessions kept (max.incremental.fetch.session.cache.slots; 0: none, every fetch is a full one)")
 	fs.DurationVar(&f.groupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second,
 		"how long the first rebalance of an empty group waits for more members (group.initial.rebalance.delay.ms)")
 	fs.IntVar(&f.offsetsTopicPartitions, "offsets-topic-num-partitions", 50,
@@ -390,6 +393,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	if f.retentionCheckInterval <= 0 {
 		return cfg, usageErrorf("--log-retention-check-interval %s: want > 0", f.retentionCheckInterval)
 	}
+	if f.fetchSessionSlots < 0 {
+		return cfg, usageErrorf("--max-incremental-fetch-session-cache-slots %d: want ≥ 0", f.fetchSessionSlots)
+	}
 	if err := f.checkGroupFlags(); err != nil {
 		return cfg, err
 	}
@@ -415,6 +421,7 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		DisableAutoCreateTopics: !f.autoCreateTopics,
 		DefaultPartitions:       int32(f.numPartitions),
 		RetentionCheckInterval:  f.retentionCheckInterval,
+		FetchSessionCacheSlots:  fetchSessionCacheSlots(f.fetchSessionSlots),
 		Group: group.Config{
 			OffsetsTopicPartitions: int32(f.offsetsTopicPartitions),
 			InitialRebalanceDelay:  f.groupInitialRebalanceDelay,
@@ -628,4 +635,14 @@ func parseS3(u *url.URL, bad func(string) (objectStoreURL, error)) (objectStoreU
 		}
 	}
 	return o, nil
+}
+
+// fetchSessionCacheSlots maps the flag (0: no sessions, as Kafka's
+// max.incremental.fetch.session.cache.slots=0) to broker.Config (0 there
+// is the default, negative none).
+func fetchSessionCacheSlots(flag int) int {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,9 @@ type Log interface {
 	replication.LocalEpochs
 	LogEndOffset() int64
 	FlushedOffset() int64
+	// WaitFlushed returns once FlushedOffset() > offset, ctx ends, or the
+	// log fails or closes (its error).
+	WaitFlushed(ctx context.Context, offset int64) error
 	// Changed is closed at the next append or flush.
 	Changed() <-chan struct{}
 	Truncate(offset int64) error

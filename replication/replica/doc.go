@@ -10,7 +10,9 @@
 // follow or step down; ApplyState), publish the HW, role and epoch; write ISR
 // proposals to etcd (a compare-and-swap on the partition state's version,
 // Kafka's AlterPartition) and feed the outcome back; answer acks=all
-// waiters; truncate the follower's log; report the leader's log progress
+// waiters; under fsync durability, hold acks=1 answers until the leader's
+// own flush (FlushWait), which it reports before returning so that the HW
+// of a leader alone in the ISR covers the acknowledged batch; truncate the follower's log; report the leader's log progress
 // (a watcher goroutine, and a safety net in Tick). What it hands to its
 // consumer (Outputs): the follower's fetch and epoch query, and the news
 // that it started or stopped leading.

@@ -60,6 +60,35 @@ func (c *Core) AppendAsLeader(acksAll bool, timeoutMs int64, appendFn func(epoch
 	return wait, err
 }
 
+// FlushWait is an appended acks=1 batch waiting, under fsync durability,
+// for the leader's own flush. The ack then means durable, and, for a
+// partition whose ISR is the leader alone, visible: the wait ends by
+// reporting the flush to the replica, which moves the HW before the
+// producer hears of it.
+type FlushWait struct {
+	c    *Core
+	next int64 // the offset after the batches
+}
+
+// FlushWait returns the wait for everything below next to be flushed;
+// nil without fsync durability (an append is all acks=1 waits for).
+func (c *Core) FlushWait(next int64) *FlushWait {
+	if !c.shell.cfg.Fsync {
+		return nil
+	}
+	return &FlushWait{c: c, next: next}
+}
+
+// Await waits for the flush until ctx ends (its error; the caller's
+// deadline is the produce timeout). A failed or closed log is its error.
+func (w *FlushWait) Await(ctx context.Context) error {
+	if err := w.c.log.WaitFlushed(ctx, w.next-1); err != nil {
+		return err
+	}
+	w.c.reportLocalLog()
+	return nil
+}
+
 // Await waits for w's result. The replica answers by its own timeout
 // (Tick); the wall-clock deadline is a backstop should it never answer
 // (replication.ErrTimedOut).

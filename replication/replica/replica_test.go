@@ -44,6 +44,22 @@ func (l *memLog) FlushedOffset() int64 {
 	return l.flushed
 }
 
+func (l *memLog) WaitFlushed(ctx context.Context, offset int64) error {
+	for {
+		l.mu.Lock()
+		flushed, ch := l.flushed, l.changed
+		l.mu.Unlock()
+		if flushed > offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 func (l *memLog) Changed() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()

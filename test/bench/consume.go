@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -58,6 +59,10 @@ type ConsumeResult struct {
 	// CreateTime), in nanoseconds. It means end-to-end latency only while
 	// a producer runs alongside; for a backlog it is the data's age.
 	EndToEnd *Histogram
+	// FetchRequests and FetchRequestBytes count the Fetch requests the
+	// consumer wrote and their bytes on the wire (incremental fetch
+	// sessions shrink them).
+	FetchRequests, FetchRequestBytes int64
 }
 
 func (r ConsumeResult) RecordsPerSec() float64 { return perSecond(float64(r.Records), r.Elapsed) }
@@ -65,9 +70,10 @@ func (r ConsumeResult) MBPerSec() float64      { return perSecond(float64(r.Byte
 
 // Summary is one key=value line that scripts parse (test/bench/run.sh).
 func (r ConsumeResult) Summary() string {
-	return fmt.Sprintf("consume records=%d bytes=%d seconds=%.3f records_per_sec=%.0f mb_per_sec=%.2f e2e_p50_ms=%.3f e2e_p99_ms=%.3f e2e_p999_ms=%.3f",
+	return fmt.Sprintf("consume records=%d bytes=%d seconds=%.3f records_per_sec=%.0f mb_per_sec=%.2f e2e_p50_ms=%.3f e2e_p99_ms=%.3f e2e_p999_ms=%.3f fetch_requests=%d fetch_request_bytes=%d",
 		r.Records, r.Bytes, r.Elapsed.Seconds(), r.RecordsPerSec(), r.MBPerSec(),
-		ms(r.EndToEnd.Quantile(0.5)), ms(r.EndToEnd.Quantile(0.99)), ms(r.EndToEnd.Quantile(0.999)))
+		ms(r.EndToEnd.Quantile(0.5)), ms(r.EndToEnd.Quantile(0.99)), ms(r.EndToEnd.Quantile(0.999)),
+		r.FetchRequests, r.FetchRequestBytes)
 }
 
 // RunConsume reads until cfg.Records records arrived, the topic went idle
@@ -77,10 +83,12 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig) (ConsumeResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return ConsumeResult{}, err
 	}
+	var fetches fetchCounter
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.WithHooks(&fetches),
 	}
 	if cfg.FetchMaxBytes > 0 {
 		opts = append(opts, kgo.FetchMaxBytes(cfg.FetchMaxBytes))
@@ -95,7 +103,21 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig) (ConsumeResult, error) {
 			return ConsumeResult{}, err
 		}
 	}
-	return consumeLoop(ctx, cl, cfg), nil
+	res := consumeLoop(ctx, cl, cfg)
+	res.FetchRequests, res.FetchRequestBytes = fetches.requests.Load(), fetches.bytes.Load()
+	return res, nil
+}
+
+// fetchCounter is a kgo hook counting the Fetch requests written.
+type fetchCounter struct{ requests, bytes atomic.Int64 }
+
+var _ kgo.HookBrokerWrite = (*fetchCounter)(nil)
+
+func (f *fetchCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, written int, _, _ time.Duration, err error) {
+	if key == 1 && err == nil { // Fetch
+		f.requests.Add(1)
+		f.bytes.Add(int64(written))
+	}
 }
 
 // backlog counts the records currently in topic.

@@ -1,0 +1,333 @@
+package session
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Epochs with a meaning of their own (FetchMetadata in Kafka).
+const (
+	FinalEpoch   int32 = -1 // a sessionless full fetch
+	InitialEpoch int32 = 0  // a full fetch that opens a session
+)
+
+// Errors of Begin, mapped by the broker to Kafka's codes.
+var (
+	ErrSessionNotFound = errors.New("fetch session: id not found")  // FETCH_SESSION_ID_NOT_FOUND
+	ErrInvalidEpoch    = errors.New("fetch session: invalid epoch") // INVALID_FETCH_SESSION_EPOCH
+)
+
+// Key names a partition: by topic name (Fetch below v13) or id (v13+).
+type Key struct {
+	Topic     string
+	TopicID   [16]byte
+	Partition int32
+}
+
+// Params are a partition's fetch parameters as the request gives them;
+// the session keeps the last ones a request gave.
+type Params struct {
+	FetchOffset        int64
+	LogStartOffset     int64 // followers only
+	MaxBytes           int32
+	CurrentLeaderEpoch int32
+	LastFetchedEpoch   int32
+}
+
+// Partition is one partition to fetch: its key and parameters.
+type Partition struct {
+	Key
+	Params
+}
+
+// Request is the session part of a Fetch request.
+type Request struct {
+	ID         int32
+	Epoch      int32
+	Partitions []Partition // named by the request, in request order
+	Forgotten  []Key       // incremental fetches: partitions to drop
+	// Privileged is a follower's fetch: its sessions outrank consumers'.
+	Privileged bool
+}
+
+// Result is what the answer holds for one partition, reported to Finish.
+type Result struct {
+	HighWatermark, LastStableOffset, LogStartOffset int64
+	HasRecords                                      bool
+	ErrorCode                                       int16
+}
+
+// Config bounds the cache.
+type Config struct {
+	// Slots is max.incremental.fetch.session.cache.slots; 0: 1000.
+	// Negative: no sessions at all (every fetch is served sessionless).
+	Slots int
+	// EvictAfter is how long a session must be idle to be stale, and how
+	// long it must exist before a higher-ranked session may evict it; 0:
+	// 120 s, as Kafka.
+	EvictAfter time.Duration
+}
+
+const (
+	defaultSlots      = 1000
+	defaultEvictAfter = 120 * time.Second
+)
+
+// Cache holds the sessions. Safe for concurrent use.
+type Cache struct {
+	slots      int
+	evictAfter time.Duration
+	now        func() time.Time
+
+	mu       sync.Mutex
+	sessions map[int32]*session
+}
+
+// NewCache returns an empty cache.
+func NewCache(cfg Config) *Cache {
+	c := &Cache{slots: cfg.Slots, evictAfter: cfg.EvictAfter, now: time.Now, sessions: map[int32]*session{}}
+	if c.slots == 0 {
+		c.slots = defaultSlots
+	}
+	if c.evictAfter <= 0 {
+		c.evictAfter = defaultEvictAfter
+	}
+	return c
+}
+
+// Len is the number of sessions cached.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sessions)
+}
+
+// session is one cached session. REQUIRES: Cache.mu held for every access.
+type session struct {
+	id         int32
+	nextEpoch  int32 // the epoch the next incremental fetch must carry
+	privileged bool
+	created    time.Time
+	lastUsed   time.Time
+	parts      []cachedPartition // in the order partitions joined
+	index      map[Key]int       // into parts
+}
+
+// cachedPartition is a partition of a session with the values last sent.
+type cachedPartition struct {
+	Partition
+	sent                     bool // the values below were sent once
+	hw, lastStable, logStart int64
+}
+
+// Context is one request's view of its session: the partitions to fetch
+// and, through Finish, what the answer carries.
+type Context struct {
+	c          *Cache
+	kind       kind
+	closeID    int32 // full fetch: the session the request closed (0: none)
+	session    *session
+	partitions []Partition
+	privileged bool
+}
+
+type kind int8
+
+const (
+	sessionless kind = iota
+	full
+	incremental
+)
+
+// Begin starts a request: it closes, checks or advances the session the
+// request names and returns the partitions to fetch, or ErrSessionNotFound
+// / ErrInvalidEpoch.
+func (c *Cache) Begin(req Request) (*Context, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if req.Epoch == FinalEpoch || req.Epoch == InitialEpoch {
+		if req.ID != 0 {
+			delete(c.sessions, req.ID) // a full fetch closes the session it names
+		}
+		k := full
+		if req.Epoch == FinalEpoch || c.slots < 0 {
+			k = sessionless
+		}
+		return &Context{c: c, kind: k, partitions: req.Partitions, privileged: req.Privileged}, nil
+	}
+	s, ok := c.sessions[req.ID]
+	if !ok {
+		return nil, ErrSessionNotFound
+	}
+	if req.Epoch != s.nextEpoch {
+		return nil, ErrInvalidEpoch
+	}
+	s.nextEpoch = nextEpoch(s.nextEpoch)
+	s.lastUsed = c.now()
+	s.update(req.Partitions, req.Forgotten)
+	parts := make([]Partition, len(s.parts))
+	for i, p := range s.parts {
+		parts[i] = p.Partition
+	}
+	return &Context{c: c, kind: incremental, session: s, partitions: parts, privileged: req.Privileged}, nil
+}
+
+// nextEpoch wraps from MaxInt32 to 1, as Kafka's FetchMetadata.nextEpoch.
+func nextEpoch(e int32) int32 {
+	if e == 1<<31-1 {
+		return 1
+	}
+	return e + 1
+}
+
+// update adds or replaces the named partitions and drops the forgotten.
+func (s *session) update(named []Partition, forgotten []Key) {
+	for _, p := range named {
+		if i, ok := s.index[p.Key]; ok {
+			s.parts[i].Params = p.Params
+			continue
+		}
+		s.index[p.Key] = len(s.parts)
+		s.parts = append(s.parts, cachedPartition{Partition: p})
+	}
+	if len(forgotten) == 0 {
+		return
+	}
+	gone := make(map[Key]bool, len(forgotten))
+	for _, k := range forgotten {
+		gone[k] = true
+	}
+	kept := s.parts[:0]
+	for _, p := range s.parts {
+		if gone[p.Key] {
+			delete(s.index, p.Key)
+			continue
+		}
+		s.index[p.Key] = len(kept)
+		kept = append(kept, p)
+	}
+	clear(s.parts[len(kept):])
+	s.parts = kept
+}
+
+// Partitions are the partitions to fetch, in the order the answer lists
+// them: the request's for a full fetch, the whole session's for an
+// incremental one.
+func (x *Context) Partitions() []Partition { return x.partitions }
+
+// Finish records what the answer holds for each partition of Partitions
+// (results in the same order) and returns the session id the answer names
+// and, per partition, whether the answer carries it. A full fetch opens its
+// session here, if the cache admits it.
+func (x *Context) Finish(results []Result) (sessionID int32, include []bool) {
+	include = make([]bool, len(results))
+	switch x.kind {
+	case sessionless:
+		for i := range include {
+			include[i] = true
+		}
+		return 0, include
+	case full:
+		for i := range include {
+			include[i] = true
+		}
+		return x.c.open(x.partitions, results, x.privileged), include
+	}
+	c := x.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, r := range results {
+		j, ok := x.session.index[x.partitions[i].Key]
+		if !ok {
+			include[i] = true // forgotten by a racing request: answer it anyway
+			continue
+		}
+		include[i] = x.session.parts[j].record(r)
+	}
+	return x.session.id, include
+}
+
+// record stores the values an answer sends for p and reports whether the
+// answer must carry p.
+func (p *cachedPartition) record(r Result) bool {
+	changed := !p.sent || r.HasRecords || r.ErrorCode != 0 ||
+		r.HighWatermark != p.hw || r.LastStableOffset != p.lastStable || r.LogStartOffset != p.logStart
+	p.sent, p.hw, p.lastStable, p.logStart = true, r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+	return changed
+}
+
+// open caches a new session for a full fetch, evicting one if the rules
+// allow; 0 when the cache cannot admit it.
+func (c *Cache) open(parts []Partition, results []Result, privileged bool) int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if len(c.sessions) >= c.slots && !c.evictFor(privileged, len(parts), now) {
+		return 0
+	}
+	s := &session{id: c.newID(), nextEpoch: 1, privileged: privileged, created: now, lastUsed: now,
+		parts: make([]cachedPartition, len(parts)), index: make(map[Key]int, len(parts))}
+	for i, p := range parts {
+		s.parts[i] = cachedPartition{Partition: p}
+		s.parts[i].record(results[i])
+		s.index[p.Key] = i
+	}
+	c.sessions[s.id] = s
+	return s.id
+}
+
+// newID picks an unused positive id. REQUIRES: c.mu held; the cache holds
+// at most slots sessions, far fewer than the ids.
+func (c *Cache) newID() int32 {
+	for {
+		id := rand.Int32N(1<<31-1) + 1
+		if _, used := c.sessions[id]; !used {
+			return id
+		}
+	}
+}
+
+// evictFor frees a slot for a new session of the given rank, reporting
+// whether it did (see the package comment). REQUIRES: c.mu held.
+func (c *Cache) evictFor(privileged bool, size int, now time.Time) bool {
+	newcomer := rank{privileged: privileged, size: size}
+	var stale, lowest *session
+	for _, s := range c.sessions {
+		if now.Sub(s.lastUsed) >= c.evictAfter && (stale == nil || s.lastUsed.Before(stale.lastUsed)) {
+			stale = s
+		}
+		if now.Sub(s.created) < c.evictAfter || (s.privileged && !privileged) {
+			continue // too young, or a follower's session and a consumer asking
+		}
+		if lowest == nil || s.rank().below(lowest.rank()) {
+			lowest = s
+		}
+	}
+	victim := stale
+	if victim == nil && lowest != nil && lowest.rank().below(newcomer) {
+		victim = lowest
+	}
+	if victim == nil {
+		return false
+	}
+	delete(c.sessions, victim.id)
+	return true
+}
+
+// rank orders sessions for eviction: followers' above consumers', then by
+// partition count.
+type rank struct {
+	privileged bool
+	size       int
+}
+
+func (s *session) rank() rank { return rank{privileged: s.privileged, size: len(s.parts)} }
+
+func (a rank) below(b rank) bool {
+	if a.privileged != b.privileged {
+		return !a.privileged
+	}
+	return a.size < b.size
+}
