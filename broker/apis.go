@@ -74,9 +74,12 @@ var apiSpecs = []apiSpec{
 	{key: 32, minVersion: 0, maxVersion: 4, handle: (*Broker).handleDescribeConfigs},
 	{key: 33, minVersion: 0, maxVersion: 2, handle: (*Broker).handleAlterConfigs},
 	{key: wire.SASLAuthenticateKey, minVersion: 0, maxVersion: 2, handle: (*Broker).handleSASLUnreachable, preAuth: true},
+	{key: 35, minVersion: 0, maxVersion: 4, handle: (*Broker).handleDescribeLogDirs},
 	{key: 37, minVersion: 0, maxVersion: 3, handle: (*Broker).handleCreatePartitions},
 	{key: 42, minVersion: 0, maxVersion: 2, handle: (*Broker).handleDeleteGroups},
+	{key: 43, minVersion: 0, maxVersion: 2, handle: (*Broker).handleElectLeaders},
 	{key: 44, minVersion: 0, maxVersion: 1, handle: (*Broker).handleIncrementalAlterConfigs},
+	{key: 46, minVersion: 0, maxVersion: 0, handle: (*Broker).handleListPartitionReassignments},
 	{key: 47, minVersion: 0, maxVersion: 0, handle: (*Broker).handleOffsetDelete},
 	{key: 48, minVersion: 0, maxVersion: 1, handle: (*Broker).handleDescribeClientQuotas}, // KIP-546
 	{key: 49, minVersion: 0, maxVersion: 1, handle: (*Broker).handleAlterClientQuotas},
@@ -86,8 +89,9 @@ var apiSpecs = []apiSpec{
 	{key: 61, minVersion: 0, maxVersion: 0, handle: (*Broker).handleDescribeProducers},
 	{key: 65, minVersion: 0, maxVersion: 0, handle: (*Broker).handleDescribeTransactions},
 	{key: 66, minVersion: 0, maxVersion: 2, handle: (*Broker).handleListTransactions},
-	{key: 68, minVersion: 0, maxVersion: 1, handle: (*Broker).handleConsumerGroupHeartbeat}, // KIP-848
-	{key: 69, minVersion: 0, maxVersion: 1, handle: (*Broker).handleConsumerGroupDescribe},  // KIP-848
+	{key: 68, minVersion: 0, maxVersion: 1, handle: (*Broker).handleConsumerGroupHeartbeat},  // KIP-848
+	{key: 69, minVersion: 0, maxVersion: 1, handle: (*Broker).handleConsumerGroupDescribe},   // KIP-848
+	{key: 75, minVersion: 0, maxVersion: 0, handle: (*Broker).handleDescribeTopicPartitions}, // KIP-966
 }
 
 // apiEntry is one row of the dispatch table: an apiSpec bound to a broker.

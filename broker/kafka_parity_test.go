@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -8,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testkit"
 	"github.com/strata-log/strata/metadata/metadatatest"
 )
 
@@ -395,5 +399,116 @@ func TestAcksOneVisibleOnAckUnderFsync(t *testing.T) {
 		if got := resp.Topics[0].Partitions[0].Offset; got != int64(i+1) {
 			t.Fatalf("after acknowledged record %d (offset %d), ListOffsets latest = %d, want %d", i+1, r.Offset, got, i+1)
 		}
+	}
+}
+
+// ElectLeaders moves leadership back to the preferred replica, answers
+// ELECTION_NOT_NEEDED once it leads, and UNKNOWN_TOPIC_OR_PARTITION for a
+// partition that does not exist.
+func TestElectLeadersPreferred(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	b1 := startReplicaBroker(t, endpoints, 1, hotlog.DurabilityReplication, nil)
+	b2 := startReplicaBroker(t, endpoints, 2, hotlog.DurabilityReplication, nil)
+	topic, p1, p2 := createReplicatedTopic(t, b1, b2)
+	testkit.WaitFor(t, 20*time.Second, "broker 1 leads", func() bool { return p1.isLeader() })
+	states, err := b1.store.PartitionStates(testCtx(t), topic.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	electLeader(t, b1.store, topic.ID, b2.b, states[0].LeaderEpoch+1, []int32{1, 2})
+	testkit.WaitFor(t, 20*time.Second, "broker 2 leads", func() bool { return p2.isLeader() })
+	_, cl := adminClient(t, b1.b)
+
+	elect := func(topics []kmsg.ElectLeadersRequestTopic) *kmsg.ElectLeadersResponse {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.ElectionType, req.Topics, req.TimeoutMillis = 0, topics, 30000
+		return requestDirect(t, cl, req).(*kmsg.ElectLeadersResponse)
+	}
+	rep := []kmsg.ElectLeadersRequestTopic{{Topic: "rep", Partitions: []int32{0}}}
+	resp := elect(rep)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("preferred election: %+v", resp)
+	}
+	testkit.WaitFor(t, 20*time.Second, "broker 1 leads again", func() bool { return p1.isLeader() })
+	after, err := b1.store.PartitionStates(testCtx(t), topic.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after[0].Leader != 1 || after[0].LeaderEpoch != states[0].LeaderEpoch+2 {
+		t.Fatalf("after the election: leader %d epoch %d, want 1 at %d", after[0].Leader, after[0].LeaderEpoch, states[0].LeaderEpoch+2)
+	}
+	if code := elect(rep).Topics[0].Partitions[0].ErrorCode; code != kerr.ElectionNotNeeded.Code {
+		t.Fatalf("second election: %v, want ELECTION_NOT_NEEDED", kerr.ErrorForCode(code))
+	}
+	if resp := elect(nil); len(resp.Topics) != 0 {
+		t.Fatalf("election of every partition, none needing one: %+v", resp.Topics)
+	}
+	missing := elect([]kmsg.ElectLeadersRequestTopic{{Topic: "rep", Partitions: []int32{5}}, {Topic: "nope", Partitions: []int32{0}}})
+	for _, rt := range missing.Topics {
+		if code := rt.Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("%s-%d: %v, want UNKNOWN_TOPIC_OR_PARTITION", rt.Topic, rt.Partitions[0].Partition, kerr.ErrorForCode(code))
+		}
+	}
+}
+
+// ListPartitionReassignments answers an empty list; DescribeLogDirs lists
+// the local partitions with their sizes; DescribeTopicPartitions pages
+// through partitions with a cursor.
+func TestReassignmentsLogDirsAndTopicPartitions(t *testing.T) {
+	b, adm, cl := dataPathBroker(t)
+	createDataTopic(t, adm, "dirs", 3, nil)
+	createDataTopic(t, adm, "alpha", 2, nil)
+	produceSyncAll(t, newDataClient(t, b), makeTestRecords("dirs", 30))
+
+	lpr := requestDirect(t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse)
+	if lpr.ErrorCode != 0 || len(lpr.Topics) != 0 {
+		t.Fatalf("ListPartitionReassignments: %+v", lpr)
+	}
+
+	dld := kmsg.NewPtrDescribeLogDirsRequest()
+	dld.Topics = []kmsg.DescribeLogDirsRequestTopic{{Topic: "dirs", Partitions: []int32{0, 1, 2}}}
+	dresp := requestDirect(t, cl, dld).(*kmsg.DescribeLogDirsResponse)
+	if dresp.ErrorCode != 0 || len(dresp.Dirs) != 1 || dresp.Dirs[0].ErrorCode != 0 || dresp.Dirs[0].Dir != b.cfg.DataDir ||
+		dresp.Dirs[0].TotalBytes <= 0 || dresp.Dirs[0].UsableBytes <= 0 || len(dresp.Dirs[0].Topics) != 1 {
+		t.Fatalf("DescribeLogDirs: %+v", dresp)
+	}
+	var size int64
+	for _, p := range dresp.Dirs[0].Topics[0].Partitions {
+		size += p.Size
+	}
+	if len(dresp.Dirs[0].Topics[0].Partitions) != 3 || size <= 0 {
+		t.Fatalf("DescribeLogDirs partitions %+v", dresp.Dirs[0].Topics[0].Partitions)
+	}
+
+	describe := func(limit int32, cursor *kmsg.DescribeTopicPartitionsRequestCursor) *kmsg.DescribeTopicPartitionsResponse {
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.ResponsePartitionLimit, req.Cursor = limit, cursor
+		return requestDirect(t, cl, req).(*kmsg.DescribeTopicPartitionsResponse)
+	}
+	var seen []string
+	var cursor *kmsg.DescribeTopicPartitionsRequestCursor
+	for range 10 {
+		resp := describe(2, cursor)
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				if rt.ErrorCode != 0 || p.ErrorCode != 0 || p.LeaderID != 1 || p.LeaderEpoch != 0 {
+					t.Fatalf("%s-%d: %+v", *rt.Topic, p.Partition, p)
+				}
+				seen = append(seen, fmt.Sprintf("%s-%d", *rt.Topic, p.Partition))
+			}
+		}
+		if resp.NextCursor == nil {
+			break
+		}
+		cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
+	}
+	if want := []string{"alpha-0", "alpha-1", "dirs-0", "dirs-1", "dirs-2"}; !slices.Equal(seen, want) {
+		t.Fatalf("paged DescribeTopicPartitions saw %v, want %v", seen, want)
+	}
+	named := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	named.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "ghost"}}
+	if resp := requestDirect(t, cl, named).(*kmsg.DescribeTopicPartitionsResponse); len(resp.Topics) != 1 ||
+		resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic: %+v", resp.Topics)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/strata-log/strata/metadata"
 )
 
@@ -101,4 +103,14 @@ func (l Layout) IsPartitionDir(name string) bool {
 	}
 	n, err := strconv.Atoi(name[i+1:])
 	return err == nil && n >= 0 && l.ValidTopic(name[:i])
+}
+
+// Usage is the size of the file system holding dir and the bytes free for
+// unprivileged use, as Kafka's DescribeLogDirs reports them.
+func Usage(dir string) (total, usable int64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return -1, -1, fmt.Errorf("datadir: statfs %s: %w", dir, err)
+	}
+	return int64(st.Blocks) * int64(st.Bsize), int64(st.Bavail) * int64(st.Bsize), nil
 }
