@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command of Strata (README, .ci/run): on a fresh Debian machine
-# it installs what the tests need (etcd, kcat, and MinIO through
-# scripts/install-minio.sh), then runs
+# it installs what the tests need (etcd, kcat, MinIO through
+# scripts/install-minio.sh, node with the pinned kafkajs), then runs
 #   1. go vet ./...
 #   2. every fuzz target for a bounded time (scripts/fuzz.sh)
 #   3. go test for every package except the end-to-end suite
@@ -76,6 +76,22 @@ ensure_minio() {
 	fi
 }
 
+# ensure_kafkajs installs node and npm from Debian when missing, then the
+# pinned kafkajs of test/e2e/kafkajs (package-lock.json) from the npm
+# registry, for the kafkajs e2e test (which fails without it under CI=true).
+ensure_kafkajs() {
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		log "installing node and npm for the kafkajs e2e test"
+		install_packages nodejs npm || { $ci && die "could not install nodejs and npm (required under CI=true)"; }
+	fi
+	[[ -f test/e2e/kafkajs/node_modules/kafkajs/package.json ]] && return 0
+	log "installing kafkajs for the e2e test: npm ci --prefix test/e2e/kafkajs"
+	if ! npm ci --prefix test/e2e/kafkajs --no-audit --no-fund >/dev/null; then
+		if $ci; then die "could not install kafkajs (required under CI=true)"; fi
+		echo "test.sh: warning: kafkajs not installed; its e2e test will skip" >&2
+	fi
+}
+
 # ensure_bench_tools installs the benchmark suite's baselines (iperf3 from
 # Debian; pinned nats-server and natscli into .tools/bin) for step 7.
 ensure_bench_tools() {
@@ -120,6 +136,7 @@ main() {
 	ensure_go
 	ensure_test_deps
 	ensure_minio
+	ensure_kafkajs
 	ensure_bench_tools
 	go version
 
