@@ -96,16 +96,18 @@ func newConsumerMemberID() string {
 }
 
 // consumerTopicMetadata lists the topics consumer-protocol groups may be
-// assigned: every non-internal topic with its id and partition count.
-// The coordinator calls it without its lock (lock order, coordinator_wiring.go).
+// assigned: every topic with its id and partition count, internal ones
+// marked (a broad regex leaves them out). The coordinator calls it without
+// its lock (lock order, coordinator_wiring.go).
 func (b *Broker) consumerTopicMetadata() map[consumer.TopicID]consumer.TopicMetadata {
 	out := map[consumer.TopicID]consumer.TopicMetadata{}
 	for _, t := range b.parts.allTopics() {
-		if t.topic.Internal || t.topic.Name == group.OffsetsTopic || len(t.states) == 0 {
+		if len(t.states) == 0 {
 			continue
 		}
 		id := consumer.TopicID(t.topic.ID)
-		out[id] = consumer.TopicMetadata{ID: id, Name: t.topic.Name, Partitions: int32(len(t.states))}
+		out[id] = consumer.TopicMetadata{ID: id, Name: t.topic.Name, Partitions: int32(len(t.states)),
+			Internal: t.topic.Internal || t.topic.Name == group.OffsetsTopic}
 	}
 	return out
 }

@@ -512,3 +512,46 @@ func TestReassignmentsLogDirsAndTopicPartitions(t *testing.T) {
 		t.Fatalf("unknown topic: %+v", resp.Topics)
 	}
 }
+
+// A consumer-protocol member whose regex names __consumer_offsets gets its
+// partitions; a broad regex leaves it out, as in Kafka 4.
+func TestConsumerRegexNamesInternalTopic(t *testing.T) {
+	tb := startTestBroker(t, metadatatest.StartEmbedded(t), t.TempDir(), func(c *Config) { c.Group.OffsetsTopicPartitions = 3 })
+	_, cl := adminClient(t, tb.b)
+	if ct := createTopicRaw(t, cl, "plain", 2, 30*time.Second); ct.ErrorCode != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(ct.ErrorCode))
+	}
+	subscribed := func(group, regex string) []string {
+		var resp *kmsg.ConsumerGroupHeartbeatResponse
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			r.Group, r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = group, "m-"+group, 0, 5000
+			r.SubscribedTopicRegex, r.Topics = &regex, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			resp = requestDirect(t, cl, r).(*kmsg.ConsumerGroupHeartbeatResponse)
+			retry := resp.ErrorCode == kerr.NotCoordinator.Code || resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code ||
+				resp.ErrorCode == kerr.CoordinatorNotAvailable.Code
+			if !retry || time.Now().After(deadline) {
+				break
+			}
+			fc := kmsg.NewPtrFindCoordinatorRequest() // creates __consumer_offsets
+			fc.CoordinatorKey, fc.CoordinatorKeys = group, []string{group}
+			requestDirect(t, cl, fc)
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatalf("join %s: %v", group, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		d := kmsg.NewPtrConsumerGroupDescribeRequest()
+		d.Groups = []string{group}
+		g := requestDirect(t, cl, d).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+		if g.ErrorCode != 0 || len(g.Members) != 1 {
+			t.Fatalf("describe %s: %+v", group, g)
+		}
+		return g.Members[0].SubscribedTopics
+	}
+	if got := subscribed("broad", ".*"); !slices.Equal(got, []string{"plain"}) {
+		t.Errorf("regex .* subscribed %v, want [plain] (no internal topic)", got)
+	}
+	if got := subscribed("named", "__consumer_offsets"); !slices.Equal(got, []string{"__consumer_offsets"}) {
+		t.Errorf("regex __consumer_offsets subscribed %v, want [__consumer_offsets]", got)
+	}
+}

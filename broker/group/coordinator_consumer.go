@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 
@@ -49,7 +50,7 @@ import (
 const KindConsumer = KindGroup + 1
 
 // TopicMetadataFunc lists the topics consumer-protocol groups may be
-// assigned (internal topics excluded), keyed by topic id.
+// assigned (internal ones marked), keyed by topic id.
 type TopicMetadataFunc func() map[consumer.TopicID]consumer.TopicMetadata
 
 // SetTopicMetadata sets where consumer-protocol groups learn the topics.
@@ -170,12 +171,42 @@ func resolveSubscription(g *consumer.Group, req *consumer.HeartbeatRequest,
 	}
 	names := append([]string{}, req.SubscribedTopicNames...)
 	for _, md := range topics {
-		if re.MatchString(md.Name) && (visible == nil || visible(md.Name)) {
-			names = append(names, md.Name)
+		if !re.MatchString(md.Name) || (visible != nil && !visible(md.Name)) {
+			continue
 		}
+		if md.Internal && !namesLiterally(regex, md.Name) {
+			continue // as Kafka 4: ".*" does not hand out __consumer_offsets
+		}
+		names = append(names, md.Name)
 	}
 	req.SubscribedTopicNames = names
 	return nil
+}
+
+// namesLiterally reports whether regex names topic as a literal: the whole
+// expression, or one branch of a top-level alternation, is exactly its name
+// (e.g. "__consumer_offsets" or "orders|__consumer_offsets").
+func namesLiterally(regex, topic string) bool {
+	re, err := syntax.Parse(regex, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	branches := []*syntax.Regexp{re}
+	if re.Op == syntax.OpAlternate {
+		branches = re.Sub
+	}
+	for _, b := range branches {
+		for b.Op == syntax.OpCapture {
+			b = b.Sub[0]
+		}
+		if b.Op == syntax.OpLiteral && b.Flags&syntax.FoldCase == 0 && string(b.Rune) == topic {
+			return true
+		}
+	}
+	return false
 }
 
 // appendConsumerLocked appends a group's records as one batch, handed to

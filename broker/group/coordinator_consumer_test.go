@@ -231,6 +231,40 @@ func TestConsumerRegexPicksUpNewTopics(t *testing.T) {
 	}
 }
 
+// An internal topic goes to a member whose regex names it literally, never
+// to a broad regex, as in Kafka 4.
+func TestConsumerRegexAndInternalTopics(t *testing.T) {
+	log, topics := coordtest.NewMemLog(), &topicSet{}
+	topics.add(1, "events", 2)
+	topics.mu.Lock()
+	topics.topics[consumer.TopicID{9}] = consumer.TopicMetadata{ID: consumer.TopicID{9}, Name: "__consumer_offsets", Partitions: 3, Internal: true}
+	topics.mu.Unlock()
+	c := consumerCoordinator(t, log, topics, 30000)
+	for _, tc := range []struct {
+		group, regex string
+		want         int
+	}{
+		{"broad", ".*", 2},
+		{"underscore", "__.*", 0},
+		{"named", "__consumer_offsets", 3},
+		{"branch", "events|__consumer_offsets", 5},
+		{"grouped", "(__consumer_offsets)", 3},
+	} {
+		re := tc.regex
+		res := c.ConsumerHeartbeat(tc.group, consumer.HeartbeatRequest{MemberID: "m", RebalanceTimeoutMs: 5000, SubscribedTopicRegex: &re})
+		if res.Code != 0 {
+			t.Fatalf("%s: %+v", tc.regex, res)
+		}
+		got := 0
+		if a := res.Response.Assignment; a != nil {
+			got = a.Len()
+		}
+		if got != tc.want {
+			t.Errorf("regex %q: %d partitions assigned, want %d", tc.regex, got, tc.want)
+		}
+	}
+}
+
 func TestConsumerSessionExpiresByTick(t *testing.T) {
 	log, topics := coordtest.NewMemLog(), &topicSet{}
 	topics.add(1, "t", 1)

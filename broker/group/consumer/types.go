@@ -162,6 +162,10 @@ type TopicMetadata struct {
 	ID         TopicID
 	Name       string
 	Partitions int32
+	// Internal topics (__consumer_offsets, __transaction_state) are
+	// assigned to members that subscribe to them by name, or by a regular
+	// expression that names them literally, never by a broad one.
+	Internal bool
 }
 
 // MemberSubscription is a member's subscription as its heartbeat states it.
