@@ -95,7 +95,7 @@ func writeHotlog(t *testing.T) []string {
 	return paths[:len(paths)-1] // the last one is active
 }
 
-func checkWithMinioGo(t *testing.T, m *tiertest.MinIO, key string, log []byte, want *Footer) {
+func checkWithMinioGo(t *testing.T, m *tiertest.S3Server, key string, log []byte, want *Footer) {
 	t.Helper()
 	ctx := context.Background()
 	info, err := m.Client().StatObject(ctx, m.Bucket, key, minio.StatObjectOptions{})

@@ -73,7 +73,7 @@ type Cluster struct {
 	dir  string
 	Etcd *EtcdServer
 	// MinIO is nil unless Config.MinIO.
-	MinIO       *tiertest.MinIO
+	MinIO       *tiertest.S3Server
 	ObjectStore string    // the --object-store URL every broker gets
 	minioPort   *portHold // MinIO's port while it is killed (KillMinIO)
 

@@ -40,7 +40,7 @@ const (
 
 // startTieredBroker runs a broker whose --object-store is m's bucket, with
 // fast upload and retention loops.
-func startTieredBroker(t *testing.T, m *tiertest.MinIO, extra ...string) *Broker {
+func startTieredBroker(t *testing.T, m *tiertest.S3Server, extra ...string) *Broker {
 	args := append([]string{"--object-store", m.URL(tierBucketPrefix),
 		"--log-retention-check-interval", "250ms", "--tier-upload-interval", "250ms"}, extra...)
 	return StartBroker(t, withArgs(args...))
@@ -185,7 +185,7 @@ type bucketObject struct {
 
 // bucketSegments lists topic's segment objects per partition, sorted by
 // base offset, decoding each footer from a ranged GET of the object's end.
-func bucketSegments(t testing.TB, m *tiertest.MinIO, b *Broker, topic string) map[int32][]bucketObject {
+func bucketSegments(t testing.TB, m *tiertest.S3Server, b *Broker, topic string) map[int32][]bucketObject {
 	t.Helper()
 	ctx := testCtx(t, 60*time.Second)
 	cl := m.Client()
@@ -214,7 +214,7 @@ func bucketSegments(t testing.TB, m *tiertest.MinIO, b *Broker, topic string) ma
 	return out
 }
 
-func readFooter(t testing.TB, ctx context.Context, m *tiertest.MinIO, key string, size int64) *tier.Footer {
+func readFooter(t testing.TB, ctx context.Context, m *tiertest.S3Server, key string, size int64) *tier.Footer {
 	t.Helper()
 	opts := minio.GetObjectOptions{}
 	if err := opts.SetRange(size-tier.FooterSize, size-1); err != nil {
@@ -261,7 +261,7 @@ func checkContiguous(t testing.TB, objs []bucketObject, p int32, status tierStat
 
 // checkObjectRecords downloads an object and checks every record of its
 // batches section against what was produced.
-func checkObjectRecords(t testing.TB, m *tiertest.MinIO, p int32, o bucketObject) int64 {
+func checkObjectRecords(t testing.TB, m *tiertest.S3Server, p int32, o bucketObject) int64 {
 	t.Helper()
 	obj, err := m.Client().GetObject(testCtx(t, 60*time.Second), m.Bucket, o.key, minio.GetObjectOptions{})
 	if err != nil {
@@ -301,7 +301,7 @@ func checkObjectRecords(t testing.TB, m *tiertest.MinIO, p int32, o bucketObject
 
 // checkTieredNothingLost: every offset of every partition holds its record —
 // from the bucket below the tiered end, from the broker's hot log above.
-func checkTieredNothingLost(t testing.TB, m *tiertest.MinIO, b *Broker, topic string, tp *tierProducer, objs map[int32][]bucketObject) {
+func checkTieredNothingLost(t testing.TB, m *tiertest.S3Server, b *Broker, topic string, tp *tierProducer, objs map[int32][]bucketObject) {
 	t.Helper()
 	for p := int32(0); p < tp.partitions; p++ {
 		var fromBucket int64

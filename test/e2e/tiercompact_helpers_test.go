@@ -111,7 +111,7 @@ type bucketState struct {
 // missing or has another size, a partition's entries that are not
 // contiguous, or an object whose footer is not its entry's. An object that
 // vanishes between the listing and the footer read only means "not yet".
-func checkBucketMatchesManifest(t testing.TB, m *tiertest.MinIO, b *Broker) (bucketState, string) {
+func checkBucketMatchesManifest(t testing.TB, m *tiertest.S3Server, b *Broker) (bucketState, string) {
 	t.Helper()
 	manifest := etcdManifest(t, b)
 	ctx := testCtx(t, 60*time.Second)
@@ -181,7 +181,7 @@ func manifestGaps(manifest map[string]manifestEntry) string {
 }
 
 // waitBucketMatchesManifest polls checkBucketMatchesManifest until it holds.
-func waitBucketMatchesManifest(t testing.TB, m *tiertest.MinIO, b *Broker, timeout time.Duration) (bucketState, time.Duration) {
+func waitBucketMatchesManifest(t testing.TB, m *tiertest.S3Server, b *Broker, timeout time.Duration) (bucketState, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	for {
@@ -197,7 +197,7 @@ func waitBucketMatchesManifest(t testing.TB, m *tiertest.MinIO, b *Broker, timeo
 }
 
 // objectFooter reads and decodes an object's footer with a ranged GET.
-func objectFooter(ctx context.Context, m *tiertest.MinIO, key string, size int64) (*tier.Footer, error) {
+func objectFooter(ctx context.Context, m *tiertest.S3Server, key string, size int64) (*tier.Footer, error) {
 	opts := minio.GetObjectOptions{}
 	if err := opts.SetRange(size-tier.FooterSize, size-1); err != nil {
 		return nil, err

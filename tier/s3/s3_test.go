@@ -24,7 +24,7 @@ import (
 
 const partSize = 5 << 20
 
-func config(m *tiertest.MinIO, prefix string) s3.Config {
+func config(m *tiertest.S3Server, prefix string) s3.Config {
 	return s3.Config{
 		Bucket: m.Bucket, Prefix: prefix, Endpoint: m.Endpoint, Region: tiertest.Region, PathStyle: true,
 		AccessKeyID: tiertest.AccessKey, SecretAccessKey: tiertest.SecretKey,
@@ -43,7 +43,7 @@ func newStore(t testing.TB, cfg s3.Config) *s3.Store {
 }
 
 // verifyWithMinioGo checks an object through minio-go, not our client.
-func verifyWithMinioGo(m *tiertest.MinIO, prefix string) func(t *testing.T, key string, want []byte) {
+func verifyWithMinioGo(m *tiertest.S3Server, prefix string) func(t *testing.T, key string, want []byte) {
 	return func(t *testing.T, key string, want []byte) {
 		t.Helper()
 		ctx := context.Background()
@@ -82,7 +82,7 @@ func TestContractOnMinIO(t *testing.T) {
 	assertNoIncompleteUploads(t, m)
 }
 
-func assertNoIncompleteUploads(t *testing.T, m *tiertest.MinIO) {
+func assertNoIncompleteUploads(t *testing.T, m *tiertest.S3Server) {
 	t.Helper()
 	for u := range m.Client().ListIncompleteUploads(context.Background(), m.Bucket, "", true) {
 		if u.Err != nil {
