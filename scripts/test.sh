@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command of Strata (README, .ci/run): on a fresh Debian machine
-# it installs what the tests need (etcd, kcat, MinIO through
-# scripts/install-minio.sh, node with the pinned kafkajs), then runs
+# it installs what the tests need (etcd, kcat, MinIO and SeaweedFS through
+# scripts/install-minio.sh and install-seaweedfs.sh, node with the pinned
+# kafkajs), then runs
 #   1. go vet ./...
 #   2. every fuzz target for a bounded time (scripts/fuzz.sh)
 #   3. go test for every package except the end-to-end suite
@@ -76,6 +77,17 @@ ensure_minio() {
 	fi
 }
 
+# ensure_seaweedfs builds the pinned SeaweedFS into .tools/bin (idempotent):
+# the second real S3 server of the object-store contract tests and of one
+# tiering e2e test, which fail without it under CI=true.
+ensure_seaweedfs() {
+	log "installing SeaweedFS for the object-store tests: scripts/install-seaweedfs.sh"
+	if ! scripts/install-seaweedfs.sh >/dev/null; then
+		if $ci; then die "could not install SeaweedFS (required under CI=true)"; fi
+		echo "test.sh: warning: SeaweedFS not installed; tests needing it will skip" >&2
+	fi
+}
+
 # ensure_kafkajs installs node and npm from Debian when missing, then the
 # pinned kafkajs of test/e2e/kafkajs (package-lock.json) from the npm
 # registry, for the kafkajs e2e test (which fails without it under CI=true).
@@ -136,6 +148,7 @@ main() {
 	ensure_go
 	ensure_test_deps
 	ensure_minio
+	ensure_seaweedfs
 	ensure_kafkajs
 	ensure_bench_tools
 	go version

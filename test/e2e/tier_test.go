@@ -340,7 +340,23 @@ func checkLocalBound(t testing.TB, b *Broker, topic string, partitions int32, lo
 // disk stays within local retention plus a segment, and every record is in
 // the bucket or the hot tail exactly as produced.
 func TestTierUploadToMinIO(t *testing.T) {
-	m := tiertest.StartMinIO(t)
+	total := int64(1 << 30)
+	if v := os.Getenv("STRATA_TIER_E2E_BYTES"); v != "" {
+		total, _ = strconv.ParseInt(v, 10, 64)
+	}
+	checkTierUpload(t, tiertest.StartMinIO(t), total)
+}
+
+// TestTierUploadToSeaweedFS is the same check against a second S3 server,
+// with a quarter of the bytes.
+func TestTierUploadToSeaweedFS(t *testing.T) {
+	checkTierUpload(t, tiertest.StartSeaweedFS(t), 256<<20)
+}
+
+// checkTierUpload produces total bytes to a tiered topic on m and checks
+// that every sealed segment reaches the bucket, contiguous and indexed in
+// etcd, the local disk stays bounded, and nothing is lost.
+func checkTierUpload(t *testing.T, m *tiertest.S3Server, total int64) {
 	b := startTieredBroker(t, m)
 	const (
 		topic          = "tiered"
@@ -348,10 +364,6 @@ func TestTierUploadToMinIO(t *testing.T) {
 		segmentBytes   = 16 << 20
 		localRetention = 32 << 20
 	)
-	total := int64(1 << 30)
-	if v := os.Getenv("STRATA_TIER_E2E_BYTES"); v != "" {
-		total, _ = strconv.ParseInt(v, 10, 64)
-	}
 	createTopic(t, b.Admin(), topic, partitions, map[string]string{
 		"internal.segment.bytes": fmt.Sprint(segmentBytes), "local.retention.bytes": fmt.Sprint(localRetention)})
 	tp := newTierProducer(b, topic, partitions)

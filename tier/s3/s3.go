@@ -75,6 +75,10 @@ type Config struct {
 	PartSize int64
 	// Concurrency is the number of parts uploaded in parallel. Default 4.
 	Concurrency int
+	// ListPageSize is the MaxKeys of each ListObjectsV2 page (0: the
+	// server's default, 1000 on AWS); List follows continuation tokens
+	// across pages either way.
+	ListPageSize int32
 	// PartRetry retries one part's upload on transient errors. Defaults as objstore.RetryPolicy.
 	PartRetry objstore.RetryPolicy
 	// HTTPClient replaces the SDK's HTTP client (tests inject faults with it).
@@ -334,10 +338,11 @@ func (s *Store) List(ctx context.Context, prefix string) ([]objstore.ObjectInfo,
 	if prefix == "" && s.cfg.Prefix != "" {
 		fullPrefix = s.cfg.Prefix + "/"
 	}
-	pages := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
-		Bucket: aws.String(s.cfg.Bucket),
-		Prefix: aws.String(fullPrefix),
-	})
+	input := &s3.ListObjectsV2Input{Bucket: aws.String(s.cfg.Bucket), Prefix: aws.String(fullPrefix)}
+	if s.cfg.ListPageSize > 0 {
+		input.MaxKeys = aws.Int32(s.cfg.ListPageSize)
+	}
+	pages := s3.NewListObjectsV2Paginator(s.client, input)
 	var out []objstore.ObjectInfo
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)

@@ -29,7 +29,8 @@ func config(m *tiertest.S3Server, prefix string) s3.Config {
 		Bucket: m.Bucket, Prefix: prefix, Endpoint: m.Endpoint, Region: tiertest.Region, PathStyle: true,
 		AccessKeyID: tiertest.AccessKey, SecretAccessKey: tiertest.SecretKey,
 		MultipartThreshold: partSize, PartSize: partSize, Concurrency: 3,
-		PartRetry: objstore.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond},
+		ListPageSize: 2, // every List of the contract spans pages
+		PartRetry:    objstore.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond},
 	}
 }
 
@@ -69,6 +70,23 @@ func verifyWithMinioGo(m *tiertest.S3Server, prefix string) func(t *testing.T, k
 
 func TestContractOnMinIO(t *testing.T) {
 	m := tiertest.StartMinIO(t)
+	var n atomic.Int32
+	var verify func(t *testing.T, key string, want []byte)
+	objtest.Run(t, func(t *testing.T) objstore.ObjectStore {
+		prefix := fmt.Sprintf("case%d/p", n.Add(1))
+		verify = verifyWithMinioGo(m, prefix)
+		return newStore(t, config(m, prefix))
+	}, objtest.Options{
+		LargeSize: 2*partSize + 12345, // three parts, the last one short
+		Verify:    func(t *testing.T, key string, want []byte) { verify(t, key, want) },
+	})
+	assertNoIncompleteUploads(t, m)
+}
+
+// TestContractOnSeaweedFS runs the same contract against a second S3
+// server, checked through minio-go as well.
+func TestContractOnSeaweedFS(t *testing.T) {
+	m := tiertest.StartSeaweedFS(t)
 	var n atomic.Int32
 	var verify func(t *testing.T, key string, want []byte)
 	objtest.Run(t, func(t *testing.T) objstore.ObjectStore {

@@ -56,6 +56,11 @@ type S3Server struct {
 	// keys (profile "default"): URL names it, so no key is in a URL.
 	CredentialsFile string
 
+	// extraPorts and configFile are the flavor's own (SeaweedFS: its
+	// other servers' ports and its S3 identities).
+	extraPorts []string
+	configFile string
+
 	mu  sync.Mutex
 	cmd *exec.Cmd // guarded by mu; nil while stopped
 }
