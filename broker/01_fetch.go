@@ -143,11 +143,20 @@ func (b *Broker) planFetch(rc *requestContext, req *kmsg.FetchRequest, resp *kms
 		freq.Isolation = fetch.ReadUncommitted // a follower reads up to the LEO
 	}
 	followerAllowed := replicaID >= 0 && b.authz.allowedCluster(rc, auth.OpClusterAction)
-	var slots []fetchSlot
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	// Sized up front: a consumer of many partitions names them all in every
+	// fetch, and growing these slices was most of a fetch's garbage.
+	freq.Partitions = make([]fetch.PartitionRequest, 0, n)
+	slots := make([]fetchSlot, 0, n)
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(rt.Partitions))
 		denied := b.fetchAuthCode(rc, req, rt, followerAllowed)
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]

@@ -12,12 +12,12 @@ import (
 // Incremental fetch sessions (KIP-227): the rules live in fetch/session;
 // this file translates a Fetch request to and from them.
 
-// fetchSession is a request's session context and, for an incremental
-// fetch, where each partition of the rebuilt request sits in the session
-// (order[i] is the session index of request partition i, in request order).
+// fetchSession is a request's session context; incremental is set when
+// req.Topics was rebuilt from the session (in the session's order), whose
+// answer carries only the partitions with news.
 type fetchSession struct {
-	ctx   *session.Context
-	order []int
+	ctx         *session.Context
+	incremental bool
 }
 
 // beginFetchSession starts req's session and, for an incremental fetch,
@@ -49,76 +49,65 @@ func (b *Broker) beginFetchSession(req *kmsg.FetchRequest) (fetchSession, int16)
 	case errors.Is(err, session.ErrInvalidEpoch):
 		return fetchSession{}, kerr.InvalidFetchSessionEpoch.Code
 	}
-	fs := fetchSession{ctx: ctx}
-	if sreq.Epoch > 0 {
-		req.Topics, fs.order = requestTopics(ctx.Partitions())
+	fs := fetchSession{ctx: ctx, incremental: sreq.Epoch > 0}
+	if fs.incremental {
+		req.Topics = requestTopics(ctx.Partitions())
 	}
 	return fs, 0
 }
 
-// requestTopics lays the session's partitions out as request topics, each
-// topic once (in order of first appearance), and returns the session index
-// of each request partition.
-func requestTopics(parts []session.Partition) ([]kmsg.FetchRequestTopic, []int) {
-	type topicKey struct {
-		name string
-		id   [16]byte
-	}
-	byTopic := map[topicKey][]int{}
-	var topics []topicKey
+// requestTopics lays the session's partitions out as request topics: each
+// topic's partitions are adjacent in a session (fetch/session), so one pass
+// keeps the session's order.
+func requestTopics(parts []session.Partition) []kmsg.FetchRequestTopic {
+	var out []kmsg.FetchRequestTopic
 	for i, p := range parts {
-		k := topicKey{p.Topic, p.TopicID}
-		if _, seen := byTopic[k]; !seen {
-			topics = append(topics, k)
+		if i == 0 || p.Topic != parts[i-1].Topic || p.TopicID != parts[i-1].TopicID {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = p.Topic, p.TopicID
+			rt.Partitions = make([]kmsg.FetchRequestTopicPartition, 0, topicRun(parts[i:]))
+			out = append(out, rt)
 		}
-		byTopic[k] = append(byTopic[k], i)
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.Partition, p.FetchOffset, p.LogStartOffset, p.MaxBytes
+		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = p.CurrentLeaderEpoch, p.LastFetchedEpoch
+		rt := &out[len(out)-1]
+		rt.Partitions = append(rt.Partitions, rp)
 	}
-	out := make([]kmsg.FetchRequestTopic, 0, len(topics))
-	order := make([]int, 0, len(parts))
-	for _, k := range topics {
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = k.name, k.id
-		for _, i := range byTopic[k] {
-			p := parts[i]
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.Partition, p.FetchOffset, p.LogStartOffset, p.MaxBytes
-			rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = p.CurrentLeaderEpoch, p.LastFetchedEpoch
-			rt.Partitions = append(rt.Partitions, rp)
-			order = append(order, i)
-		}
-		out = append(out, rt)
+	return out
+}
+
+// topicRun is how many partitions at the head of parts share its topic.
+func topicRun(parts []session.Partition) int {
+	n := 1
+	for n < len(parts) && parts[n].Topic == parts[0].Topic && parts[n].TopicID == parts[0].TopicID {
+		n++
 	}
-	return out, order
+	return n
 }
 
 // finish reports the answer to the session, sets its session id and drops
-// the partitions an incremental answer need not carry.
+// the partitions an incremental answer need not carry. The answer's
+// partitions are in the order of ctx.Partitions().
 func (fs fetchSession) finish(resp *kmsg.FetchResponse) {
-	n := len(fs.ctx.Partitions())
-	results := make([]session.Result, n)
-	flat := 0
+	results := make([]session.Result, 0, len(fs.ctx.Partitions()))
 	for _, st := range resp.Topics {
 		for _, sp := range st.Partitions {
-			i := flat
-			if fs.order != nil {
-				i = fs.order[flat]
-			}
-			results[i] = session.Result{HighWatermark: sp.HighWatermark, LastStableOffset: sp.LastStableOffset,
-				LogStartOffset: sp.LogStartOffset, HasRecords: len(sp.RecordBatches) > 0, ErrorCode: sp.ErrorCode}
-			flat++
+			results = append(results, session.Result{HighWatermark: sp.HighWatermark, LastStableOffset: sp.LastStableOffset,
+				LogStartOffset: sp.LogStartOffset, HasRecords: len(sp.RecordBatches) > 0, ErrorCode: sp.ErrorCode})
 		}
 	}
 	id, include := fs.ctx.Finish(results)
 	resp.SessionID = id
-	if fs.order == nil {
+	if !fs.incremental {
 		return // a full answer carries every partition
 	}
-	flat = 0
+	flat := 0
 	topics := resp.Topics[:0]
 	for _, st := range resp.Topics {
 		parts := st.Partitions[:0]
 		for _, sp := range st.Partitions {
-			if include[fs.order[flat]] {
+			if include[flat] {
 				parts = append(parts, sp)
 			}
 			flat++

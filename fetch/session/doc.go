@@ -29,8 +29,9 @@
 // An incremental answer carries a partition only if it has records or an
 // error, or its high watermark, last stable offset or log start differs
 // from what the session last sent for it (Kafka's
-// CachedPartition.maybeUpdateResponseData). A full fetch's answer carries
-// every partition and records those values.
+// CachedPartition.maybeUpdateResponseData); after an error the partition is
+// sent again once the error clears. A full fetch's answer carries every
+// partition and records those values.
 //
 // # The cache (FetchSessionCache in Kafka)
 //

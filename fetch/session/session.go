@@ -183,7 +183,10 @@ func nextEpoch(e int32) int32 {
 }
 
 // update adds or replaces the named partitions and drops the forgotten.
+// The partitions of one topic stay adjacent (Partitions' order), so the
+// broker lays an incremental fetch out as request topics in one pass.
 func (s *session) update(named []Partition, forgotten []Key) {
+	added := false
 	for _, p := range named {
 		if i, ok := s.index[p.Key]; ok {
 			s.parts[i].Params = p.Params
@@ -191,30 +194,50 @@ func (s *session) update(named []Partition, forgotten []Key) {
 		}
 		s.index[p.Key] = len(s.parts)
 		s.parts = append(s.parts, cachedPartition{Partition: p})
-	}
-	if len(forgotten) == 0 {
-		return
+		added = true
 	}
 	gone := make(map[Key]bool, len(forgotten))
 	for _, k := range forgotten {
 		gone[k] = true
 	}
-	kept := s.parts[:0]
+	if added || len(gone) > 0 {
+		s.regroup(gone)
+	}
+}
+
+// regroup drops the gone partitions and orders the rest by topic, topics in
+// order of first appearance, keeping the order within a topic; then it
+// rebuilds the index.
+func (s *session) regroup(gone map[Key]bool) {
+	type topicKey struct {
+		name string
+		id   [16]byte
+	}
+	var order []topicKey
+	byTopic := map[topicKey][]cachedPartition{}
 	for _, p := range s.parts {
 		if gone[p.Key] {
-			delete(s.index, p.Key)
 			continue
 		}
-		s.index[p.Key] = len(kept)
-		kept = append(kept, p)
+		k := topicKey{p.Topic, p.TopicID}
+		if _, seen := byTopic[k]; !seen {
+			order = append(order, k)
+		}
+		byTopic[k] = append(byTopic[k], p)
 	}
-	clear(s.parts[len(kept):])
-	s.parts = kept
+	s.parts = s.parts[:0]
+	clear(s.index)
+	for _, k := range order {
+		for _, p := range byTopic[k] {
+			s.index[p.Key] = len(s.parts)
+			s.parts = append(s.parts, p)
+		}
+	}
 }
 
 // Partitions are the partitions to fetch, in the order the answer lists
 // them: the request's for a full fetch, the whole session's for an
-// incremental one.
+// incremental one (each topic's partitions adjacent).
 func (x *Context) Partitions() []Partition { return x.partitions }
 
 // Finish records what the answer holds for each partition of Partitions
@@ -238,13 +261,18 @@ func (x *Context) Finish(results []Result) (sessionID int32, include []bool) {
 	c := x.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	parts := x.session.parts
 	for i, r := range results {
-		j, ok := x.session.index[x.partitions[i].Key]
-		if !ok {
-			include[i] = true // forgotten by a racing request: answer it anyway
-			continue
+		key := x.partitions[i].Key
+		j := i
+		if j >= len(parts) || parts[j].Key != key { // a racing request changed the session
+			var ok bool
+			if j, ok = x.session.index[key]; !ok {
+				include[i] = true // forgotten meanwhile: answer it anyway
+				continue
+			}
 		}
-		include[i] = x.session.parts[j].record(r)
+		include[i] = parts[j].record(r)
 	}
 	return x.session.id, include
 }
@@ -255,6 +283,9 @@ func (p *cachedPartition) record(r Result) bool {
 	changed := !p.sent || r.HasRecords || r.ErrorCode != 0 ||
 		r.HighWatermark != p.hw || r.LastStableOffset != p.lastStable || r.LogStartOffset != p.logStart
 	p.sent, p.hw, p.lastStable, p.logStart = true, r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+	if r.ErrorCode != 0 {
+		p.hw = -1 // as Kafka: the partition is sent again once its error clears
+	}
 	return changed
 }
 
@@ -272,8 +303,8 @@ func (c *Cache) open(parts []Partition, results []Result, privileged bool) int32
 	for i, p := range parts {
 		s.parts[i] = cachedPartition{Partition: p}
 		s.parts[i].record(results[i])
-		s.index[p.Key] = i
 	}
+	s.regroup(nil)
 	c.sessions[s.id] = s
 	return s.id
 }

@@ -115,6 +115,21 @@ func TestIncrementalFetchAnswersOnlyChanges(t *testing.T) {
 	if _, include := x.Finish(res); !slices.Equal(include, []bool{false, false, true}) {
 		t.Fatalf("include %v, want only the new partition with an error", include)
 	}
+
+	// A new partition of a topic already in the session joins its topic.
+	x, err = c.Begin(Request{ID: id, Epoch: 3, Partitions: []Partition{part("a", 2, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []Partition{part("a", 1, 7), part("a", 2, 0), part("b", 0, 0), part("c", 0, 3)}
+	if got := x.Partitions(); !slices.Equal(got, want) {
+		t.Fatalf("session after adding a-2 %+v, want %+v (a topic's partitions adjacent)", got, want)
+	}
+	res = results(4, 10)
+	res[2].HighWatermark = 11
+	if _, include := x.Finish(res); !slices.Equal(include, []bool{false, true, false, true}) {
+		t.Fatalf("include %v, want the new partition and c-0 (its error cleared)", include)
+	}
 }
 
 func TestIncrementalFetchEpochs(t *testing.T) {
