@@ -36,9 +36,12 @@
 // # The cache (FetchSessionCache in Kafka)
 //
 // At most Config.Slots sessions (max.incremental.fetch.session.cache.slots,
-// default 1000); each holds at most as many partitions as one request can
-// name, so memory is bounded by the slots times the largest request. A new
-// session takes a free slot; otherwise it may evict, as Kafka does:
+// default 1000) holding at most Config.MaxPartitions partitions between them
+// (default 200,000, about 20 MB): a session whose incremental fetch would
+// pass that bound is closed (FETCH_SESSION_ID_NOT_FOUND; the client goes
+// back to full fetches), and a full fetch naming more than the bound is
+// served without a session. A new session takes a free slot and room;
+// otherwise it may evict, as Kafka does:
 //
 //  1. a stale session: one not used for Config.EvictAfter (120 s);
 //  2. else the lowest-ranked session that has existed for EvictAfter, if

@@ -68,28 +68,38 @@ type Config struct {
 	// long it must exist before a higher-ranked session may evict it; 0:
 	// 120 s, as Kafka.
 	EvictAfter time.Duration
+	// MaxPartitions bounds the partitions cached across all sessions (each
+	// costs about a hundred bytes); 0: 200,000.
+	MaxPartitions int
 }
 
 const (
-	defaultSlots      = 1000
-	defaultEvictAfter = 120 * time.Second
+	defaultSlots         = 1000
+	defaultEvictAfter    = 120 * time.Second
+	defaultMaxPartitions = 200_000
 )
 
 // Cache holds the sessions. Safe for concurrent use.
 type Cache struct {
-	slots      int
-	evictAfter time.Duration
-	now        func() time.Time
+	slots         int
+	evictAfter    time.Duration
+	maxPartitions int
+	now           func() time.Time
 
-	mu       sync.Mutex
-	sessions map[int32]*session
+	mu         sync.Mutex
+	sessions   map[int32]*session
+	partitions int // cached across sessions, at most maxPartitions
 }
 
 // NewCache returns an empty cache.
 func NewCache(cfg Config) *Cache {
-	c := &Cache{slots: cfg.Slots, evictAfter: cfg.EvictAfter, now: time.Now, sessions: map[int32]*session{}}
+	c := &Cache{slots: cfg.Slots, evictAfter: cfg.EvictAfter, maxPartitions: cfg.MaxPartitions, now: time.Now,
+		sessions: map[int32]*session{}}
 	if c.slots == 0 {
 		c.slots = defaultSlots
+	}
+	if c.maxPartitions <= 0 {
+		c.maxPartitions = defaultMaxPartitions
 	}
 	if c.evictAfter <= 0 {
 		c.evictAfter = defaultEvictAfter
@@ -148,9 +158,7 @@ func (c *Cache) Begin(req Request) (*Context, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.Epoch == FinalEpoch || req.Epoch == InitialEpoch {
-		if req.ID != 0 {
-			delete(c.sessions, req.ID) // a full fetch closes the session it names
-		}
+		c.remove(req.ID) // a full fetch closes the session it names
 		k := full
 		if req.Epoch == FinalEpoch || c.slots < 0 {
 			k = sessionless
@@ -164,14 +172,41 @@ func (c *Cache) Begin(req Request) (*Context, error) {
 	if req.Epoch != s.nextEpoch {
 		return nil, ErrInvalidEpoch
 	}
+	if c.partitions+s.growth(req.Partitions) > c.maxPartitions {
+		// Too big to keep: the client falls back to full fetches, which are
+		// served without a session when they do not fit either.
+		c.remove(req.ID)
+		return nil, ErrSessionNotFound
+	}
 	s.nextEpoch = nextEpoch(s.nextEpoch)
 	s.lastUsed = c.now()
+	before := len(s.parts)
 	s.update(req.Partitions, req.Forgotten)
+	c.partitions += len(s.parts) - before
 	parts := make([]Partition, len(s.parts))
 	for i, p := range s.parts {
 		parts[i] = p.Partition
 	}
 	return &Context{c: c, kind: incremental, session: s, partitions: parts, privileged: req.Privileged}, nil
+}
+
+// remove closes session id, if cached. REQUIRES: c.mu held.
+func (c *Cache) remove(id int32) {
+	if s, ok := c.sessions[id]; ok {
+		c.partitions -= len(s.parts)
+		delete(c.sessions, id)
+	}
+}
+
+// growth is how many of named the session does not hold yet.
+func (s *session) growth(named []Partition) int {
+	n := 0
+	for _, p := range named {
+		if _, ok := s.index[p.Key]; !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // nextEpoch wraps from MaxInt32 to 1, as Kafka's FetchMetadata.nextEpoch.
@@ -295,8 +330,13 @@ func (c *Cache) open(parts []Partition, results []Result, privileged bool) int32
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	if len(c.sessions) >= c.slots && !c.evictFor(privileged, len(parts), now) {
+	if len(parts) > c.maxPartitions {
 		return 0
+	}
+	for len(c.sessions) >= c.slots || c.partitions+len(parts) > c.maxPartitions {
+		if !c.evictFor(privileged, len(parts), now) {
+			return 0
+		}
 	}
 	s := &session{id: c.newID(), nextEpoch: 1, privileged: privileged, created: now, lastUsed: now,
 		parts: make([]cachedPartition, len(parts)), index: make(map[Key]int, len(parts))}
@@ -306,6 +346,7 @@ func (c *Cache) open(parts []Partition, results []Result, privileged bool) int32
 	}
 	s.regroup(nil)
 	c.sessions[s.id] = s
+	c.partitions += len(s.parts)
 	return s.id
 }
 
@@ -343,7 +384,7 @@ func (c *Cache) evictFor(privileged bool, size int, now time.Time) bool {
 	if victim == nil {
 		return false
 	}
-	delete(c.sessions, victim.id)
+	c.remove(victim.id)
 	return true
 }
 

@@ -277,3 +277,34 @@ func TestNoSessionsWhenSlotsNegative(t *testing.T) {
 		t.Fatalf("session %d opened with sessions off", id)
 	}
 }
+
+// The partitions cached across sessions stay within MaxPartitions: a
+// session growing past it is closed, a full fetch larger than it gets no
+// session, and closing frees the room.
+func TestMaxPartitionsBound(t *testing.T) {
+	c := NewCache(Config{Slots: 10, MaxPartitions: 4})
+	three := []Partition{part("a", 0, 0), part("a", 1, 0), part("a", 2, 0)}
+	id := openSession(t, c, three, false)
+	if id == 0 {
+		t.Fatal("a session within the bound was not opened")
+	}
+	if _, err := c.Begin(Request{ID: id, Epoch: 1, Partitions: []Partition{part("a", 0, 5)}}); err != nil {
+		t.Fatalf("updating a partition it holds: %v", err)
+	}
+	if _, err := c.Begin(Request{ID: id, Epoch: 2, Partitions: []Partition{part("b", 0, 0), part("b", 1, 0)}}); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("growing past the bound: %v, want the session closed", err)
+	}
+	if c.Len() != 0 {
+		t.Fatalf("%d sessions after the close", c.Len())
+	}
+	five := append(slices.Clone(three), part("b", 0, 0), part("b", 1, 0))
+	if id := openSession(t, c, five, false); id != 0 {
+		t.Fatal("a full fetch larger than the bound opened a session")
+	}
+	if id := openSession(t, c, five[:4], false); id == 0 {
+		t.Fatal("the room of the closed session was not freed")
+	}
+	if id := openSession(t, c, five[:1], false); id != 0 {
+		t.Fatal("a second session passed the bound (nothing old enough to evict)")
+	}
+}
