@@ -44,6 +44,18 @@ func saramaAdmin(t *testing.T, b *Broker) sarama.ClusterAdmin {
 	return adm
 }
 
+// saramaBrokerWithTopic starts a broker and creates topic through sarama's
+// admin, which it returns too.
+func saramaBrokerWithTopic(t *testing.T, topic string, partitions int32) (*Broker, sarama.ClusterAdmin) {
+	t.Helper()
+	b := StartBroker(t)
+	adm := saramaAdmin(t, b)
+	if err := adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	return b, adm
+}
+
 // saramaProduce sends n records with key k-i, value v-i and a header, one
 // SendMessage each, and returns their offsets.
 func saramaProduce(t *testing.T, p sarama.SyncProducer, topic string, partition int32, n int, prefix string) []int64 {
@@ -91,11 +103,7 @@ func saramaConsume(t *testing.T, b *Broker, cfg *sarama.Config, topic string, pa
 }
 
 func TestSaramaProduceConsumeCodecs(t *testing.T) {
-	b := StartBroker(t)
-	adm := saramaAdmin(t, b)
-	if err := adm.CreateTopic("sarama-codecs", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
+	b, _ := saramaBrokerWithTopic(t, "sarama-codecs", 1)
 	codecs := []sarama.CompressionCodec{sarama.CompressionNone, sarama.CompressionGZIP, sarama.CompressionSnappy,
 		sarama.CompressionLZ4, sarama.CompressionZSTD}
 	for _, codec := range codecs {
@@ -120,11 +128,7 @@ func TestSaramaProduceConsumeCodecs(t *testing.T) {
 }
 
 func TestSaramaIdempotentAndTransactions(t *testing.T) {
-	b := StartBroker(t)
-	adm := saramaAdmin(t, b)
-	if err := adm.CreateTopic("sarama-txn", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
+	b, _ := saramaBrokerWithTopic(t, "sarama-txn", 1)
 	idem := saramaConfig()
 	idem.Producer.Idempotent = true
 	idem.Net.MaxOpenRequests = 1
@@ -214,11 +218,7 @@ func (h *saramaGroupHandler) count() int {
 }
 
 func TestSaramaConsumerGroupRebalance(t *testing.T) {
-	b := StartBroker(t)
-	adm := saramaAdmin(t, b)
-	if err := adm.CreateTopic("sarama-group", &sarama.TopicDetail{NumPartitions: 4, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
+	b, _ := saramaBrokerWithTopic(t, "sarama-group", 4)
 	cfg := saramaConfig()
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	p, err := sarama.NewSyncProducer([]string{b.Addr}, cfg)
