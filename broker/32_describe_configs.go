@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/auth"
-	"github.com/strata-log/strata/metadata"
 )
 
 // handleDescribeConfigs describes topic configs (overrides and defaults)
@@ -27,7 +26,7 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, rc *requestContext, kr
 			resp.Resources = append(resp.Resources, r)
 			continue
 		}
-		entries, code, msg := describeResource(rr.ResourceType, rr.ResourceName, &b.parts, &b.cfg, b.advertised)
+		entries, code, msg := b.describeResource(rr.ResourceType, rr.ResourceName)
 		if code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
 		} else {
@@ -56,28 +55,28 @@ func (z *authorizer) configAuthCode(rc *requestContext, op auth.Operation, typ k
 	return 0
 }
 
-// describeResource returns the configs of one resource, or an error code.
-func describeResource(typ kmsg.ConfigResourceType, name string, topics *partitionManager, cfg *Config,
-	advertised metadata.BrokerInfo,
-) ([]configEntry, int16, string) {
+// describeResource returns the configs of one resource, or an error code:
+// a topic's, this broker's (static and dynamic), or the cluster-wide
+// dynamic defaults (resource "").
+func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string) ([]configEntry, int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if err := validateTopicName(name); err != nil {
 			return nil, kerr.InvalidTopicException.Code, err.Error()
 		}
-		t, ok := topics.topic(name)
+		t, ok := b.parts.topic(name)
 		if !ok {
 			return nil, kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
 		}
-		return topicConfigEntries(t.topic.Configs, cfg.topicDefaults()), 0, ""
+		return topicConfigEntries(t.topic.Configs, b.cfg.topicDefaults()), 0, ""
 	case kmsg.ConfigResourceTypeBroker:
 		if name == "" {
-			return []configEntry{}, 0, "" // no cluster-wide dynamic defaults
+			return b.clusterDefaultConfigEntries(), 0, ""
 		}
-		if code, msg := checkBrokerResource(name, cfg.NodeID); code != 0 {
+		if code, msg := checkBrokerResource(name, b.cfg.NodeID); code != 0 {
 			return nil, code, msg
 		}
-		return brokerConfigEntries(cfg, advertised), 0, ""
+		return b.brokerConfigEntries(), 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("resource type %v is not supported", typ)
 }
@@ -145,6 +144,13 @@ func configSynonyms(e configEntry) []kmsg.DescribeConfigsResponseResourceConfigC
 	var broker []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 	if !brokerConfigsWithoutDefault[e.defaultName] {
 		broker = append(broker, syn(e.defaultName, e.defaultValue, kmsg.ConfigSourceDefaultConfig))
+	}
+	if e.levels != nil { // a dynamic broker config: every level that sets it
+		out := make([]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym, 0, len(e.levels))
+		for _, l := range e.levels {
+			out = append(out, syn(e.name, l.value, l.source))
+		}
+		return out
 	}
 	switch e.source {
 	case kmsg.ConfigSourceDynamicTopicConfig:

@@ -12,8 +12,9 @@ import (
 	"github.com/strata-log/strata/metadata"
 )
 
-// handleAlterConfigs replaces all of a topic's overrides with the given set
-// (the legacy, non-incremental API). AlterConfigs on the topic
+// handleAlterConfigs replaces all of a topic's overrides, or all of a
+// broker resource's dynamic configs, with the given set (the legacy,
+// non-incremental API). AlterConfigs on the topic
 // (TOPIC_AUTHORIZATION_FAILED) or Cluster (CLUSTER_AUTHORIZATION_FAILED) is
 // needed.
 func (b *Broker) handleAlterConfigs(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -23,15 +24,8 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, rc *requestContext, kre
 		r := kmsg.NewAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
 		code, msg := b.authz.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
-		var mutate func(map[string]string) error
 		if code == 0 {
-			code, msg = b.unknownTopicCode(rr.ResourceType, rr.ResourceName)
-		}
-		if code == 0 {
-			mutate, code, msg = replaceConfigs(rr)
-		}
-		if code == 0 {
-			code, msg = b.alterTopicConfigs(ctx, rr.ResourceName, mutate, req.ValidateOnly)
+			code, msg = b.alterResource(ctx, rr, req.ValidateOnly)
 		}
 		if code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
@@ -39,6 +33,26 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, rc *requestContext, kre
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp, nil
+}
+
+// alterResource alters one resource: a broker resource's dynamic configs
+// (dynamic_configs.go) or a topic's overrides.
+func (b *Broker) alterResource(ctx context.Context, rr kmsg.AlterConfigsRequestResource, validateOnly bool) (int16, string) {
+	if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+		mutate, code, msg := replaceBrokerConfigs(rr)
+		if code != 0 {
+			return code, msg
+		}
+		return b.alterBrokerConfigs(ctx, rr.ResourceName, mutate, validateOnly)
+	}
+	if code, msg := b.unknownTopicCode(rr.ResourceType, rr.ResourceName); code != 0 {
+		return code, msg
+	}
+	mutate, code, msg := replaceConfigs(rr)
+	if code != 0 {
+		return code, msg
+	}
+	return b.alterTopicConfigs(ctx, rr.ResourceName, mutate, validateOnly)
 }
 
 // replaceConfigs checks one AlterConfigs resource and returns the edit

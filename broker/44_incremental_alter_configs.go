@@ -15,7 +15,8 @@ import (
 )
 
 // handleIncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT to topic
-// overrides (or only validates them). AlterConfigs on the topic
+// overrides, or SET/DELETE to a broker resource's dynamic configs (or only
+// validates them). AlterConfigs on the topic
 // (TOPIC_AUTHORIZATION_FAILED) or Cluster (CLUSTER_AUTHORIZATION_FAILED) is
 // needed.
 func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -25,15 +26,8 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *requestC
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
 		code, msg := b.authz.configAuthCode(rc, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
-		var mutate func(map[string]string) error
 		if code == 0 {
-			code, msg = b.unknownTopicCode(rr.ResourceType, rr.ResourceName)
-		}
-		if code == 0 {
-			mutate, code, msg = incrementalAlter(rr)
-		}
-		if code == 0 {
-			code, msg = b.alterTopicConfigs(ctx, rr.ResourceName, mutate, req.ValidateOnly)
+			code, msg = b.alterResourceIncrementally(ctx, rr, req.ValidateOnly)
 		}
 		if code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, kmsg.StringPtr(msg)
@@ -41,6 +35,26 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *requestC
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp, nil
+}
+
+// alterResourceIncrementally alters one resource: a broker resource's dynamic configs
+// (dynamic_configs.go) or a topic's overrides.
+func (b *Broker) alterResourceIncrementally(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, string) {
+	if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+		mutate, code, msg := incrementalBrokerConfigs(rr)
+		if code != 0 {
+			return code, msg
+		}
+		return b.alterBrokerConfigs(ctx, rr.ResourceName, mutate, validateOnly)
+	}
+	if code, msg := b.unknownTopicCode(rr.ResourceType, rr.ResourceName); code != 0 {
+		return code, msg
+	}
+	mutate, code, msg := incrementalAlter(rr)
+	if code != 0 {
+		return code, msg
+	}
+	return b.alterTopicConfigs(ctx, rr.ResourceName, mutate, validateOnly)
 }
 
 // incrementalAlter checks one IncrementalAlterConfigs resource and returns
@@ -83,7 +97,8 @@ func (b *Broker) unknownTopicCode(typ kmsg.ConfigResourceType, name string) (int
 	return 0, ""
 }
 
-// checkAlterResource: topics can be altered; broker configs are static.
+// checkAlterResource checks a topic resource (broker resources go through
+// dynamic_configs.go); other types are not supported.
 func checkAlterResource(typ kmsg.ConfigResourceType, name string) (int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
@@ -91,8 +106,6 @@ func checkAlterResource(typ kmsg.ConfigResourceType, name string) (int16, string
 			return kerr.InvalidTopicException.Code, err.Error()
 		}
 		return 0, ""
-	case kmsg.ConfigResourceTypeBroker:
-		return kerr.InvalidRequest.Code, "broker configs are static; set them with strata serve flags"
 	}
 	return kerr.InvalidRequest.Code, fmt.Sprintf("resource type %v is not supported", typ)
 }

@@ -365,6 +365,10 @@ type Broker struct {
 	// nil until Start.
 	ctrl *controller.Controller
 
+	// dynamic are the dynamic broker configs as last loaded from etcd
+	// (dynamic_configs.go; applied by its watch loop).
+	dynamic dynamicConfigs
+
 	// fetchSessions are the incremental fetch sessions (fetch/session;
 	// wiring in fetch_sessions.go). Set by New.
 	fetchSessions *session.Cache
@@ -483,6 +487,9 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	}
 	if err := b.authz.Start(ctx, b.lifetime, &b.loops); err != nil {
 		return fmt.Errorf("broker: loading ACLs: %w", err)
+	}
+	if err := b.startDynamicConfigs(ctx); err != nil {
+		return fmt.Errorf("broker: loading dynamic broker configs: %w", err)
 	}
 	b.groups.Start()
 	b.txns.Start()

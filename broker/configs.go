@@ -24,6 +24,8 @@ type configEntry struct {
 	// defaultValue and defaultName (the broker-level name, e.g.
 	// log.retention.ms) are reported as the DEFAULT_CONFIG synonym.
 	defaultValue, defaultName string
+	// levels are a dynamic broker config's synonyms, highest first.
+	levels []configLevel
 }
 
 // topicConfigEntries lists every topic config: an override
@@ -74,7 +76,8 @@ type brokerConfig struct {
 func msOf(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // brokerConfigs are the broker configs Strata has, under their Kafka names,
-// in name order. All are static: set by strata serve flags.
+// in name order, with their static values (strata serve flags); the ones in
+// dynamicBrokerConfigs may also be set at run time.
 var brokerConfigs = []brokerConfig{
 	{"advertised.listeners", metadata.ConfigString, "Listener address given to clients in Metadata.",
 		func(_ *Config, a metadata.BrokerInfo) string { return fmt.Sprintf("PLAINTEXT://%s:%d", a.Host, a.Port) }},
@@ -136,19 +139,39 @@ var brokerConfigs = []brokerConfig{
 		func(c *Config, _ metadata.BrokerInfo) string { return strings.Join(c.SuperUsers, ";") }},
 }
 
-// brokerConfigEntries lists this broker's static, read-only configs, each
-// with its documentation.
-func brokerConfigEntries(cfg *Config, advertised metadata.BrokerInfo) []configEntry {
+// brokerConfigEntries lists this broker's configs, each with its
+// documentation: the dynamic ones (dynamic_configs.go) with the value in
+// force, its source and its levels; the others static and read-only.
+func (b *Broker) brokerConfigEntries() []configEntry {
 	entries := make([]configEntry, 0, len(brokerConfigs)+1)
 	for _, bc := range brokerConfigs {
-		entries = append(entries, configEntry{name: bc.name, value: bc.value(cfg, advertised), configType: kmsg.ConfigType(bc.typ), doc: bc.doc})
+		v := b.brokerConfigInForce(bc.name)
+		_, dynamic := dynamicBrokerConfigs[bc.name]
+		entries = append(entries, configEntry{name: bc.name, value: v.value, source: v.source, readOnly: !dynamic,
+			configType: kmsg.ConfigType(bc.typ), doc: bc.doc, levels: v.levels})
 	}
-	if cfg.Rack != "" {
-		entries = append(entries, configEntry{name: "broker.rack", value: cfg.Rack, configType: kmsg.ConfigType(metadata.ConfigString),
-			doc: "Rack of this broker, for rack-aware replica placement."})
+	if b.cfg.Rack != "" {
+		entries = append(entries, configEntry{name: "broker.rack", value: b.cfg.Rack, configType: kmsg.ConfigType(metadata.ConfigString),
+			doc: "Rack of this broker, for rack-aware replica placement.", source: kmsg.ConfigSourceStaticBrokerConfig, readOnly: true})
 	}
-	for i := range entries {
-		entries[i].source, entries[i].readOnly = kmsg.ConfigSourceStaticBrokerConfig, true
+	slices.SortFunc(entries, func(x, y configEntry) int { return compareStrings(x.name, y.name) })
+	return entries
+}
+
+// clusterDefaultConfigEntries lists the cluster-wide dynamic configs set,
+// as Kafka describes the default broker resource ("").
+func (b *Broker) clusterDefaultConfigEntries() []configEntry {
+	entries := []configEntry{}
+	for name, value := range b.dynamic.loaded().Default {
+		doc := ""
+		for _, bc := range brokerConfigs {
+			if bc.name == name {
+				doc = bc.doc
+			}
+		}
+		l := configLevel{value, kmsg.ConfigSourceDynamicDefaultBrokerConfig}
+		entries = append(entries, configEntry{name: name, value: value, source: l.source, doc: doc,
+			configType: kmsg.ConfigType(metadata.ConfigLong), levels: []configLevel{l}})
 	}
 	slices.SortFunc(entries, func(x, y configEntry) int { return compareStrings(x.name, y.name) })
 	return entries

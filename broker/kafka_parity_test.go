@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -554,4 +555,107 @@ func TestConsumerRegexNamesInternalTopic(t *testing.T) {
 	if got := subscribed("named", "__consumer_offsets"); !slices.Equal(got, []string{"__consumer_offsets"}) {
 		t.Errorf("regex __consumer_offsets subscribed %v, want [__consumer_offsets]", got)
 	}
+}
+
+// Dynamic broker configs: set cluster-wide or per broker through either
+// API, persisted in etcd, applied live by every broker (also one started
+// afterwards), and described with Kafka's sources and synonyms.
+func TestDynamicBrokerConfigs(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	b1 := startTestBroker(t, endpoints, t.TempDir(), nil)
+	_, cl := adminClient(t, b1.b)
+	incremental := func(resource string, ops ...kmsg.IncrementalAlterConfigsRequestResourceConfig) int16 {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName, r.Configs = kmsg.ConfigResourceTypeBroker, resource, ops
+		req.Resources = append(req.Resources, r)
+		return requestDirect(t, cl, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode
+	}
+	set := func(name, value string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+		return kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr(value)}
+	}
+	if code := incremental("", set("max.connections", "50")); code != 0 {
+		t.Fatalf("cluster-wide set: %v", kerr.ErrorForCode(code))
+	}
+	if code := incremental("", set("log.message.format.version", "2.8-IV1")); code != 0 {
+		t.Fatalf("log.message.format.version (accepted and ignored): %v", kerr.ErrorForCode(code))
+	}
+	if code := incremental("", set("log.dirs", "/elsewhere")); code != kerr.InvalidRequest.Code {
+		t.Fatalf("set of a static config: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
+	}
+	if code := incremental("", set("max.connections", "-3")); code != kerr.InvalidConfig.Code {
+		t.Fatalf("negative max.connections: %v, want INVALID_CONFIG", kerr.ErrorForCode(code))
+	}
+	if got := b1.b.connLimits.Limits().MaxConnections; got != 50 {
+		t.Fatalf("broker 1 applies max.connections %d, want 50", got)
+	}
+
+	// A broker started afterwards loads it, and takes per-broker values set
+	// through the legacy AlterConfigs on another broker.
+	b2 := startTestBroker(t, endpoints, t.TempDir(), func(c *Config) { c.NodeID = 2 })
+	if got := b2.b.connLimits.Limits().MaxConnections; got != 50 {
+		t.Fatalf("broker 2 started with max.connections %d, want 50", got)
+	}
+	alter := kmsg.NewPtrAlterConfigsRequest()
+	ar := kmsg.NewAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeBroker, "2"
+	ar.Configs = []kmsg.AlterConfigsRequestResourceConfig{
+		{Name: "log.cleaner.backoff.ms", Value: kmsg.StringPtr("1234")},
+		{Name: "max.connections.per.ip", Value: kmsg.StringPtr("1")},
+	}
+	alter.Resources = append(alter.Resources, ar)
+	if code := requestDirect(t, cl, alter).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode; code != 0 {
+		t.Fatalf("per-broker AlterConfigs through broker 1: %v", kerr.ErrorForCode(code))
+	}
+	testkit.WaitFor(t, 20*time.Second, "broker 2 applies its own configs through its watch", func() bool {
+		return b2.b.cleaner.Config().Backoff == 1234*time.Millisecond && b2.b.connLimits.Limits().MaxConnectionsPerIP == 1
+	})
+	if b1.b.cleaner.Config().Backoff == 1234*time.Millisecond || b1.b.connLimits.Limits().MaxConnectionsPerIP != 0 {
+		t.Fatal("broker 1 took broker 2's own values")
+	}
+
+	// Live: one connection from this host is all broker 2 admits now.
+	first, err := net.Dial("tcp", b2.b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	testkit.WaitFor(t, 10*time.Second, "broker 2 counts the first connection", func() bool { return b2.b.connLimits.Stats().Open == 1 })
+	second, err := net.Dial("tcp", b2.b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	_ = second.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := second.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("a second connection from one IP was served (%d bytes) with max.connections.per.ip=1", n)
+	}
+
+	// Described with sources and synonyms, highest first.
+	byName := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range describeConfigsRaw(t, cl, kmsg.ConfigResourceTypeBroker, "1").Configs {
+		byName[c.Name] = c
+	}
+	c := byName["max.connections"]
+	if *c.Value != "50" || c.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || c.ReadOnly || len(c.ConfigSynonyms) != 2 ||
+		c.ConfigSynonyms[0].Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig ||
+		c.ConfigSynonyms[1].Source != kmsg.ConfigSourceStaticBrokerConfig || *c.ConfigSynonyms[1].Value != "0" {
+		t.Fatalf("max.connections on broker 1: %+v", c)
+	}
+	if c := byName["log.dirs"]; !c.ReadOnly || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Fatalf("log.dirs: %+v", c)
+	}
+	defaults := describeConfigsRaw(t, cl, kmsg.ConfigResourceTypeBroker, "").Configs
+	if len(defaults) != 1 || defaults[0].Name != "max.connections" || defaults[0].Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+		t.Fatalf("cluster-wide defaults: %+v", defaults)
+	}
+
+	// DELETE falls back to the static value everywhere.
+	del := kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: "max.connections", Op: kmsg.IncrementalAlterConfigOpDelete}
+	if code := incremental("", del); code != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
+	}
+	testkit.WaitFor(t, 20*time.Second, "broker 2 back to no connection limit", func() bool {
+		return b2.b.connLimits.Limits().MaxConnections == 0
+	})
 }

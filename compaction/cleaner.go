@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
@@ -184,6 +185,7 @@ type CleanerDeps struct {
 // partition (PartitionState), written only by the goroutine running passes.
 type Cleaner struct {
 	cfg      CleanerConfig
+	tuned    atomic.Pointer[Tuning] // the tunables in force; replaced by Tune
 	parts    Partitions
 	manifest Manifest
 	tier     TierStore
@@ -206,14 +208,43 @@ func NewCleaner(cfg CleanerConfig, deps CleanerDeps) (*Cleaner, error) {
 	}
 	c := &Cleaner{cfg: cfg, parts: deps.Partitions, manifest: deps.Manifest, tier: deps.Tier,
 		spoolDir: deps.SpoolDir, log: deps.Logger}
+	c.tuned.Store(&Tuning{DedupeBufferBytes: cfg.DedupeBufferBytes, IOBytesPerSecond: cfg.IOBytesPerSecond, Backoff: cfg.Backoff})
 	if c.tier != nil {
 		c.removeStaleSpools()
 	}
 	return c, nil
 }
 
-// Config returns the configuration in force (defaults filled).
-func (c *Cleaner) Config() CleanerConfig { return c.cfg }
+// Tuning is the part of CleanerConfig that may change while the cleaner
+// runs (Kafka's dynamic log.cleaner.* configs). A pass reads it once, at
+// its start; the wait between rounds reads it when the wait begins.
+type Tuning struct {
+	DedupeBufferBytes int64
+	IOBytesPerSecond  int64
+	Backoff           time.Duration
+}
+
+// Tune replaces the tunables for the passes that start from now on; t is
+// checked as CleanerConfig.Validate checks them.
+func (c *Cleaner) Tune(t Tuning) error {
+	check := c.cfg
+	check.DedupeBufferBytes, check.IOBytesPerSecond, check.Backoff = t.DedupeBufferBytes, t.IOBytesPerSecond, t.Backoff
+	if err := check.Validate(); err != nil {
+		return err
+	}
+	c.tuned.Store(&t)
+	return nil
+}
+
+func (c *Cleaner) tuning() Tuning { return *c.tuned.Load() }
+
+// Config returns the configuration in force (defaults filled, the current
+// tunables).
+func (c *Cleaner) Config() CleanerConfig {
+	cfg, t := c.cfg, c.tuning()
+	cfg.DedupeBufferBytes, cfg.IOBytesPerSecond, cfg.Backoff = t.DedupeBufferBytes, t.IOBytesPerSecond, t.Backoff
+	return cfg
+}
 
 // Run runs cleaning rounds until ctx ends: a round that cleaned something
 // is followed at once by the next, otherwise after Backoff.
@@ -226,7 +257,7 @@ func (c *Cleaner) Run(ctx context.Context) {
 		if c.tier != nil {
 			c.tier.DeleteReplaced(ctx)
 		}
-		wait := c.cfg.Backoff
+		wait := c.tuning().Backoff
 		if cleaned {
 			wait = 0
 		}

@@ -158,10 +158,10 @@ func (c *Cleaner) cleanPartition(ctx context.Context, p Partition, fu int64, now
 		!state.tombstonesDue(now, p.Config().DeleteRetentionMs) {
 		return Stats{}, ErrNothingToClean
 	}
-	pace := newPacer(ctx, c.cfg.IOBytesPerSecond)
+	pace := newPacer(ctx, c.tuning().IOBytesPerSecond)
 	aborted := log.AbortedTxns(segs[0].BaseOffset, log.LogEndOffset())
 	dirtyOffsets := segs[len(segs)-1].RangeEnd - max(checkpoint, segs[0].BaseOffset)
-	m := NewOffsetMap(offsetMapBudget(c.cfg.DedupeBufferBytes, dirtyOffsets))
+	m := NewOffsetMap(offsetMapBudget(c.tuning().DedupeBufferBytes, dirtyOffsets))
 	mapEnd, err := BuildMap(m, segmentBatches(log, segs, checkpoint, pace), checkpoint,
 		segs[len(segs)-1].RangeEnd, aborted, maxCleanerBatch)
 	if err != nil {

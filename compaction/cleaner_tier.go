@@ -148,7 +148,7 @@ func (c *Cleaner) CleanTiered(ctx context.Context, p Partition, now time.Time) (
 			dirty = append(dirty, e)
 		}
 	}
-	m := NewOffsetMap(offsetMapBudget(c.cfg.DedupeBufferBytes, end-max(checkpoint, entries[0].BaseOffset)))
+	m := NewOffsetMap(offsetMapBudget(c.tuning().DedupeBufferBytes, end-max(checkpoint, entries[0].BaseOffset)))
 	src := c.tier.ObjectBatches(ctx, dirty)
 	mapEnd, err := BuildMap(m, src, checkpoint, end, aborted, maxCleanerBatch)
 	src.Close()

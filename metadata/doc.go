@@ -26,6 +26,8 @@
 //	P + "scram/<user>/<mechanism>"            JSON SCRAM credential (<user> path-escaped: no '/')
 //	P + "acls/<aclId>"                        JSON ACL; <aclId> = 16 hex digits of SHA-256(value)
 //	P + "quotas/<entity>"                     JSON client quotas of one entity
+//	P + "brokerconfigs/default"               JSON dynamic broker configs, cluster-wide
+//	P + "brokerconfigs/<nodeId>"              JSON dynamic broker configs of one broker
 //
 // <topicId> is the Kafka string form of the UUID (TopicID.String: 22
 // characters of unpadded base64url), the same form Kafka tools print.
@@ -106,6 +108,13 @@
 // query-escaped; "<default>" for the default user or client id, which a
 // name cannot spell since '<' is escaped). AlterQuotas is a CAS on the key's
 // ModRevision; an entity left without quotas is deleted.
+//
+// Dynamic broker configs (brokerconfigs/default, brokerconfigs/<nodeId>): a
+// JSON object of Kafka config name → value string, 1..MaxBrokerConfigs
+// entries; which names are dynamic and how they parse is the broker's rule.
+// AlterBrokerConfigs is a CAS on the key's ModRevision; a record left empty
+// is deleted. WatchBrokerConfigs signals after any change under
+// brokerconfigs/, with WatchSecurity's guarantees.
 //
 // WatchSecurity signals (coalesced) after any change under scram/, acls/ or
 // quotas/; consumers re-read with ScramCredential, ACLs and Quotas.

@@ -596,16 +596,22 @@ func (s *Store) Quotas(ctx context.Context) (map[QuotaEntity]map[string]float64,
 // reads the current revision before returning (one etcd call, bounded by
 // RequestTimeout). The channel is closed when ctx ends or the store closes.
 func (s *Store) WatchSecurity(ctx context.Context) <-chan struct{} {
+	return s.watchPrefixes(ctx, s.keys.scramRoot(), s.keys.aclRoot(), s.keys.quotaRoot())
+}
+
+// watchPrefixes is a coalesced change signal for the keys under prefixes
+// (see WatchSecurity for its guarantees).
+func (s *Store) watchPrefixes(ctx context.Context, prefixes ...string) <-chan struct{} {
 	out := make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.baseCtx, cancel)
 	start, err := s.currentRevision(ctx)
 	if err != nil {
-		s.log.Warn("security watch: cannot read the revision, will resync", "err", err)
+		s.log.Warn("metadata watch: cannot read the revision, will resync", "err", err)
 		start = 0
 	}
 	var wg sync.WaitGroup
-	for _, prefix := range []string{s.keys.scramRoot(), s.keys.aclRoot(), s.keys.quotaRoot()} {
+	for _, prefix := range prefixes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -658,7 +664,7 @@ func (s *Store) watchSignal(ctx context.Context, prefix string, rev int64, out c
 			rev = 0 // resync: the next loop signals and restarts from now
 			continue
 		case err != nil:
-			s.log.Warn("security watch broke, resuming", "prefix", prefix, "revision", next, "err", err)
+			s.log.Warn("metadata watch broke, resuming", "prefix", prefix, "revision", next, "err", err)
 		}
 		rev = next
 		sleepCtx(ctx, 200*time.Millisecond)

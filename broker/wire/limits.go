@@ -20,19 +20,35 @@ type ConnStats struct {
 // ConnLimiter admits connections at accept within ConnLimits and counts
 // them until they are released. Safe for concurrent use.
 type ConnLimiter struct {
-	limits ConnLimits // read-only after NewConnLimiter
-	mu     struct {
+	mu struct {
 		sync.Mutex
-		stats ConnStats
-		perIP map[string]int // open connections by peer IP; no zero entries
+		limits ConnLimits
+		stats  ConnStats
+		perIP  map[string]int // open connections by peer IP; no zero entries
 	}
 }
 
 // NewConnLimiter returns a limiter enforcing limits.
 func NewConnLimiter(limits ConnLimits) *ConnLimiter {
-	l := &ConnLimiter{limits: limits}
-	l.mu.perIP = map[string]int{}
+	l := &ConnLimiter{}
+	l.mu.limits, l.mu.perIP = limits, map[string]int{}
 	return l
+}
+
+// SetLimits replaces the limits for the connections admitted from now on
+// (Kafka's dynamic max.connections and max.connections.per.ip): open
+// connections over a lowered limit stay open.
+func (l *ConnLimiter) SetLimits(limits ConnLimits) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.limits = limits
+}
+
+// Limits returns the limits in force.
+func (l *ConnLimiter) Limits() ConnLimits {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.limits
 }
 
 // Admit takes a connection slot for host, or counts the refusal and
@@ -45,10 +61,10 @@ func (l *ConnLimiter) Admit(host string, exempt bool) bool {
 	defer l.mu.Unlock()
 	s := &l.mu.stats
 	switch {
-	case l.limits.MaxConnections > 0 && s.Open >= l.limits.MaxConnections && !exempt:
+	case l.mu.limits.MaxConnections > 0 && s.Open >= l.mu.limits.MaxConnections && !exempt:
 		s.RefusedTotal++
 		return false
-	case l.limits.MaxConnectionsPerIP > 0 && l.mu.perIP[host] >= l.limits.MaxConnectionsPerIP:
+	case l.mu.limits.MaxConnectionsPerIP > 0 && l.mu.perIP[host] >= l.mu.limits.MaxConnectionsPerIP:
 		s.RefusedPerIP++
 		return false
 	}
