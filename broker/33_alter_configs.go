@@ -61,26 +61,41 @@ func replaceConfigs(rr kmsg.AlterConfigsRequestResource) (func(map[string]string
 	if code, msg := checkAlterResource(rr.ResourceType, rr.ResourceName); code != 0 {
 		return nil, code, msg
 	}
-	next := make(map[string]string, len(rr.Configs))
-	for _, c := range rr.Configs {
-		if c.Value == nil {
-			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("null value for config %q is not supported", c.Name)
-		}
-		if _, dup := next[c.Name]; dup {
-			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("config %q given twice", c.Name)
-		}
-		if metadata.IgnoredTopicConfig(c.Name) {
-			continue
-		}
-		next[c.Name] = *c.Value
+	next, code, msg := alteredConfigs(rr.Configs, metadata.IgnoredTopicConfig)
+	if code != 0 {
+		return nil, code, msg
 	}
 	if err := metadata.ValidateTopicConfigs(next); err != nil {
 		return nil, kerr.InvalidConfig.Code, err.Error()
 	}
-	mutate := func(m map[string]string) error {
+	return replaceWith(next), 0, ""
+}
+
+// alteredConfigs is an AlterConfigs resource's set as a map: no null
+// values, no name twice, the names ignored drops left out.
+func alteredConfigs(configs []kmsg.AlterConfigsRequestResourceConfig, ignored func(string) bool) (map[string]string, int16, string) {
+	next := make(map[string]string, len(configs))
+	seen := make(map[string]bool, len(configs))
+	for _, c := range configs {
+		if c.Value == nil {
+			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("null value for config %q is not supported", c.Name)
+		}
+		if seen[c.Name] {
+			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("config %q given twice", c.Name)
+		}
+		seen[c.Name] = true
+		if !ignored(c.Name) {
+			next[c.Name] = *c.Value
+		}
+	}
+	return next, 0, ""
+}
+
+// replaceWith is the edit that makes a config map exactly next.
+func replaceWith(next map[string]string) func(map[string]string) error {
+	return func(m map[string]string) error {
 		clear(m)
 		maps.Copy(m, next)
 		return nil
 	}
-	return mutate, 0, ""
 }

@@ -175,29 +175,16 @@ func replaceBrokerConfigs(rr kmsg.AlterConfigsRequestResource) (func(map[string]
 	if code, msg := checkBrokerConfigResource(rr.ResourceName); code != 0 {
 		return nil, code, msg
 	}
-	next := make(map[string]string, len(rr.Configs))
-	for _, c := range rr.Configs {
-		if c.Value == nil {
-			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("null value for config %q is not supported", c.Name)
-		}
-		if _, dup := next[c.Name]; dup {
-			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("config %q given twice", c.Name)
-		}
-		if ignoredBrokerConfigs[c.Name] {
-			continue
-		}
-		if code, msg := checkDynamicBrokerConfig(c.Name, *c.Value); code != 0 {
+	next, code, msg := alteredConfigs(rr.Configs, func(name string) bool { return ignoredBrokerConfigs[name] })
+	if code != 0 {
+		return nil, code, msg
+	}
+	for name, value := range next {
+		if code, msg := checkDynamicBrokerConfig(name, value); code != 0 {
 			return nil, code, msg
 		}
-		next[c.Name] = *c.Value
 	}
-	return func(m map[string]string) error {
-		clear(m)
-		for k, v := range next {
-			m[k] = v
-		}
-		return nil
-	}, 0, ""
+	return replaceWith(next), 0, ""
 }
 
 // incrementalBrokerConfigs is IncrementalAlterConfigs on a broker

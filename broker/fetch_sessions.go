@@ -90,6 +90,10 @@ func topicRun(parts []session.Partition) int {
 // the partitions an incremental answer need not carry. The answer's
 // partitions are in the order of ctx.Partitions().
 func (fs fetchSession) finish(resp *kmsg.FetchResponse) {
+	if fs.ctx.Sessionless() { // followers' fetches, and clients without sessions
+		resp.SessionID = 0
+		return
+	}
 	results := make([]session.Result, 0, len(fs.ctx.Partitions()))
 	for _, st := range resp.Topics {
 		for _, sp := range st.Partitions {

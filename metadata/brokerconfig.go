@@ -90,47 +90,20 @@ func (s *Store) AlterBrokerConfigs(ctx context.Context, resource string, mutate 
 		return err
 	}
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		ok, err := s.alterBrokerConfigsOnce(ctx, key, mutate)
+		ok, err := alterJSONMap(ctx, s, key, "broker config", decodeBrokerConfigs, func(configs map[string]string) error {
+			if err := mutate(configs); err != nil {
+				return err
+			}
+			if len(configs) > MaxBrokerConfigs {
+				return fmt.Errorf("%w: more than %d dynamic configs on one broker resource", ErrInvalidConfig, MaxBrokerConfigs)
+			}
+			return nil
+		})
 		if err != nil || ok {
 			return err
 		}
 	}
 	return fmt.Errorf("%w: broker configs: too much contention", ErrCASFailed)
-}
-
-func (s *Store) alterBrokerConfigsOnce(ctx context.Context, key string, mutate func(map[string]string) error) (bool, error) {
-	resp, err := s.get(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	configs, modRev := map[string]string{}, int64(0)
-	if len(resp.Kvs) == 1 {
-		modRev = resp.Kvs[0].ModRevision
-		if old, err := decodeBrokerConfigs(resp.Kvs[0].Value); err == nil {
-			configs = old
-		} else {
-			s.log.Warn("replacing corrupt broker config record", "key", key, "err", err)
-		}
-	}
-	if err := mutate(configs); err != nil {
-		return false, err
-	}
-	if len(configs) > MaxBrokerConfigs {
-		return false, fmt.Errorf("%w: more than %d dynamic configs on one broker resource", ErrInvalidConfig, MaxBrokerConfigs)
-	}
-	op := clientv3.OpDelete(key)
-	if len(configs) > 0 {
-		value, err := json.Marshal(configs)
-		if err != nil {
-			return false, err
-		}
-		op = clientv3.OpPut(key, string(value))
-	}
-	tr, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", modRev)}, []clientv3.Op{op})
-	if err != nil {
-		return false, err
-	}
-	return tr.Succeeded, nil
 }
 
 // WatchBrokerConfigs delivers a value after any change of a dynamic broker

@@ -516,7 +516,18 @@ func (s *Store) AlterQuotas(ctx context.Context, e QuotaEntity, set map[string]f
 	}
 	key := s.keys.quotaRoot() + e.key()
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		ok, err := s.alterQuotasOnce(ctx, key, set, remove)
+		ok, err := alterJSONMap(ctx, s, key, "quota", decodeQuotas, func(quotas map[string]float64) error {
+			for _, name := range remove {
+				delete(quotas, name)
+			}
+			for name, v := range set {
+				quotas[name] = v
+			}
+			if len(quotas) > MaxQuotasPerEntity {
+				return fmt.Errorf("%w: more than %d quotas on one entity", ErrInvalidConfig, MaxQuotasPerEntity)
+			}
+			return nil
+		})
 		if err != nil || ok {
 			return err
 		}
@@ -524,32 +535,34 @@ func (s *Store) AlterQuotas(ctx context.Context, e QuotaEntity, set map[string]f
 	return fmt.Errorf("%w: quotas: too much contention", ErrCASFailed)
 }
 
-func (s *Store) alterQuotasOnce(ctx context.Context, key string, set map[string]float64, remove []string) (bool, error) {
+// alterJSONMap runs edit on the JSON object stored at key (empty when
+// absent; a corrupt one is logged and replaced) and writes the result in
+// one compare-and-swap on the key's ModRevision; an emptied object deletes
+// the key. It reports false when another writer got in first (the caller
+// retries), and returns edit's error unchanged. kind names the record in
+// logs.
+func alterJSONMap[V any](ctx context.Context, s *Store, key, kind string, decode func([]byte) (map[string]V, error),
+	edit func(map[string]V) error,
+) (bool, error) {
 	resp, err := s.get(ctx, key)
 	if err != nil {
 		return false, err
 	}
-	quotas, modRev := map[string]float64{}, int64(0)
+	m, modRev := map[string]V{}, int64(0)
 	if len(resp.Kvs) == 1 {
 		modRev = resp.Kvs[0].ModRevision
-		if old, err := decodeQuotas(resp.Kvs[0].Value); err == nil {
-			quotas = old
+		if old, err := decode(resp.Kvs[0].Value); err == nil {
+			m = old
 		} else {
-			s.log.Warn("replacing corrupt quota record", "key", key, "err", err)
+			s.log.Warn("replacing corrupt "+kind+" record", "key", key, "err", err)
 		}
 	}
-	for _, name := range remove {
-		delete(quotas, name)
-	}
-	for name, v := range set {
-		quotas[name] = v
-	}
-	if len(quotas) > MaxQuotasPerEntity {
-		return false, fmt.Errorf("%w: more than %d quotas on one entity", ErrInvalidConfig, MaxQuotasPerEntity)
+	if err := edit(m); err != nil {
+		return false, err
 	}
 	op := clientv3.OpDelete(key)
-	if len(quotas) > 0 {
-		value, err := json.Marshal(quotas)
+	if len(m) > 0 {
+		value, err := json.Marshal(m)
 		if err != nil {
 			return false, err
 		}

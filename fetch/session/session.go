@@ -275,6 +275,11 @@ func (s *session) regroup(gone map[Key]bool) {
 // incremental one (each topic's partitions adjacent).
 func (x *Context) Partitions() []Partition { return x.partitions }
 
+// Sessionless reports whether the request opens, keeps and closes nothing
+// more (epoch -1, or sessions off): its answer carries every partition and
+// names session 0, so Finish need not be told what it holds.
+func (x *Context) Sessionless() bool { return x.kind == sessionless }
+
 // Finish records what the answer holds for each partition of Partitions
 // (results in the same order) and returns the session id the answer names
 // and, per partition, whether the answer carries it. A full fetch opens its
