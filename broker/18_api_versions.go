@@ -2,9 +2,14 @@ package broker
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/feature"
+	"github.com/strata-log/strata/metadata"
 )
 
 // handleApiVersions lists every supported API key with its version range.
@@ -12,7 +17,8 @@ func (b *Broker) handleApiVersions(_ context.Context, _ *requestContext, kreq km
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = b.apis.apiKeys()
-	addFeatures(resp, b.cfg.TransactionVersion)
+	f, ok := b.features.loaded()
+	addFeatures(resp, f, ok)
 	return resp, nil
 }
 
@@ -20,23 +26,27 @@ func (b *Broker) handleApiVersions(_ context.Context, _ *requestContext, kreq km
 // implements (KIP-890 part 2).
 const maxTransactionVersion = 2
 
-// finalizedFeaturesEpoch is the epoch of the finalized feature levels. They
-// come from the broker's configuration, not from a feature-update log, so
-// the epoch only has to be non-negative: clients ignore the finalized
-// levels when it is -1.
-const finalizedFeaturesEpoch = 1
-
-// addFeatures lists the supported and finalized feature levels (v3+): only
-// transaction.version, the one feature clients act on. Level 0 is not
-// listed as finalized, as Kafka omits features at level 0.
-func addFeatures(resp *kmsg.ApiVersionsResponse, txnVersion int16) {
-	sf := kmsg.NewApiVersionsResponseSupportedFeature()
-	sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, maxTransactionVersion
-	resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
-	resp.FinalizedFeaturesEpoch = finalizedFeaturesEpoch
-	if txnVersion > 0 {
+// addFeatures lists the supported feature levels and the cluster's
+// finalized ones (v3+), with their epoch: the mod revision of the etcd
+// record, which only grows. Level 0 is not listed as finalized, as Kafka
+// omits features at level 0. Before the levels are first loaded the epoch
+// is -1, which tells clients to ignore the finalized levels.
+func addFeatures(resp *kmsg.ApiVersionsResponse, f metadata.Features, ok bool) {
+	supported := feature.Supported()
+	for _, name := range feature.Names() {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = name, supported[name].Min, supported[name].Max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	}
+	resp.FinalizedFeaturesEpoch = -1
+	if !ok {
+		return
+	}
+	resp.FinalizedFeaturesEpoch = f.Epoch
+	finalized := feature.Finalized(f.Levels)
+	for _, name := range slices.Sorted(maps.Keys(finalized)) {
 		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
-		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", txnVersion, txnVersion
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, finalized[name], finalized[name]
 		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 	}
 }

@@ -87,9 +87,10 @@ type Config struct {
 	// forgotten by every partition (its next batch is accepted at any
 	// sequence, KIP-360). Zero: 24h.
 	ProducerIDExpiration time.Duration
-	// TransactionVersion is the finalized level of Kafka's
-	// transaction.version feature advertised in ApiVersions (KIP-890,
-	// KIP-1022): 2 (the default, as a new Kafka 4 cluster) tells clients to
+	// TransactionVersion is the level of Kafka's transaction.version
+	// feature a new cluster starts with: the first broker stores it as the
+	// finalized level, and after that only UpdateFeatures changes it
+	// (features.go). Advertised in ApiVersions (KIP-890, KIP-1022): 2 (the default, as a new Kafka 4 cluster) tells clients to
 	// use Produce v12+ and TxnOffsetCommit v5+ (partitions are added to the
 	// transaction implicitly) and EndTxn v5+ (the producer epoch is bumped
 	// at every commit and abort); 1 keeps them on the explicit
@@ -368,6 +369,8 @@ type Broker struct {
 	// dynamic are the dynamic broker configs as last loaded from etcd
 	// (dynamic_configs.go; applied by its watch loop).
 	dynamic dynamicConfigs
+	// features are the cluster's finalized feature levels as last loaded
+	features finalizedFeatures
 
 	// fetchSessions are the incremental fetch sessions (fetch/session;
 	// wiring in fetch_sessions.go). Set by New.
@@ -490,6 +493,9 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	}
 	if err := b.startDynamicConfigs(ctx); err != nil {
 		return fmt.Errorf("broker: loading dynamic broker configs: %w", err)
+	}
+	if err := b.startFeatures(ctx); err != nil {
+		return fmt.Errorf("broker: loading finalized features: %w", err)
 	}
 	b.groups.Start()
 	b.txns.Start()

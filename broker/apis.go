@@ -85,6 +85,7 @@ var apiSpecs = []apiSpec{
 	{key: 49, minVersion: 0, maxVersion: 1, handle: (*Broker).handleAlterClientQuotas},
 	{key: 50, minVersion: 0, maxVersion: 0, handle: (*Broker).handleDescribeUserSCRAMCredentials},
 	{key: 51, minVersion: 0, maxVersion: 0, handle: (*Broker).handleAlterUserSCRAMCredentials},
+	{key: 57, minVersion: 0, maxVersion: 2, handle: (*Broker).handleUpdateFeatures},
 	{key: 60, minVersion: 0, maxVersion: 1, handle: (*Broker).handleDescribeCluster},
 	{key: 61, minVersion: 0, maxVersion: 0, handle: (*Broker).handleDescribeProducers},
 	{key: 65, minVersion: 0, maxVersion: 0, handle: (*Broker).handleDescribeTransactions},

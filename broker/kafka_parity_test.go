@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/internal/testkit"
@@ -658,4 +659,87 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 	testkit.WaitFor(t, 20*time.Second, "broker 2 back to no connection limit", func() bool {
 		return b2.b.connLimits.Limits().MaxConnections == 0
 	})
+}
+
+// UpdateFeatures: the first broker's configured levels bootstrap the
+// cluster's finalized ones; UpdateFeatures moves them by Kafka's rules, all
+// or nothing, and every broker advertises the result with a larger epoch.
+func TestUpdateFeatures(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	b1 := startTestBroker(t, endpoints, t.TempDir(), nil)
+	b2 := startTestBroker(t, endpoints, t.TempDir(), func(c *Config) { c.NodeID, c.TransactionVersion = 2, 1 })
+	_, cl1 := adminClient(t, b1.b)
+	_, cl2 := adminClient(t, b2.b)
+	finalized := func(cl *kgo.Client) (int16, int64) {
+		resp := requestDirect(t, cl, kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
+		for _, f := range resp.FinalizedFeatures {
+			if f.Name == "transaction.version" {
+				return f.MaxVersionLevel, resp.FinalizedFeaturesEpoch
+			}
+		}
+		return 0, resp.FinalizedFeaturesEpoch
+	}
+	level, epoch := finalized(cl2)
+	if level != 2 || epoch <= 0 {
+		t.Fatalf("broker 2 (configured 1) advertises transaction.version %d at epoch %d, want the cluster's 2 at an epoch > 0", level, epoch)
+	}
+	update := func(version int16, validateOnly bool, u kmsg.UpdateFeaturesRequestFeatureUpdate) *kmsg.UpdateFeaturesResponse {
+		req := kmsg.NewPtrUpdateFeaturesRequest()
+		req.ValidateOnly = validateOnly
+		req.FeatureUpdates = append(req.FeatureUpdates, u)
+		pinned := kversion.Stable()
+		pinned.SetMaxKeyVersion(req.Key(), version)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b1.b.Addr().String()), kgo.MaxVersions(pinned))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		return requestDirect(t, cl, req).(*kmsg.UpdateFeaturesResponse)
+	}
+	tv := func(level int16, typ int8) kmsg.UpdateFeaturesRequestFeatureUpdate {
+		return kmsg.UpdateFeaturesRequestFeatureUpdate{Feature: "transaction.version", MaxVersionLevel: level, UpgradeType: typ}
+	}
+
+	if r := update(1, false, tv(1, 1)); r.ErrorCode != kerr.InvalidUpdateVersion.Code || r.ErrorMessage == nil {
+		t.Fatalf("downgrade typed as an upgrade: %v %v, want INVALID_UPDATE_VERSION with a reason", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	if r := update(1, true, tv(1, 2)); r.ErrorCode != 0 {
+		t.Fatalf("validate-only safe downgrade: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if level, _ := finalized(cl1); level != 2 {
+		t.Fatalf("validate-only changed the level to %d", level)
+	}
+	r := update(1, false, tv(1, 2))
+	if r.ErrorCode != 0 || len(r.Results) != 1 || r.Results[0].Feature != "transaction.version" || r.Results[0].ErrorCode != 0 {
+		t.Fatalf("v1 safe downgrade: %v %+v, want success with the feature listed", kerr.ErrorForCode(r.ErrorCode), r.Results)
+	}
+	if level, e := finalized(cl1); level != 1 || e <= epoch {
+		t.Fatalf("after the downgrade broker 1 advertises %d at epoch %d, want 1 at an epoch > %d", level, e, epoch)
+	}
+	testkit.WaitFor(t, 20*time.Second, "broker 2 advertises the downgrade", func() bool { l, _ := finalized(cl2); return l == 1 })
+
+	r = update(2, false, kmsg.UpdateFeaturesRequestFeatureUpdate{Feature: "no.such.feature", MaxVersionLevel: 1, UpgradeType: 1})
+	if r.ErrorCode != kerr.InvalidUpdateVersion.Code || len(r.Results) != 0 {
+		t.Fatalf("v2 unknown feature: %v %+v, want a top-level INVALID_UPDATE_VERSION only", kerr.ErrorForCode(r.ErrorCode), r.Results)
+	}
+	if r := update(2, false, tv(3, 1)); r.ErrorCode != kerr.InvalidUpdateVersion.Code {
+		t.Fatalf("level above the supported range: %v, want INVALID_UPDATE_VERSION", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := update(0, false, kmsg.UpdateFeaturesRequestFeatureUpdate{Feature: "transaction.version", AllowDowngrade: true}); r.ErrorCode != 0 {
+		t.Fatalf("v0 downgrade to 0 with AllowDowngrade: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if level, _ := finalized(cl1); level != 0 {
+		t.Fatalf("transaction.version at level 0 is still advertised as finalized (%d)", level)
+	}
+	if r := update(2, false, tv(2, 1)); r.ErrorCode != 0 {
+		t.Fatalf("upgrade back to 2: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	testkit.WaitFor(t, 20*time.Second, "broker 2 advertises the upgrade", func() bool { l, _ := finalized(cl2); return l == 2 })
+
+	// A restarted cluster keeps the finalized level, not a broker's flag.
+	b3 := startTestBroker(t, endpoints, t.TempDir(), func(c *Config) { c.NodeID, c.TransactionVersion = 3, 1 })
+	_, cl3 := adminClient(t, b3.b)
+	if level, _ := finalized(cl3); level != 2 {
+		t.Fatalf("a broker started later with --transaction-version 1 advertises %d, want the finalized 2", level)
+	}
 }

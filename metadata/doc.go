@@ -28,6 +28,7 @@
 //	P + "quotas/<entity>"                     JSON client quotas of one entity
 //	P + "brokerconfigs/default"               JSON dynamic broker configs, cluster-wide
 //	P + "brokerconfigs/<nodeId>"              JSON dynamic broker configs of one broker
+//	P + "features"                            JSON finalized feature levels, name → level; mod revision = epoch
 //
 // <topicId> is the Kafka string form of the UUID (TopicID.String: 22
 // characters of unpadded base64url), the same form Kafka tools print.

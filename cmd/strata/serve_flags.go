@@ -172,7 +172,7 @@ func (f *serveFlags) registerTxn(fs *flag.FlagSet) {
 	fs.DurationVar(&f.transactionMaxTimeout, "transaction-max-timeout", 15*time.Minute,
 		"largest transaction.timeout.ms a producer may ask for (transaction.max.timeout.ms)")
 	fs.IntVar(&f.transactionVersion, "transaction-version", 2,
-		"finalized transaction.version feature: 2 (KIP-890 part 2: implicit partition adds, epoch bump per transaction) or 1")
+		"transaction.version feature level a new cluster starts with (later: UpdateFeatures): 2 (KIP-890 part 2: implicit partition adds, epoch bump per transaction) or 1")
 }
 
 // txnConfig validates the transaction flags into cfg.
