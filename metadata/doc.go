@@ -29,6 +29,7 @@
 //	P + "brokerconfigs/default"               JSON dynamic broker configs, cluster-wide
 //	P + "brokerconfigs/<nodeId>"              JSON dynamic broker configs of one broker
 //	P + "features"                            JSON finalized feature levels, name → level; mod revision = epoch
+//	P + "retention-holds/<nodeId>"            JSON array of the committed offsets of groups on held topics (RetentionHold)
 //
 // <topicId> is the Kafka string form of the UUID (TopicID.String: 22
 // characters of unpadded base64url), the same form Kafka tools print.
