@@ -46,6 +46,10 @@ type Coordinator struct {
 	// topicMetadata lists the existing topics for consumer-protocol groups;
 	// called without mu (SetTopicMetadata).
 	topicMetadata atomic.Pointer[TopicMetadataFunc]
+	// logStart finds partitions' log starts for the skip check
+	// (skipped.go); called without mu.
+	logStart atomic.Pointer[LogStart]
+	skipped  skippedCounts
 }
 
 // New returns a coordinator leading no partition. topicExists reports

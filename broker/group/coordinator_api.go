@@ -88,9 +88,11 @@ func (c *Coordinator) Leave(group string, refs []MemberRef) (int16, []int16) {
 // are durable (0) or with the error code for every partition.
 func (c *Coordinator) Commit(in CommitInput) int16 {
 	var commit int16
+	var prev map[TopicPartition]Offset
 	code, err := c.run(in.Group, func(m *Machine, now int64) {
 		checked, cc := c.consumerCommitCheckLocked(in) // run holds mu
 		if commit = cc; cc == 0 {
+			prev = m.FetchOffsets(in.Group, committedPartitions(in))
 			commit = m.Commit(now, checked)
 		}
 	})
@@ -103,7 +105,24 @@ func (c *Coordinator) Commit(in CommitInput) int16 {
 		c.log.Warn("offset commit not persisted", "group", in.Group, "err", err)
 		return kerr.CoordinatorNotAvailable.Code
 	}
+	c.checkSkipped(in, prev)
 	return 0
+}
+
+func committedPartitions(in CommitInput) []TopicPartition {
+	tps := make([]TopicPartition, 0, len(in.Offsets))
+	for tp := range in.Offsets {
+		tps = append(tps, tp)
+	}
+	return tps
+}
+
+// CommittedOffsets lists every committed offset of the groups coordinated
+// here, of both protocols, sorted by group, topic and partition.
+func (c *Coordinator) CommittedOffsets() []GroupOffset {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.machine.CommittedOffsets()
 }
 
 // FetchOffsets returns committed offsets (all when tps is nil).

@@ -354,3 +354,22 @@ func (m *Machine) DropGroups(drop func(group string) bool, code int16) {
 		m.dropPending(id)
 	}
 }
+
+// CommittedOffsets lists every committed offset of every group, sorted by
+// group, topic and partition.
+func (m *Machine) CommittedOffsets() []GroupOffset {
+	var out []GroupOffset
+	for _, id := range m.sortedGroups() {
+		g := m.groups[id]
+		tps := make([]TopicPartition, 0, len(g.offsets))
+		for tp := range g.offsets {
+			tps = append(tps, tp)
+		}
+		slices.SortFunc(tps, compareTP)
+		for _, tp := range tps {
+			o := g.offsets[tp]
+			out = append(out, GroupOffset{Group: id, TopicPartition: tp, Offset: o.Offset, CommitTimestamp: o.CommitTimestamp})
+		}
+	}
+	return out
+}

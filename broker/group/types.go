@@ -101,6 +101,14 @@ type TopicPartition struct {
 	Partition int32
 }
 
+// GroupOffset is one group's committed offset on one partition.
+type GroupOffset struct {
+	Group string
+	TopicPartition
+	Offset          int64
+	CommitTimestamp int64 // unix ms
+}
+
 // Offset is a committed offset.
 type Offset struct {
 	Offset          int64
