@@ -23,6 +23,7 @@ import (
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/fetch/session"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/lag"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/quota"
 	"github.com/strata-log/strata/replication/follower"
@@ -97,6 +98,13 @@ type Config struct {
 	// AddPartitionsToTxn / AddOffsetsToTxn flow. Both are always served.
 	// Zero: 2.
 	TransactionVersion int16
+	// ConsumerLagInterval is how often consumer-group lag and retention
+	// margins are recomputed for /metrics (lag_wiring.go). Zero: 30s.
+	ConsumerLagInterval time.Duration
+	// RetentionWarnMargin: a group whose retention margin (time until
+	// retention deletes the record at its committed offset) is below it
+	// is logged, rate-limited. Zero: 6h; negative: never.
+	RetentionWarnMargin time.Duration
 	// ObjectStore is the bucket sealed segments are tiered to (cmd wires
 	// --object-store through tier.OpenURL). nil: tiering is off, and the
 	// whole log stays local (retention.* applies locally).
@@ -241,6 +249,12 @@ func (c Config) withDefaults() Config {
 	if c.TransactionVersion == 0 {
 		c.TransactionVersion = maxTransactionVersion
 	}
+	if c.ConsumerLagInterval == 0 {
+		c.ConsumerLagInterval = 30 * time.Second
+	}
+	if c.RetentionWarnMargin == 0 {
+		c.RetentionWarnMargin = 6 * time.Hour
+	}
 	return c
 }
 
@@ -266,6 +280,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: flush interval %v < 0", ErrInvalidConfig, c.FlushInterval)
 	case c.ProducerIDExpiration < 0:
 		return fmt.Errorf("%w: producer.id.expiration %v < 0", ErrInvalidConfig, c.ProducerIDExpiration)
+	case c.ConsumerLagInterval < 0:
+		return fmt.Errorf("%w: consumer lag interval %s: want > 0", ErrInvalidConfig, c.ConsumerLagInterval)
 	case c.TransactionVersion < 1 || c.TransactionVersion > maxTransactionVersion:
 		return fmt.Errorf("%w: transaction.version %d (supported: 1-%d)", ErrInvalidConfig, c.TransactionVersion, maxTransactionVersion)
 	}
@@ -371,6 +387,11 @@ type Broker struct {
 	dynamic dynamicConfigs
 	// features are the cluster's finalized feature levels as last loaded
 	features finalizedFeatures
+	// lagMonitor computes consumer-group lag and retention margins
+	// (lag_wiring.go); nil until Start. publishedHolds is the retention
+	// hold record this broker last wrote (only its loop touches it).
+	lagMonitor     *lag.Monitor
+	publishedHolds string
 
 	// fetchSessions are the incremental fetch sessions (fetch/session;
 	// wiring in fetch_sessions.go). Set by New.
@@ -499,6 +520,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	}
 	b.groups.Start()
 	b.txns.Start()
+	b.startLagMonitor()
 	reg, err := b.reg.Register(b.lifetime, b.advertised)
 	if err != nil {
 		return fmt.Errorf("broker: register: %w", err)

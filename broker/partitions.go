@@ -339,6 +339,18 @@ func (m *partitionManager) lookup(topic string, index int32) (*partition, int16)
 	return m.lookupIn(e, index)
 }
 
+// hosted finds partition index of topic where this node holds a replica,
+// leader or follower.
+func (m *partitionManager) hosted(topic string, index int32) (*partition, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.byName[topic]
+	if !ok || index < 0 || int(index) >= len(e.parts) || e.parts[index] == nil {
+		return nil, false
+	}
+	return e.parts[index], true
+}
+
 // lookupByID is lookup by topic id (UNKNOWN_TOPIC_ID for an unknown id).
 func (m *partitionManager) lookupByID(id metadata.TopicID, index int32) (*partition, int16) {
 	m.mu.RLock()

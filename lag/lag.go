@@ -15,7 +15,7 @@
 //     newest segment (still growing) this is a lower bound.
 //   - by size: when the log without the segments up to and including c's is
 //     still at least retention.bytes, so the byte margin is retention.bytes
-//     + (bytes of the segments up to and including c's) - (log bytes). The
+//   - (bytes of the segments up to and including c's) - (log bytes). The
 //     time margin of the size rule is the byte margin over the partition's
 //     recent produce rate; with no produce the size rule never fires.
 //

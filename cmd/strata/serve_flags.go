@@ -40,6 +40,8 @@ type serveFlags struct {
 	numPartitions          int
 	fetchSessionSlots      int
 	retentionCheckInterval time.Duration
+	retentionWarnMargin    time.Duration
+	consumerLagInterval    time.Duration
 	// Consumer groups (broker/group).
 	groupInitialRebalanceDelay time.Duration
 	offsetsTopicPartitions     int
@@ -109,6 +111,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.autoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata/Produce (auto.create.topics.enable)")
 	fs.IntVar(&f.numPartitions, "num-partitions", 1, "partitions of auto-created topics (num.partitions)")
 	fs.DurationVar(&f.retentionCheckInterval, "log-retention-check-interval", 30*time.Second, "how often retention runs (log.retention.check.interval.ms)")
+	fs.DurationVar(&f.retentionWarnMargin, "retention-warn-margin", 6*time.Hour,
+		"log a warning (rate-limited) when retention would delete the record at a consumer group's committed offset within this time (negative: never)")
+	fs.DurationVar(&f.consumerLagInterval, "consumer-lag-interval", 30*time.Second,
+		"how often consumer-group lag and retention margins are recomputed for /metrics and the warning")
 	fs.IntVar(&f.fetchSessionSlots, "max-incremental-fetch-session-cache-slots", 1000,
 		"incremental fetch sessions kept (max.incremental.fetch.session.cache.slots; 0: none, every fetch is a full one)")
 	fs.DurationVar(&f.groupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second,
@@ -393,6 +399,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	if f.retentionCheckInterval <= 0 {
 		return cfg, usageErrorf("--log-retention-check-interval %s: want > 0", f.retentionCheckInterval)
 	}
+	if f.consumerLagInterval <= 0 {
+		return cfg, usageErrorf("--consumer-lag-interval %s: want > 0", f.consumerLagInterval)
+	}
 	if f.fetchSessionSlots < 0 {
 		return cfg, usageErrorf("--max-incremental-fetch-session-cache-slots %d: want ≥ 0", f.fetchSessionSlots)
 	}
@@ -422,6 +431,8 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 		DefaultPartitions:       int32(f.numPartitions),
 		RetentionCheckInterval:  f.retentionCheckInterval,
 		FetchSessionCacheSlots:  fetchSessionCacheSlots(f.fetchSessionSlots),
+		ConsumerLagInterval:     f.consumerLagInterval,
+		RetentionWarnMargin:     f.retentionWarnMargin,
 		Group: group.Config{
 			OffsetsTopicPartitions: int32(f.offsetsTopicPartitions),
 			InitialRebalanceDelay:  f.groupInitialRebalanceDelay,

@@ -36,6 +36,7 @@ func (h *httpServer) serveTier(b *broker.Broker, bucket *tier.Bucket) {
 	}
 	h.serveCold(b.ColdStats)
 	h.serveBrokerMetrics(b)
+	h.serveLagMetrics(b)
 }
 
 // tierStatus answers GET /v1/tier/status[?topic=T] with a JSON array of
