@@ -6,6 +6,8 @@
 // # Layout
 //
 //	<data dir>/
+//	  .lock                     flock(2)-held by the broker using the directory;
+//	                            holds its pid (Acquire)
 //	  <topic>-<partition>/      one per local partition (Layout.PartitionDir)
 //	    partition.metadata      the topic id the directory belongs to
 //	    ...                     the partition's hotlog files (hotlog/doc.go)

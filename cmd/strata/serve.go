@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
 )
@@ -44,6 +45,7 @@ type server struct {
 	log    *slog.Logger
 	stdout io.Writer // gets the one "serving" line scripts wait for
 
+	dirLock  *datadir.Lock
 	http     *httpServer
 	embedded *metadata.Embedded
 	store    *metadata.Store
@@ -77,9 +79,14 @@ func (s *server) start(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.dataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	// First, before any port or the embedded etcd (whose own lock would
+	// block a second broker silently).
+	var err error
+	if s.dirLock, err = datadir.Acquire(s.cfg.dataDir); err != nil {
+		return err
+	}
 	s.log.Info("starting", "version", version, "node_id", s.cfg.broker.NodeID, "data_dir", s.cfg.dataDir,
 		"durability", s.cfg.durabilityName, "object_store", s.cfg.objectStore.String())
-	var err error
 	if s.http, err = startHTTP(s.cfg.http, s.log, s.probeMetadata); err != nil {
 		return err
 	}
@@ -151,6 +158,9 @@ func (s *server) closeAll() {
 		if err := s.embedded.Close(); err != nil {
 			s.log.Warn("embedded etcd close", "err", err)
 		}
+	}
+	if err := s.dirLock.Release(); err != nil {
+		s.log.Warn("data dir lock release", "err", err)
 	}
 	s.log.Info("stopped")
 }
