@@ -10,23 +10,28 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // runGroup dispatches `strata group <verb>`; every verb talks to a broker
-// through kadm, describe also with raw ConsumerGroupDescribe requests.
+// through kadm, describe also with raw ConsumerGroupDescribe requests, and
+// list, describe and lag read the record at each committed offset with a
+// consumer (group_lag.go).
 func runGroup(ctx context.Context, c *cli, args []string) error {
 	verbs := map[string]func(context.Context, *cli, []string) error{
-		"list": groupList, "describe": groupDescribe, "reset": groupReset,
+		"list": groupList, "describe": groupDescribe, "reset": groupReset, "lag": groupLag,
 	}
 	if len(args) == 0 || verbs[args[0]] == nil {
-		return usageErrorf("want strata group list|describe|reset [flags] (see -h of each)")
+		return usageErrorf("want strata group list|describe|reset|lag [flags] (see -h of each)")
 	}
 	return verbs[args[0]](ctx, c, args[1:])
 }
 
+// groupList lists groups with, per group, its most urgent retention margin
+// (RETENTION, see groupLagHelp), computed for the listed groups only.
 func groupList(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("group list [STATE...]", c.stderr)
-	admin := adminFlags(fs)
+	open := groupClientFlags(fs)
 	var types stringList
 	fs.Var(&types, "type", "only groups of this type, classic or consumer (repeatable; default: all)")
 	states, err := parseArgs(fs, args)
@@ -38,21 +43,49 @@ func groupList(ctx context.Context, c *cli, args []string) error {
 			return usageErrorf("--type %q: want classic or consumer", t)
 		}
 	}
-	adm, closeFn, err := admin()
+	cl, adm, err := open()
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	defer cl.Close()
 	groups, err := adm.ListGroupsByType(ctx, types, states...)
 	if err != nil {
 		return err
 	}
+	margins := groupMargins(ctx, c.stderr, cl, adm, groups.Groups())
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tTYPE\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+	fmt.Fprintln(tw, "GROUP\tTYPE\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR\tRETENTION")
 	for _, g := range groups.Sorted() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", g.Group, orDash(&g.GroupType), g.State, g.ProtocolType, g.Coordinator)
+		margin := retentionMargin{Kind: retentionUnknown}
+		if m, ok := margins[g.Group]; ok {
+			margin = m
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", g.Group, orDash(&g.GroupType), g.State, g.ProtocolType, g.Coordinator,
+			margin.summary())
 	}
 	return tw.Flush()
+}
+
+// groupMargins is the most urgent retention margin of each of names, with
+// one batch of requests for all of them (kadm.Lag, then gatherLag). A group
+// that could not be described or fetched is missing (shown "?"); one with
+// nothing committed has none ("-").
+func groupMargins(ctx context.Context, warn io.Writer, cl *kgo.Client, adm *kadm.Client, names []string) map[string]retentionMargin {
+	if len(names) == 0 {
+		return nil // kadm.Lag with no names would describe every classic group
+	}
+	lags, err := adm.Lag(ctx, names...)
+	if err != nil {
+		fmt.Fprintf(warn, "strata: retention margins unknown: %v\n", err)
+		return nil
+	}
+	out := mostUrgent(gatherLag(ctx, warn, cl, adm, lags))
+	for _, l := range lags {
+		if _, ok := out[l.Group]; !ok && l.Error() == nil {
+			out[l.Group] = retentionMargin{Kind: retentionNone}
+		}
+	}
+	return out
 }
 
 // groupDescribe prints each group's lag table and, for a consumer-protocol
@@ -80,6 +113,7 @@ func groupDescribe(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	rows := indexLagRows(gatherLag(ctx, c.stderr, cl, adm, lags))
 	namer := &topicNamer{lookup: metadataTopicNames(ctx, adm)}
 	for _, name := range names {
 		l, ok := lags[name]
@@ -89,7 +123,7 @@ func groupDescribe(ctx context.Context, c *cli, args []string) error {
 		if err := l.Error(); err != nil {
 			return fmt.Errorf("group %s: %w", name, err)
 		}
-		if err := printGroupLag(c.stdout, l); err != nil {
+		if err := printGroupLag(c.stdout, l, rows); err != nil {
 			return err
 		}
 		if g, ok := consumerGroups[name]; ok {
@@ -101,13 +135,28 @@ func groupDescribe(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
+// lagRowKey names one partition of one group.
+type lagRowKey struct {
+	group string
+	topicPartition
+}
+
+func indexLagRows(rows []lagRow) map[lagRowKey]lagRow {
+	out := make(map[lagRowKey]lagRow, len(rows))
+	for _, r := range rows {
+		out[lagRowKey{r.Group, topicPartition{r.Topic, r.Partition}}] = r
+	}
+	return out
+}
+
 // printGroupLag prints a group's state and, per partition, the committed
-// offset, the end offset, the lag and the member it is assigned to.
-func printGroupLag(w io.Writer, l kadm.DescribedGroupLag) error {
+// offset, the end offset, the lag, the member it is assigned to and the
+// retention margin from rows ("?" when rows lack the partition).
+func printGroupLag(w io.Writer, l kadm.DescribedGroupLag, rows map[lagRowKey]lagRow) error {
 	fmt.Fprintf(w, "group %s  state %s  protocol %s/%s  members %d  coordinator %d\n",
 		l.Group, l.State, l.ProtocolType, l.Protocol, len(l.Members), l.Coordinator.NodeID)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  TOPIC\tPARTITION\tCOMMITTED\tEND\tLAG\tMEMBER\tCLIENT-ID\tHOST")
+	fmt.Fprintln(tw, "  TOPIC\tPARTITION\tCOMMITTED\tEND\tLAG\tMEMBER\tCLIENT-ID\tHOST\tRETENTION")
 	for _, p := range l.Lag.Sorted() {
 		member, client, host := "-", "-", "-"
 		if p.Member != nil {
@@ -117,7 +166,12 @@ func printGroupLag(w io.Writer, l kadm.DescribedGroupLag) error {
 		if p.Commit.At >= 0 {
 			committed = fmt.Sprint(p.Commit.At)
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, committed, p.End.Offset, p.Lag, member, client, host)
+		margin := retentionMargin{Kind: retentionUnknown}
+		if r, ok := rows[lagRowKey{l.Group, topicPartition{p.Topic, p.Partition}}]; ok {
+			margin = r.Margin
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, committed, p.End.Offset, p.Lag,
+			member, client, host, margin)
 	}
 	return tw.Flush()
 }
