@@ -201,9 +201,9 @@ func waitStableAndCommitted(t *testing.T, adm *kadm.Client) kadm.DescribedConsum
 func checkList848(t *testing.T, b *Broker) {
 	t.Helper()
 	out := runStrata(t, "group", "list", "--brokers", b.Addr)
-	if !regexp.MustCompile(`(?m)^GROUP\s+TYPE\s+STATE\s+PROTOCOL-TYPE\s+COORDINATOR$`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^`+cli848Group+`\s+consumer\s+Stable\s+consumer\s+1$`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^`+cli848Classic+`\s+classic\s+Stable\s+consumer\s+1$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^GROUP\s+TYPE\s+STATE\s+PROTOCOL-TYPE\s+COORDINATOR\s+RETENTION$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^`+cli848Group+`\s+consumer\s+Stable\s+consumer\s+1\s+loses data in \S+$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^`+cli848Classic+`\s+classic\s+Stable\s+consumer\s+1\s+loses data in \S+$`).MatchString(out) {
 		t.Errorf("strata group list:\n%s", out)
 	}
 	t.Logf("strata group list:\n%s", out)
