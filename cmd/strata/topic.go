@@ -80,8 +80,17 @@ func topicCreate(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	return eachResult(c.stdout, resps.Sorted(), func(r kadm.CreateTopicResponse) (string, error) {
-		return fmt.Sprintf("created %s (%d partitions, id %s)", r.Topic, r.NumPartitions, r.ID), r.Err
+		return fmt.Sprintf("created %s (%d partitions, id %s)", r.Topic, r.NumPartitions, r.ID), topicErr(r.Topic, r.Err, r.ErrMessage)
 	})
+}
+
+// topicErr is a topic's error with the broker's reason (its ErrorMessage,
+// e.g. which config is invalid and why), naming the topic.
+func topicErr(topic string, err error, msg string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", topic, withMessage(err, msg))
 }
 
 // eachResult prints one line per successful item and returns the first error.
@@ -161,7 +170,7 @@ func topicDelete(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	return eachResult(c.stdout, resps.Sorted(), func(r kadm.DeleteTopicResponse) (string, error) {
-		return "deleted " + r.Topic, r.Err
+		return "deleted " + r.Topic, topicErr(r.Topic, r.Err, r.ErrMessage)
 	})
 }
 
@@ -199,7 +208,7 @@ func topicAlter(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	return eachResult(c.stdout, resps, func(r kadm.AlterConfigsResponse) (string, error) {
-		return "altered " + r.Name, r.Err
+		return "altered " + r.Name, topicErr(r.Name, r.Err, r.ErrMessage)
 	})
 }
 
@@ -270,7 +279,7 @@ func describeConfigs(ctx context.Context, w io.Writer, adm *kadm.Client, name st
 		return err
 	}
 	if rc.Err != nil {
-		return fmt.Errorf("configs of %s: %w", name, rc.Err)
+		return fmt.Errorf("configs of %s: %w", name, withMessage(rc.Err, rc.ErrMessage))
 	}
 	sort.Slice(rc.Configs, func(i, j int) bool { return rc.Configs[i].Key < rc.Configs[j].Key })
 	fmt.Fprintln(w, "  configs:")
