@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // maxLineBytes bounds one stdin line of `strata produce` (Kafka's default
@@ -39,6 +42,9 @@ func runProduce(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer cl.Close()
+	if err := checkTopic(ctx, cl, seeds, *topic, true); err != nil {
+		return err
+	}
 	var (
 		mu       sync.Mutex // guards firstErr and acked, written by promises
 		firstErr error
@@ -103,6 +109,9 @@ func runConsume(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer cl.Close()
+	if err := checkTopic(ctx, cl, seeds, *topic, false); err != nil {
+		return err
+	}
 	out := bufio.NewWriter(c.stdout)
 	defer out.Flush()
 	for seen := 0; *count == 0 || seen < *count; {
@@ -140,4 +149,41 @@ func fatalFetchError(fetches kgo.Fetches) error {
 		}
 	})
 	return fatal
+}
+
+// topicCheckTimeout bounds the first exchange of produce and consume with
+// the cluster: a command against no broker, or a topic that is not there,
+// fails within it with a clear message instead of waiting forever.
+const topicCheckTimeout = 10 * time.Second
+
+// checkTopic asks the cluster for topic's metadata (asking it to create
+// the topic when create is true; the broker decides, as with kcat) and
+// fails when no broker answers within topicCheckTimeout or the topic does
+// not exist.
+func checkTopic(ctx context.Context, cl *kgo.Client, seeds []string, topic string, create bool) error {
+	ctx, cancel := context.WithTimeout(ctx, topicCheckTimeout)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics, req.AllowAutoTopicCreation = append(req.Topics, rt), create
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("no broker answered at %s within %v (is strata serve running there? see --brokers): %w",
+				strings.Join(seeds, ","), topicCheckTimeout, err)
+		}
+		return fmt.Errorf("no broker answered at %s (is strata serve running there? see --brokers): %w", strings.Join(seeds, ","), err)
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("metadata of %s: %d topics in the answer", topic, len(resp.Topics))
+	}
+	switch err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); {
+	case err == nil, errors.Is(err, kerr.LeaderNotAvailable): // just created: its leader is being elected
+		return nil
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return fmt.Errorf("topic %s does not exist (create it with strata topic create; this cluster does not create topics on use)", topic)
+	default:
+		return fmt.Errorf("topic %s: %w", topic, err)
+	}
 }

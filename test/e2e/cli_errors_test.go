@@ -3,6 +3,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Client commands print the broker's reason (the response's ErrorMessage),
@@ -17,5 +18,29 @@ func TestCLIPrintsBrokerReason(t *testing.T) {
 	stderr = runStrataFailing(t, "topic", "alter", "--brokers", b.Addr, "--set", "cleanup.policy=shred", "reasoned")
 	if !strings.Contains(stderr, "reasoned: INVALID_CONFIG") || !strings.Contains(stderr, "cleanup.policy") {
 		t.Fatalf("topic alter with a bad config printed:\n%s\nwant the broker's reason naming cleanup.policy", stderr)
+	}
+}
+
+// produce and consume fail in bounded time, saying why, against no broker
+// or a topic that does not exist (auto-creation off), instead of hanging.
+func TestProduceConsumeFailClearly(t *testing.T) {
+	b := StartBroker(t, withArgs("--auto-create-topics=false"))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"produce", "--brokers", b.Addr, "--topic", "absent"}, "topic absent does not exist"},
+		{[]string{"consume", "--brokers", b.Addr, "--topic", "absent"}, "topic absent does not exist"},
+		{[]string{"consume", "--brokers", "127.0.0.1:1", "--topic", "absent"}, "no broker answered at 127.0.0.1:1"},
+		{[]string{"produce", "--brokers", "127.0.0.1:1", "--topic", "absent"}, "no broker answered at 127.0.0.1:1"},
+	} {
+		start := time.Now()
+		stderr := runStrataFailing(t, c.args...)
+		if !strings.Contains(stderr, c.want) {
+			t.Errorf("strata %v said:\n%s\nwant %q", c.args, stderr, c.want)
+		}
+		if elapsed := time.Since(start); elapsed > 15*time.Second {
+			t.Errorf("strata %v took %v", c.args, elapsed)
+		}
 	}
 }
