@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"context"
 	"math"
 	"time"
 
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/lag"
+	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/recordbatch"
 )
 
@@ -13,7 +15,8 @@ import (
 // reads the groups this broker coordinates and the partitions it holds a
 // replica of, every ConsumerLagInterval; /metrics reads its last result.
 // A group's partition held on no replica here has no series on this
-// broker.
+// broker. The same loop publishes the retention holds of the groups
+// coordinated here (metadata.RetentionHold, read by tier's retention).
 
 // startLagMonitor starts the monitor's loop and hands the coordinator
 // what its skip check needs.
@@ -29,6 +32,7 @@ func (b *Broker) startLagMonitor() {
 		defer t.Stop()
 		for {
 			b.lagMonitor.Refresh(time.Now())
+			b.publishRetentionHolds()
 			select {
 			case <-b.lifetime.Done():
 				return
@@ -137,4 +141,40 @@ func (s lagSource) logStart(topic string, index int32) (int64, int64, bool) {
 	start := p.logStartOffset()
 	ts, _ := s.RecordTimestamp(topic, index, start)
 	return start, ts, true
+}
+
+// publishRetentionHolds publishes, for topics with a retention hold, the
+// committed offsets of the groups coordinated here that committed within
+// the offsets retention; written only when they changed.
+func (b *Broker) publishRetentionHolds() {
+	now := time.Now()
+	active := now.Add(-b.cfg.Group.WithDefaults().OffsetsRetention).UnixMilli()
+	var holds []metadata.RetentionHold
+	for _, o := range b.groups.CommittedOffsets() {
+		if o.CommitTimestamp < active {
+			continue
+		}
+		t, ok := b.parts.topic(o.Topic)
+		if !ok || !b.cfg.Tier.Holds(t.cfg) {
+			continue
+		}
+		holds = append(holds, metadata.RetentionHold{TopicID: t.topic.ID, Partition: o.Partition, Group: o.Group,
+			Offset: o.Offset, CommitMs: o.CommitTimestamp})
+	}
+	if len(holds) > metadata.MaxRetentionHolds {
+		holds = holds[:metadata.MaxRetentionHolds]
+	}
+	value, err := metadata.EncodeRetentionHolds(holds)
+	if err != nil || string(value) == b.publishedHolds {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.lifetime, 10*time.Second)
+	defer cancel()
+	if err := b.store.PublishRetentionHolds(ctx, b.cfg.NodeID, holds); err != nil {
+		if b.lifetime.Err() == nil {
+			b.log.Warn("publishing retention holds; the next refresh retries", "err", err)
+		}
+		return
+	}
+	b.publishedHolds = string(value)
 }

@@ -40,7 +40,11 @@ var coldObject = tier.ColdObjectOf
 
 // newTierService builds the tiering service over this broker's state.
 func (b *Broker) newTierService() *tier.Service {
-	return tier.NewService(tier.Deps{Config: b.cfg.Tier, Objects: b.objects, Manifest: b.manifest,
+	cfg := b.cfg.Tier
+	if cfg.HoldActiveWindow == 0 { // groups count while their offsets are kept
+		cfg.HoldActiveWindow = b.cfg.Group.WithDefaults().OffsetsRetention
+	}
+	return tier.NewService(tier.Deps{Config: cfg, Objects: b.objects, Manifest: b.manifest,
 		Compactor: b.compactor, Store: b.store, Registry: tierRegistry{b}, Cleaning: tierCleaning{b},
 		Logger: b.log})
 }

@@ -92,6 +92,12 @@ type TopicConfig struct {
 	// committed record stays out of the bucket; 0 when the topic does not
 	// set it (the broker's --tier-upload-max-lag applies), -1 no bound.
 	TierUploadMaxLagMs int64
+	// RetentionHoldMs and RetentionHoldBytes (retention.hold.ms,
+	// retention.hold.bytes) bound how long, and how many bytes, total
+	// retention keeps objects a consumer group still needs; 0 off, -1
+	// when the topic does not set them (the broker's defaults apply).
+	RetentionHoldMs    int64
+	RetentionHoldBytes int64
 }
 
 // HasCompact reports whether the cleanup policy includes compaction.
@@ -303,6 +309,12 @@ var topicConfigDefs = []ConfigDef{
 		Doc: "tier sealed segments to the object store (Strata default: true)"},
 	{Name: "retention.bytes", Type: ConfigLong, Default: "-1", ServerDefault: "log.retention.bytes",
 		Doc: "bytes kept per partition; -1 unlimited", Validate: atLeast(-1)},
+	{Name: "retention.hold.bytes", Type: ConfigLong, Default: "0", ServerDefault: "retention.hold.bytes",
+		Doc: "bytes past retention kept in the bucket for consumer groups that still need them; 0 off (default: the broker's --retention-hold-bytes)",
+		Validate: atLeast(0)},
+	{Name: "retention.hold.ms", Type: ConfigLong, Default: "0", ServerDefault: "retention.hold.ms",
+		Doc: "time past retention.ms an object a consumer group still needs stays in the bucket; 0 off (default: the broker's --retention-hold)",
+		Validate: atLeast(0)},
 	{Name: "retention.ms", Type: ConfigLong, Default: "604800000", ServerDefault: "log.retention.ms",
 		Doc: "time kept; -1 unlimited", Validate: atLeast(-1)},
 	{Name: "segment.bytes", Type: ConfigInt, Default: "1073741824", ServerDefault: "log.segment.bytes",
@@ -505,6 +517,13 @@ func (p configParser) build() TopicConfig {
 	}
 	if _, ok := p.overrides["tier.upload.max.lag.ms"]; ok {
 		c.TierUploadMaxLagMs = p.long("tier.upload.max.lag.ms")
+	}
+	c.RetentionHoldMs, c.RetentionHoldBytes = -1, -1
+	if _, ok := p.overrides["retention.hold.ms"]; ok {
+		c.RetentionHoldMs = p.long("retention.hold.ms")
+	}
+	if _, ok := p.overrides["retention.hold.bytes"]; ok {
+		c.RetentionHoldBytes = p.long("retention.hold.bytes")
 	}
 	return c
 }

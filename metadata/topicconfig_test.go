@@ -23,6 +23,7 @@ func TestTopicConfigDefaults(t *testing.T) {
 		FileDeleteDelayMs: 60000, FlushMessages: 9223372036854775807, FlushMs: 9223372036854775807,
 		MessageTimestampBeforeMaxMs: 9223372036854775807, MessageTimestampAfterMaxMs: 3600000,
 		CompressionGzipLevel: -1, CompressionLz4Level: 9, CompressionZstdLevel: 3,
+		RetentionHoldMs: -1, RetentionHoldBytes: -1, // unset: the broker's defaults
 	}
 	if c != want {
 		t.Fatalf("defaults\n got %+v\nwant %+v", c, want)

@@ -34,12 +34,13 @@ func (s *Service) localDeleteLimit(p Partition) int64 {
 // every segment the manifest does not hold yet, and (on the leader) apply
 // retention.ms/bytes to the bucket. ctx bounds the bucket's part.
 func (s *Service) ApplyRetention(ctx context.Context, now time.Time) {
+	holds := &holdsLoader{store: s.store}
 	for _, p := range s.reg.LocalPartitions() {
-		s.applyRetention(ctx, p, now)
+		s.applyRetention(ctx, p, now, holds)
 	}
 }
 
-func (s *Service) applyRetention(ctx context.Context, p Partition, now time.Time) {
+func (s *Service) applyRetention(ctx context.Context, p Partition, now time.Time, holds *holdsLoader) {
 	tiered := p.Tiered()
 	var n int
 	var err error
@@ -58,7 +59,7 @@ func (s *Service) applyRetention(ctx context.Context, p Partition, now time.Time
 		s.count(func(c *Counters) { c.LocalSegmentsFreed += int64(n) })
 	}
 	if s.objects != nil && p.Leads() {
-		if err := s.applyRemoteRetention(ctx, p, now); err != nil && ctx.Err() == nil {
+		if err := s.applyRemoteRetention(ctx, p, now, holds); err != nil && ctx.Err() == nil {
 			s.log.Warn("remote retention failed", "topic", p.Topic(), "partition", p.Key().Partition, "err", err)
 		}
 	}
@@ -124,13 +125,21 @@ func activeSegmentBytes(log *hotlog.Log) int64 {
 // applyRemoteRetention removes the entries remoteDoomed picks: first the
 // log start moves past them, then the entries go from etcd (CAS on their
 // versions), and their objects are deleted ObjectDeleteDelay later.
-func (s *Service) applyRemoteRetention(ctx context.Context, p Partition, now time.Time) error {
+func (s *Service) applyRemoteRetention(ctx context.Context, p Partition, now time.Time, holds *holdsLoader) error {
 	k := p.Key()
 	entries := s.manifest.Segments(k.TopicID, k.Partition)
 	if len(entries) == 0 {
+		s.setHeld(k, HeldStatus{})
 		return nil
 	}
-	n := s.remoteDoomed(p, entries, p.Config(), now)
+	cfg := p.Config()
+	n := s.remoteDoomed(p, entries, cfg, now)
+	if s.cfg.Holds(cfg) {
+		var err error
+		if n, err = s.applyHold(ctx, p, entries, n, cfg, now, holds); err != nil {
+			return err
+		}
+	}
 	if n == 0 {
 		return nil
 	}
@@ -152,6 +161,58 @@ func (s *Service) applyRemoteRetention(ctx context.Context, p Partition, now tim
 	s.log.Info("remote retention removed tiered segments", "topic", p.Topic(), "partition", k.Partition,
 		"segments", n, "log_start", doomed[n-1].LastOffset+1)
 	return nil
+}
+
+// applyHold lowers n, the entries retention would delete, to those the
+// partition's groups do not hold (hold.go), and records what is held. If
+// the holds cannot be read, only the entries below the log start go: a
+// hold fails safe.
+func (s *Service) applyHold(ctx context.Context, p Partition, entries []metadata.TierEntry, n int, cfg metadata.TopicConfig,
+	now time.Time, holds *holdsLoader) (int, error) {
+	k := p.Key()
+	start := s.logStart(p)
+	floor := 0
+	for floor < n && entries[floor].LastOffset < start {
+		floor++
+	}
+	published, err := holds.of(ctx, k)
+	if err != nil {
+		s.log.Warn("retention holds not readable; deleting nothing a group may need this pass",
+			"topic", p.Topic(), "partition", k.Partition, "err", err)
+		return floor, nil
+	}
+	need, groups, ok := holdFor(published, start, s.cfg.HoldActiveWindow, now)
+	if !ok {
+		s.setHeld(k, HeldStatus{})
+		return n, nil
+	}
+	h := hold{need: need, groups: groups}
+	h.ms, h.bytes = s.cfg.HoldOf(cfg)
+	kept := heldCount(entries, floor, n, h, cfg.RetentionMs, now)
+	st := HeldStatus{Objects: n - kept}
+	for _, e := range entries[kept:n] {
+		st.Bytes += e.Size
+	}
+	if st.Objects > 0 {
+		last := entries[n-1].LastOffset
+		for _, g := range groups {
+			if g.Offset <= last {
+				st.By = append(st.By, g)
+			}
+		}
+	}
+	s.setHeld(k, st)
+	return kept, nil
+}
+
+func (s *Service) setHeld(k metadata.TierPartition, st HeldStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.Objects == 0 {
+		delete(s.held, k)
+		return
+	}
+	s.held[k] = st
 }
 
 // deleteDueObjects deletes the objects whose delay has passed; failures
@@ -215,7 +276,7 @@ func (s *Service) DeleteRecords(ctx context.Context, p Partition, offset int64) 
 		return err
 	}
 	if s.objects != nil {
-		if err := s.applyRemoteRetention(ctx, p, time.Now()); err != nil {
+		if err := s.applyRemoteRetention(ctx, p, time.Now(), &holdsLoader{store: s.store}); err != nil {
 			s.log.Warn("delete records: removing tiered segments", "topic", p.Topic(), "partition", p.Key().Partition, "err", err)
 		}
 	}

@@ -64,6 +64,13 @@ type Config struct {
 	// (its entry's MaxTimestamp) is this old, so the small objects of the
 	// last minutes are merged together rather than one by one. Default 10m.
 	MergeGrace time.Duration
+	// RetentionHold and RetentionHoldBytes are the broker defaults of
+	// retention.hold.ms and retention.hold.bytes (hold.go); 0: off.
+	RetentionHold      time.Duration
+	RetentionHoldBytes int64
+	// HoldActiveWindow: only groups that committed within it hold
+	// objects (the group coordinator's offsets retention). Default 7 days.
+	HoldActiveWindow time.Duration
 }
 
 const (
@@ -100,6 +107,7 @@ func (c Config) WithDefaults() Config {
 	setDur(&c.ObjectDeleteDelay, defaultObjectDeleteDelay)
 	setDur(&c.MergeInterval, defaultMergeInterval)
 	setDur(&c.MergeGrace, defaultMergeGrace)
+	setDur(&c.HoldActiveWindow, 7*24*time.Hour)
 	if c.UploadConcurrency == 0 {
 		c.UploadConcurrency = defaultUploadConcurrency
 	}
@@ -113,7 +121,8 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	if c.UploadInterval < 0 || c.UploadTimeout < 0 || c.RetryBackoff < 0 || c.MaxRetryBackoff < c.RetryBackoff ||
 		c.ThrottleWait < 0 || c.SweepInterval < 0 || c.OrphanGrace < 0 || c.ObjectDeleteDelay < 0 ||
-		c.UploadConcurrency < 1 || c.MaxUploadLagBytes < -1 || c.MergeGrace < 0 {
+		c.UploadConcurrency < 1 || c.MaxUploadLagBytes < -1 || c.MergeGrace < 0 ||
+		c.RetentionHold < 0 || c.RetentionHoldBytes < 0 || c.HoldActiveWindow < 0 {
 		return fmt.Errorf("tier config %+v", c)
 	}
 	return nil
@@ -181,6 +190,9 @@ type Store interface {
 	DeleteTierEntries(ctx context.Context, id metadata.TopicID, partition int32, entries []metadata.TierEntry) error
 	RaiseTierLogStart(ctx context.Context, id metadata.TopicID, partition int32, offset int64) (int64, error)
 	TopicIDKnown(ctx context.Context, id metadata.TopicID) (live, deleted bool, err error)
+	// RetentionHolds are the committed offsets of groups on held topics
+	// (hold.go).
+	RetentionHolds(ctx context.Context) (map[metadata.TierPartition][]metadata.RetentionHold, error)
 }
 
 var _ Store = (*metadata.Store)(nil)
@@ -238,6 +250,9 @@ type Service struct {
 	parts map[metadata.TierPartition]*uploadState
 	// pendingDeletes are objects to delete once due (ObjectDeleteDelay).
 	pendingDeletes []dueDelete
+	// held is each partition's hold as of its last retention pass
+	// (Status shows it).
+	held map[metadata.TierPartition]HeldStatus
 	// topicFiles remembers the topic.json content written per topic id.
 	topicFiles map[metadata.TopicID]string
 	counters   Counters
@@ -272,7 +287,8 @@ func NewService(d Deps) *Service {
 	return &Service{cfg: cfg, objects: d.Objects, manifest: d.Manifest, compactor: d.Compactor,
 		store: d.Store, reg: d.Registry, cleaning: d.Cleaning, log: log,
 		kick: make(chan struct{}, 1), slots: make(chan struct{}, max(cfg.UploadConcurrency, 1)),
-		parts: map[metadata.TierPartition]*uploadState{}, topicFiles: map[metadata.TopicID]string{}}
+		parts: map[metadata.TierPartition]*uploadState{}, topicFiles: map[metadata.TopicID]string{},
+		held: map[metadata.TierPartition]HeldStatus{}}
 }
 
 // Counters returns a snapshot of the counters.

@@ -66,6 +66,8 @@ type memStore struct {
 	starts   map[metadata.TierPartition]int64
 	deleted  map[metadata.TopicID]bool // ids recorded as deleted
 	revision int64
+	holds    []metadata.RetentionHold
+	holdsErr error
 }
 
 func newMemStore() *memStore {
@@ -74,6 +76,17 @@ func newMemStore() *memStore {
 }
 
 func (s *memStore) Cluster() string { return "c1" }
+
+func (s *memStore) RetentionHolds(context.Context) (map[metadata.TierPartition][]metadata.RetentionHold, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[metadata.TierPartition][]metadata.RetentionHold{}
+	for _, h := range s.holds {
+		k := metadata.TierPartition{TopicID: h.TopicID, Partition: h.Partition}
+		out[k] = append(out[k], h)
+	}
+	return out, s.holdsErr
+}
 
 func (s *memStore) CommitTierEntryRev(_ context.Context, e metadata.TierEntry) (int64, error) {
 	s.mu.Lock()

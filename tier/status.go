@@ -39,6 +39,10 @@ type PartitionStatus struct {
 	BucketLagBytes int64  `json:"bucketLagBytes"`
 	UploadMaxLagMs int64  `json:"uploadMaxLagMs"`
 	LastError      string `json:"lastError,omitempty"`
+	// Held is what the retention hold keeps in the bucket past retention
+	// for consumer groups (hold.go), as of the leader's last retention
+	// pass; zero elsewhere.
+	Held HeldStatus `json:"held"`
 	// Compaction (cleanup.policy has compact): the cleaned ranges are
 	// [LocalStart, CleanedLocalEnd) on disk and [TieredStart,
 	// CleanedTieredEnd) in the bucket (the latter known to the leader
@@ -75,6 +79,7 @@ func (s *Service) Status(p Partition) PartitionStatus {
 	if us := s.parts[k]; us != nil {
 		st.LastError = us.lastErr
 	}
+	st.Held = s.held[k]
 	s.mu.Unlock()
 	return st
 }

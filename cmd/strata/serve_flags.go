@@ -41,6 +41,8 @@ type serveFlags struct {
 	fetchSessionSlots      int
 	retentionCheckInterval time.Duration
 	retentionWarnMargin    time.Duration
+	retentionHold          time.Duration
+	retentionHoldBytes     int64
 	consumerLagInterval    time.Duration
 	// Consumer groups (broker/group).
 	groupInitialRebalanceDelay time.Duration
@@ -113,6 +115,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.retentionCheckInterval, "log-retention-check-interval", 30*time.Second, "how often retention runs (log.retention.check.interval.ms)")
 	fs.DurationVar(&f.retentionWarnMargin, "retention-warn-margin", 6*time.Hour,
 		"log a warning (rate-limited) when retention would delete the record at a consumer group's committed offset within this time (negative: never)")
+	fs.DurationVar(&f.retentionHold, "retention-hold", 0,
+		"default of the topic config retention.hold.ms: how long past retention.ms the bucket keeps an object a consumer group still needs (0: off)")
+	fs.Int64Var(&f.retentionHoldBytes, "retention-hold-bytes", 0,
+		"default of the topic config retention.hold.bytes: bytes per partition past retention the hold may keep (0: no byte cap; the hold is off when both are 0)")
 	fs.DurationVar(&f.consumerLagInterval, "consumer-lag-interval", 30*time.Second,
 		"how often consumer-group lag and retention margins are recomputed for /metrics and the warning")
 	fs.IntVar(&f.fetchSessionSlots, "max-incremental-fetch-session-cache-slots", 1000,
@@ -399,6 +405,9 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	if f.retentionCheckInterval <= 0 {
 		return cfg, usageErrorf("--log-retention-check-interval %s: want > 0", f.retentionCheckInterval)
 	}
+	if f.retentionHold < 0 || f.retentionHoldBytes < 0 {
+		return cfg, usageErrorf("--retention-hold and --retention-hold-bytes must be ≥ 0")
+	}
 	if f.consumerLagInterval <= 0 {
 		return cfg, usageErrorf("--consumer-lag-interval %s: want > 0", f.consumerLagInterval)
 	}
@@ -439,13 +448,15 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 			OffsetsRetention:       f.offsetsRetention,
 		},
 		Tier: broker.TierConfig{
-			MaxUploadLagBytes: f.tierUploadMaxLagBytes,
-			UploadMaxLag:      f.tierUploadMaxLag,
-			MergeInterval:     f.tierMergeInterval,
-			MergeGrace:        f.tierMergeGrace,
-			OrphanGrace:       f.tierOrphanGrace,
-			UploadInterval:    f.tierUploadInterval,
-			SweepInterval:     f.tierSweepInterval,
+			MaxUploadLagBytes:  f.tierUploadMaxLagBytes,
+			UploadMaxLag:       f.tierUploadMaxLag,
+			MergeInterval:      f.tierMergeInterval,
+			MergeGrace:         f.tierMergeGrace,
+			OrphanGrace:        f.tierOrphanGrace,
+			UploadInterval:     f.tierUploadInterval,
+			SweepInterval:      f.tierSweepInterval,
+			RetentionHold:      f.retentionHold,
+			RetentionHoldBytes: f.retentionHoldBytes,
 		},
 		Cold: cold,
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -76,6 +77,14 @@ var (
 	bucketLagDesc = prometheus.NewDesc("strata_tier_bucket_lag_seconds",
 		"Age of the oldest committed record not yet in the bucket, per partition this broker leads (0: the bucket is current).",
 		[]string{"topic", "partition"}, nil)
+	heldObjectsDesc = prometheus.NewDesc("strata_tier_retention_held_objects",
+		"Objects past retention that the retention hold keeps in the bucket for consumer groups, per partition this broker leads.",
+		[]string{"topic", "partition"}, nil)
+	heldBytesDesc = prometheus.NewDesc("strata_tier_retention_held_bytes",
+		"Bytes of the objects the retention hold keeps, per partition this broker leads.", []string{"topic", "partition"}, nil)
+	heldGroupDesc = prometheus.NewDesc("strata_tier_retention_holding_group",
+		"1 for each consumer group whose committed offset holds objects past retention.",
+		[]string{"topic", "partition", "group"}, nil)
 	bucketLagMaxDesc = prometheus.NewDesc("strata_tier_bucket_lag_seconds_max",
 		"strata_tier_bucket_lag_seconds's largest value over the partitions this broker leads.", nil, nil)
 	objRequestsDesc = prometheus.NewDesc("strata_object_store_requests_total",
@@ -99,7 +108,8 @@ var (
 type tierCollector struct{ src *tierSource }
 
 func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tierCounterDesc, tierBytesDesc, tierLagDesc, bucketLagDesc, bucketLagMaxDesc, objRequestsDesc, objErrorsDesc, objBytesDesc,
+	for _, d := range []*prometheus.Desc{tierCounterDesc, tierBytesDesc, tierLagDesc, bucketLagDesc, bucketLagMaxDesc,
+		heldObjectsDesc, heldBytesDesc, heldGroupDesc, objRequestsDesc, objErrorsDesc, objBytesDesc,
 		cleanerDirtyRatioDesc, cleanerDirtyBytesDesc, cleanerBytesDesc, cleanerUncleanableDesc} {
 		ch <- d
 	}
@@ -125,6 +135,11 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 			lag := float64(p.BucketLagMs) / 1000
 			maxBucketLag = max(maxBucketLag, lag)
 			ch <- prometheus.MustNewConstMetric(bucketLagDesc, prometheus.GaugeValue, lag, p.Topic, part)
+			ch <- prometheus.MustNewConstMetric(heldObjectsDesc, prometheus.GaugeValue, float64(p.Held.Objects), p.Topic, part)
+			ch <- prometheus.MustNewConstMetric(heldBytesDesc, prometheus.GaugeValue, float64(p.Held.Bytes), p.Topic, part)
+			for _, g := range p.Held.By {
+				ch <- prometheus.MustNewConstMetric(heldGroupDesc, prometheus.GaugeValue, 1, p.Topic, part, g.Group)
+			}
 		}
 		if p.Compacted {
 			ch <- prometheus.MustNewConstMetric(cleanerDirtyRatioDesc, prometheus.GaugeValue, p.DirtyRatio, p.Topic, part)
@@ -220,15 +235,15 @@ func fetchBrokerJSON(ctx context.Context, addr, path, topic string) ([]byte, err
 
 func printTierStatus(w io.Writer, status []broker.PartitionTierStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START\tLOCAL-RANGE\tLOCAL-BYTES\tTIERED-RANGE\tOBJECTS\tTIERED-BYTES\tUPLOAD-LAG\tBUCKET-LAG\tCLEANED\tDIRTY\tERROR")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START\tLOCAL-RANGE\tLOCAL-BYTES\tTIERED-RANGE\tOBJECTS\tTIERED-BYTES\tUPLOAD-LAG\tBUCKET-LAG\tHELD\tCLEANED\tDIRTY\tERROR")
 	for _, p := range status {
 		tiered := "-"
 		if p.Tiered {
 			tiered = fmt.Sprintf("[%d, %d)", p.TieredStart, p.TieredEnd)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t[%d, %d)\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.LogStartOffset,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t[%d, %d)\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.LogStartOffset,
 			p.LocalStart, p.LocalEnd, p.LocalBytes, tiered, p.Objects, p.TieredBytes, p.UploadLagBytes,
-			bucketLagColumn(p), cleanedRanges(p), dirtyColumn(p), p.LastError)
+			bucketLagColumn(p), heldColumn(p.Held), cleanedRanges(p), dirtyColumn(p), p.LastError)
 	}
 	tw.Flush()
 }
@@ -246,6 +261,19 @@ func bucketLagColumn(p broker.PartitionTierStatus) string {
 	}
 	lag := (time.Duration(p.BucketLagMs) * time.Millisecond).Round(time.Second)
 	return fmt.Sprintf("%v %dB (%s)", lag, p.BucketLagBytes, bound)
+}
+
+// heldColumn says what the retention hold keeps past retention, and for
+// which groups (at their committed offsets).
+func heldColumn(h tier.HeldStatus) string {
+	if h.Objects == 0 {
+		return "-"
+	}
+	groups := make([]string, len(h.By))
+	for i, g := range h.By {
+		groups[i] = fmt.Sprintf("%s@%d", g.Group, g.Offset)
+	}
+	return fmt.Sprintf("%d objects %dB for %s", h.Objects, h.Bytes, strings.Join(groups, ","))
 }
 
 // cleanedRanges names the cleaned ranges of a compacted partition.
