@@ -480,6 +480,15 @@
 //     log start the same way (etcd first, so a restart cannot resurrect
 //     offsets from the bucket, then the hot log) and removes the entries
 //     wholly below it at once.
+//   - Retention hold (hold.go): on a topic with retention.hold.ms or
+//     retention.hold.bytes, remote retention keeps, from the first entry a
+//     counting group needs (the lowest committed offset at or above the log
+//     start among groups that committed within HoldActiveWindow, read once
+//     per pass from etcd's retention-holds/), every entry it would delete
+//     until max timestamp + retention.ms + hold.ms, and at most hold.bytes
+//     of them, releasing oldest first. Entries below the log start are never
+//     held, nor is local retention. Holds that cannot be read hold
+//     everything that pass.
 //   - Orphan sweeper (every SweepInterval; every broker sweeps): objects
 //     under <cluster>/topics/ older than OrphanGrace that no manifest entry
 //     names, checked again against etcd, are deleted, as are topic.json
