@@ -233,8 +233,14 @@ func describeConfigsRaw(t *testing.T, cl *kgo.Client, typ kmsg.ConfigResourceTyp
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName = typ, name
 	req.Resources = append(req.Resources, r)
-	resp, err := req.RequestWith(testCtx(t), cl)
-	if err != nil || resp.Resources[0].ErrorCode != 0 {
+	// To the seed broker: kgo would send a cluster-wide ("") BROKER
+	// resource to any broker it knows.
+	kresp, err := cl.SeedBrokers()[0].Request(testCtx(t), req)
+	if err != nil {
+		t.Fatalf("describe %v %q: %v", typ, name, err)
+	}
+	resp := kresp.(*kmsg.DescribeConfigsResponse)
+	if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
 		t.Fatalf("describe %v %q: %v %+v", typ, name, err, resp)
 	}
 	return resp.Resources[0]
