@@ -41,9 +41,9 @@ var coldObject = tier.ColdObjectOf
 // newTierService builds the tiering service over this broker's state.
 func (b *Broker) newTierService() *tier.Service {
 	cfg := b.cfg.Tier
-	if cfg.HoldActiveWindow == 0 { // groups count while their offsets are kept
-		cfg.HoldActiveWindow = b.cfg.Group.WithDefaults().OffsetsRetention
-	}
+	// A group's hold counts while the coordinator keeps its offsets (the
+	// same window the coordinators publish holds for, lag_wiring.go).
+	cfg.HoldActiveWindow = b.cfg.Group.WithDefaults().OffsetsRetention
 	return tier.NewService(tier.Deps{Config: cfg, Objects: b.objects, Manifest: b.manifest,
 		Compactor: b.compactor, Store: b.store, Registry: tierRegistry{b}, Cleaning: tierCleaning{b},
 		Logger: b.log})

@@ -93,9 +93,11 @@ type TopicConfig struct {
 	// set it (the broker's --tier-upload-max-lag applies), -1 no bound.
 	TierUploadMaxLagMs int64
 	// RetentionHoldMs and RetentionHoldBytes (retention.hold.ms,
-	// retention.hold.bytes) bound how long, and how many bytes, total
-	// retention keeps objects a consumer group still needs; 0 off, -1
-	// when the topic does not set them (the broker's defaults apply).
+	// retention.hold.bytes) bound how long past retention.ms, and how
+	// many bytes past retention, remote retention keeps the objects a
+	// consumer group still needs (tier/hold.go): -1 (the default) takes
+	// the broker's --retention-hold / --retention-hold-bytes, 0 turns that
+	// bound off, and the hold is off when both bounds are.
 	RetentionHoldMs    int64
 	RetentionHoldBytes int64
 }
@@ -309,12 +311,12 @@ var topicConfigDefs = []ConfigDef{
 		Doc: "tier sealed segments to the object store (Strata default: true)"},
 	{Name: "retention.bytes", Type: ConfigLong, Default: "-1", ServerDefault: "log.retention.bytes",
 		Doc: "bytes kept per partition; -1 unlimited", Validate: atLeast(-1)},
-	{Name: "retention.hold.bytes", Type: ConfigLong, Default: "0", ServerDefault: "retention.hold.bytes",
-		Doc: "bytes past retention kept in the bucket for consumer groups that still need them; 0 off (default: the broker's --retention-hold-bytes)",
-		Validate: atLeast(0)},
-	{Name: "retention.hold.ms", Type: ConfigLong, Default: "0", ServerDefault: "retention.hold.ms",
-		Doc: "time past retention.ms an object a consumer group still needs stays in the bucket; 0 off (default: the broker's --retention-hold)",
-		Validate: atLeast(0)},
+	{Name: "retention.hold.bytes", Type: ConfigLong, Default: "-1", ServerDefault: "retention.hold.bytes",
+		Doc:      "most bytes of objects past retention the bucket keeps per partition for consumer groups that still need them; 0: no byte bound; -1: the broker's --retention-hold-bytes",
+		Validate: atLeast(-1)},
+	{Name: "retention.hold.ms", Type: ConfigLong, Default: "-1", ServerDefault: "retention.hold.ms",
+		Doc:      "how long past retention.ms the bucket keeps an object a consumer group still needs; 0: no time bound; -1: the broker's --retention-hold",
+		Validate: atLeast(-1)},
 	{Name: "retention.ms", Type: ConfigLong, Default: "604800000", ServerDefault: "log.retention.ms",
 		Doc: "time kept; -1 unlimited", Validate: atLeast(-1)},
 	{Name: "segment.bytes", Type: ConfigInt, Default: "1073741824", ServerDefault: "log.segment.bytes",
@@ -511,19 +513,14 @@ func (p configParser) build() TopicConfig {
 		CompressionGzipLevel:        p.int("compression.gzip.level"),
 		CompressionLz4Level:         p.int("compression.lz4.level"),
 		CompressionZstdLevel:        p.int("compression.zstd.level"),
+		RetentionHoldMs:             p.long("retention.hold.ms"),
+		RetentionHoldBytes:          p.long("retention.hold.bytes"),
 	}
 	if _, ok := p.overrides["internal.segment.bytes"]; ok {
 		c.SegmentBytes = p.long("internal.segment.bytes")
 	}
 	if _, ok := p.overrides["tier.upload.max.lag.ms"]; ok {
 		c.TierUploadMaxLagMs = p.long("tier.upload.max.lag.ms")
-	}
-	c.RetentionHoldMs, c.RetentionHoldBytes = -1, -1
-	if _, ok := p.overrides["retention.hold.ms"]; ok {
-		c.RetentionHoldMs = p.long("retention.hold.ms")
-	}
-	if _, ok := p.overrides["retention.hold.bytes"]; ok {
-		c.RetentionHoldBytes = p.long("retention.hold.bytes")
 	}
 	return c
 }

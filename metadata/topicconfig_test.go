@@ -112,6 +112,10 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"local bounded, total unlimited", map[string]string{"local.retention.bytes": "1000"}, true},
 		{"local -2", map[string]string{"retention.ms": "1000", "local.retention.ms": "-2"}, true},
 		{"local below -2", map[string]string{"local.retention.ms": "-3"}, false},
+		{"hold off", map[string]string{"retention.hold.ms": "0", "retention.hold.bytes": "0"}, true},
+		{"hold broker default", map[string]string{"retention.hold.ms": "-1", "retention.hold.bytes": "-1"}, true},
+		{"hold ms below -1", map[string]string{"retention.hold.ms": "-2"}, false},
+		{"hold bytes below -1", map[string]string{"retention.hold.bytes": "-2"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,6 +166,10 @@ func TestParseTopicConfigOverrides(t *testing.T) {
 	}
 	if c.MessageTimestampType != "LogAppendTime" || c.RemoteStorageEnable || c.MinInsyncReplicas != 2 {
 		t.Errorf("parsed %+v", c)
+	}
+	if c, _ := ParseTopicConfig(map[string]string{"retention.hold.ms": "3600000", "retention.hold.bytes": "0"}); c.RetentionHoldMs != 3600000 ||
+		c.RetentionHoldBytes != 0 {
+		t.Errorf("retention hold %d ms %d bytes, want 3600000 and 0", c.RetentionHoldMs, c.RetentionHoldBytes)
 	}
 	if c, _ := ParseTopicConfig(map[string]string{"cleanup.policy": "compact"}); c.HasDelete() || !c.HasCompact() {
 		t.Errorf("compact only: %+v", c)

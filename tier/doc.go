@@ -430,18 +430,19 @@
 // MaxBatchBytes) and checked (footer, section and chunk CRCs, batch CRCs,
 // snapshot invariants): damage is ErrCorruptObject, never a panic.
 //
-// # Tiering service (service.go, uploader.go, retention.go, sweeper.go, merger.go, bound.go, status.go)
+// # Tiering service (service.go, uploader.go, retention.go, hold.go, sweeper.go, merger.go, bound.go, status.go)
 //
 // Service runs tiering for one broker. It owns the upload bookkeeping,
-// the delayed object deletes, the topic.json memory and the counters
-// (Service.mu guards them; it is never held across I/O and nests inside
-// nothing). Everything else it reads through consumer-owned interfaces:
-// Partition (a local replica's hot log, configs, leadership, high
-// watermark and last stable offset, upload lag), Registry (the local
-// replicas and topics), Store (the metadata store's tier slice:
-// CommitTierEntryRev, TierEntries, DeleteTierEntries, RaiseTierLogStart,
-// TopicIDKnown) and Cleaning (the tiered cleaner's checkpoint and
-// due-ness, and its delayed deletes). It never imports the broker.
+// the delayed object deletes, the topic.json memory, the last retention
+// hold of each led partition and the counters (Service.mu guards them;
+// it is never held across I/O and nests inside nothing). Everything else
+// it reads through consumer-owned interfaces: Partition (a local
+// replica's hot log, configs, leadership, high watermark and last stable
+// offset, upload lag), Registry (the local replicas and topics), Store
+// (the metadata store's tier slice: CommitTierEntryRev, TierEntries,
+// DeleteTierEntries, RaiseTierLogStart, TopicIDKnown, RetentionHolds)
+// and Cleaning (the tiered cleaner's checkpoint and due-ness, and its
+// delayed deletes). It never imports the broker.
 //
 // Run starts two goroutines. The uploader never does object-store I/O
 // itself (uploads run in goroutines of their own, at most
@@ -480,15 +481,29 @@
 //     log start the same way (etcd first, so a restart cannot resurrect
 //     offsets from the bucket, then the hot log) and removes the entries
 //     wholly below it at once.
-//   - Retention hold (hold.go): on a topic with retention.hold.ms or
-//     retention.hold.bytes, remote retention keeps, from the first entry a
-//     counting group needs (the lowest committed offset at or above the log
-//     start among groups that committed within HoldActiveWindow, read once
-//     per pass from etcd's retention-holds/), every entry it would delete
-//     until max timestamp + retention.ms + hold.ms, and at most hold.bytes
-//     of them, releasing oldest first. Entries below the log start are never
-//     held, nor is local retention. Holds that cannot be read hold
-//     everything that pass.
+//   - Retention hold (hold.go), on the leader, for a topic whose
+//     effective retention.hold.ms or retention.hold.bytes is > 0 (-1
+//     takes the broker's RetentionHold / RetentionHoldBytes, 0 turns a
+//     bound off). Of the n entries remote retention would delete, the
+//     ones wholly below the log start always go. need is the lowest
+//     committed offset at or above the log start among the partition's
+//     holds committed within HoldActiveWindow (the offsets retention;
+//     older holds and holds below the log start hold nothing); from the
+//     first doomed entry with LastOffset >= need on, entries are held, and
+//     since deletion takes a prefix nothing after a held entry goes. Held
+//     entries are released oldest first while the oldest is due by time
+//     (hold.ms > 0 and now >= MaxTimestamp + max(retention.ms, 0) +
+//     hold.ms) or the held bytes exceed hold.bytes (> 0). So an object a
+//     group needs goes neither before retention.ms + hold.ms (unless the
+//     byte bound releases it) nor later than the first pass after it. The
+//     holds (metadata.RetentionHold, etcd's
+//     retention-holds/, published by the group coordinators) are read at
+//     most once per pass and only when a led partition with a hold has a
+//     doomed entry at or above its log start; if the read fails, only
+//     the entries below the log start go that pass
+//     (Counters.RetentionHoldReadFailures). Local retention is never
+//     held. Status reports the held objects, bytes and groups of the last
+//     pass.
 //   - Orphan sweeper (every SweepInterval; every broker sweeps): objects
 //     under <cluster>/topics/ older than OrphanGrace that no manifest entry
 //     names, checked again against etcd, are deleted, as are topic.json

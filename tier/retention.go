@@ -2,8 +2,9 @@ package tier
 
 // Retention across tiers: local retention of a tiered partition deletes
 // only segments the manifest already holds; on the leader, retention.ms
-// and retention.bytes then remove the oldest manifest entries, and their
-// objects are deleted ObjectDeleteDelay later.
+// and retention.bytes then remove the oldest manifest entries (less those
+// a retention hold keeps for consumer groups, hold.go), and their objects
+// are deleted ObjectDeleteDelay later. Local retention is never held.
 
 import (
 	"context"
@@ -33,14 +34,21 @@ func (s *Service) localDeleteLimit(p Partition) int64 {
 // ApplyRetention runs every local log's retention; tiered partitions keep
 // every segment the manifest does not hold yet, and (on the leader) apply
 // retention.ms/bytes to the bucket. ctx bounds the bucket's part.
+// Holds are read from the store at most once per pass (holdsLoader).
 func (s *Service) ApplyRetention(ctx context.Context, now time.Time) {
-	holds := &holdsLoader{store: s.store}
+	holds := newHoldsLoader(s)
+	led := map[metadata.TierPartition]bool{}
 	for _, p := range s.reg.LocalPartitions() {
-		s.applyRetention(ctx, p, now, holds)
+		if s.applyRetention(ctx, p, now, holds) {
+			led[p.Key()] = true
+		}
 	}
+	s.forgetHeldExcept(led)
 }
 
-func (s *Service) applyRetention(ctx context.Context, p Partition, now time.Time, holds *holdsLoader) {
+// applyRetention runs p's local retention and, on the leader, its remote
+// retention; it reports whether the remote part ran.
+func (s *Service) applyRetention(ctx context.Context, p Partition, now time.Time, holds *holdsLoader) bool {
 	tiered := p.Tiered()
 	var n int
 	var err error
@@ -58,11 +66,13 @@ func (s *Service) applyRetention(ctx context.Context, p Partition, now time.Time
 	if tiered && n > 0 {
 		s.count(func(c *Counters) { c.LocalSegmentsFreed += int64(n) })
 	}
-	if s.objects != nil && p.Leads() {
-		if err := s.applyRemoteRetention(ctx, p, now, holds); err != nil && ctx.Err() == nil {
-			s.log.Warn("remote retention failed", "topic", p.Topic(), "partition", p.Key().Partition, "err", err)
-		}
+	if s.objects == nil || !p.Leads() {
+		return false
 	}
+	if err := s.applyRemoteRetention(ctx, p, now, holds); err != nil && ctx.Err() == nil {
+		s.log.Warn("remote retention failed", "topic", p.Topic(), "partition", p.Key().Partition, "err", err)
+	}
+	return true
 }
 
 // remoteDoomed counts the oldest manifest entries that retention removes:
@@ -122,24 +132,22 @@ func activeSegmentBytes(log *hotlog.Log) int64 {
 	return max(size, 0)
 }
 
-// applyRemoteRetention removes the entries remoteDoomed picks: first the
-// log start moves past them, then the entries go from etcd (CAS on their
-// versions), and their objects are deleted ObjectDeleteDelay later.
+// applyRemoteRetention removes the entries remoteDoomed picks, less those
+// a retention hold keeps (hold.go): first the log start moves past them,
+// then the entries go from etcd (CAS on their versions), and their objects
+// are deleted ObjectDeleteDelay later.
 func (s *Service) applyRemoteRetention(ctx context.Context, p Partition, now time.Time, holds *holdsLoader) error {
 	k := p.Key()
 	entries := s.manifest.Segments(k.TopicID, k.Partition)
-	if len(entries) == 0 {
-		s.setHeld(k, HeldStatus{})
-		return nil
-	}
-	cfg := p.Config()
-	n := s.remoteDoomed(p, entries, cfg, now)
-	if s.cfg.Holds(cfg) {
-		var err error
-		if n, err = s.applyHold(ctx, p, entries, n, cfg, now, holds); err != nil {
-			return err
+	n, held := 0, HeldStatus{}
+	if len(entries) > 0 {
+		cfg := p.Config()
+		n = s.remoteDoomed(p, entries, cfg, now)
+		if s.cfg.Holds(cfg) {
+			n, held = s.applyHold(ctx, p, entries, n, cfg, now, holds)
 		}
 	}
+	s.setHeld(k, held)
 	if n == 0 {
 		return nil
 	}
@@ -163,48 +171,30 @@ func (s *Service) applyRemoteRetention(ctx context.Context, p Partition, now tim
 	return nil
 }
 
-// applyHold lowers n, the entries retention would delete, to those the
-// partition's groups do not hold (hold.go), and records what is held. If
-// the holds cannot be read, only the entries below the log start go: a
-// hold fails safe.
-func (s *Service) applyHold(ctx context.Context, p Partition, entries []metadata.TierEntry, n int, cfg metadata.TopicConfig,
-	now time.Time, holds *holdsLoader) (int, error) {
+// applyHold lowers doomed, the count of entries retention would delete,
+// to what the partition's groups allow (decideHold), and says what stays.
+// Holds are read only when some doomed entry lies at or above the log
+// start. If they cannot be read, only the entries below the log start go,
+// for this pass: the hold fails safe.
+func (s *Service) applyHold(ctx context.Context, p Partition, entries []metadata.TierEntry, doomed int,
+	cfg metadata.TopicConfig, now time.Time, holds *holdsLoader) (int, HeldStatus) {
 	k := p.Key()
 	start := s.logStart(p)
-	floor := 0
-	for floor < n && entries[floor].LastOffset < start {
-		floor++
+	lost := belowOffset(entries[:doomed], start)
+	if lost == doomed {
+		return doomed, HeldStatus{}
 	}
 	published, err := holds.of(ctx, k)
 	if err != nil {
-		s.log.Warn("retention holds not readable; deleting nothing a group may need this pass",
-			"topic", p.Topic(), "partition", k.Partition, "err", err)
-		return floor, nil
+		return lost, heldStatus(entries[lost:doomed], nil)
 	}
-	need, groups, ok := holdFor(published, start, s.cfg.HoldActiveWindow, now)
-	if !ok {
-		s.setHeld(k, HeldStatus{})
-		return n, nil
-	}
-	h := hold{need: need, groups: groups}
-	h.ms, h.bytes = s.cfg.HoldOf(cfg)
-	kept := heldCount(entries, floor, n, h, cfg.RetentionMs, now)
-	st := HeldStatus{Objects: n - kept}
-	for _, e := range entries[kept:n] {
-		st.Bytes += e.Size
-	}
-	if st.Objects > 0 {
-		last := entries[n-1].LastOffset
-		for _, g := range groups {
-			if g.Offset <= last {
-				st.By = append(st.By, g)
-			}
-		}
-	}
-	s.setHeld(k, st)
-	return kept, nil
+	rule := holdRule{retentionMs: cfg.RetentionMs, window: s.cfg.HoldActiveWindow}
+	rule.ms, rule.bytes = s.cfg.EffectiveHold(cfg)
+	d := decideHold(entries, doomed, start, published, rule, now)
+	return d.deletable, d.held
 }
 
+// setHeld records the partition's hold as of this pass (Status shows it).
 func (s *Service) setHeld(k metadata.TierPartition, st HeldStatus) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -213,6 +203,18 @@ func (s *Service) setHeld(k metadata.TierPartition, st HeldStatus) {
 		return
 	}
 	s.held[k] = st
+}
+
+// forgetHeldExcept drops the hold records of partitions this broker no
+// longer leads (or holds at all), so Status shows no stale hold.
+func (s *Service) forgetHeldExcept(led map[metadata.TierPartition]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.held {
+		if !led[k] {
+			delete(s.held, k)
+		}
+	}
 }
 
 // deleteDueObjects deletes the objects whose delay has passed; failures
@@ -276,7 +278,7 @@ func (s *Service) DeleteRecords(ctx context.Context, p Partition, offset int64) 
 		return err
 	}
 	if s.objects != nil {
-		if err := s.applyRemoteRetention(ctx, p, time.Now(), &holdsLoader{store: s.store}); err != nil {
+		if err := s.applyRemoteRetention(ctx, p, time.Now(), newHoldsLoader(s)); err != nil {
 			s.log.Warn("delete records: removing tiered segments", "topic", p.Topic(), "partition", p.Key().Partition, "err", err)
 		}
 	}

@@ -65,11 +65,18 @@ type Config struct {
 	// last minutes are merged together rather than one by one. Default 10m.
 	MergeGrace time.Duration
 	// RetentionHold and RetentionHoldBytes are the broker defaults of
-	// retention.hold.ms and retention.hold.bytes (hold.go); 0: off.
+	// retention.hold.ms and retention.hold.bytes (hold.go), for topics
+	// that leave them at -1: how long past retention.ms, and how many
+	// bytes of objects past retention, remote retention keeps for the
+	// consumer groups that still need them. 0 turns a bound off; the hold
+	// is off when both are.
 	RetentionHold      time.Duration
 	RetentionHoldBytes int64
-	// HoldActiveWindow: only groups that committed within it hold
-	// objects (the group coordinator's offsets retention). Default 7 days.
+	// HoldActiveWindow: only a group that committed within it holds
+	// objects, so an abandoned group cannot pin the bucket. The broker
+	// sets the group coordinator's offsets retention
+	// (offsets.retention.minutes), after which the offsets are gone
+	// anyway. Default 7 days.
 	HoldActiveWindow time.Duration
 }
 
@@ -87,6 +94,7 @@ const (
 	defaultObjectDeleteDelay = 30 * time.Second
 	defaultMergeInterval     = time.Minute
 	defaultMergeGrace        = 10 * time.Minute
+	defaultHoldActiveWindow  = 7 * 24 * time.Hour
 )
 
 // WithDefaults returns c with every zero field set to its default.
@@ -107,7 +115,7 @@ func (c Config) WithDefaults() Config {
 	setDur(&c.ObjectDeleteDelay, defaultObjectDeleteDelay)
 	setDur(&c.MergeInterval, defaultMergeInterval)
 	setDur(&c.MergeGrace, defaultMergeGrace)
-	setDur(&c.HoldActiveWindow, 7*24*time.Hour)
+	setDur(&c.HoldActiveWindow, defaultHoldActiveWindow)
 	if c.UploadConcurrency == 0 {
 		c.UploadConcurrency = defaultUploadConcurrency
 	}
@@ -142,6 +150,9 @@ type Counters struct {
 	MergePasses        int64 // merge passes over a led partition (merger.go), merging or not
 	MergeObjectsIn     int64 // small objects replaced by merged ones
 	MergeObjectsOut    int64 // merged objects written (one per run)
+	// RetentionHoldReadFailures counts retention passes that could not
+	// read the retention holds and so deleted nothing a group might need.
+	RetentionHoldReadFailures int64
 }
 
 // Partition is the service's view of one local replica. Its log and
@@ -181,7 +192,8 @@ type Registry interface {
 }
 
 // Store is the slice of the metadata store the service writes and reads:
-// manifest entries, the tiered log start and topic-id history.
+// manifest entries, the tiered log start, topic-id history and the
+// retention holds.
 // *metadata.Store implements it.
 type Store interface {
 	Cluster() string
@@ -190,8 +202,8 @@ type Store interface {
 	DeleteTierEntries(ctx context.Context, id metadata.TopicID, partition int32, entries []metadata.TierEntry) error
 	RaiseTierLogStart(ctx context.Context, id metadata.TopicID, partition int32, offset int64) (int64, error)
 	TopicIDKnown(ctx context.Context, id metadata.TopicID) (live, deleted bool, err error)
-	// RetentionHolds are the committed offsets of groups on held topics
-	// (hold.go).
+	// RetentionHolds are the committed offsets groups published for
+	// topics with a retention hold (hold.go), by partition.
 	RetentionHolds(ctx context.Context) (map[metadata.TierPartition][]metadata.RetentionHold, error)
 }
 
@@ -250,8 +262,9 @@ type Service struct {
 	parts map[metadata.TierPartition]*uploadState
 	// pendingDeletes are objects to delete once due (ObjectDeleteDelay).
 	pendingDeletes []dueDelete
-	// held is each partition's hold as of its last retention pass
-	// (Status shows it).
+	// held is what the retention hold keeps of each led partition, as of
+	// its last remote retention pass (Status shows it); partitions holding
+	// nothing have no record.
 	held map[metadata.TierPartition]HeldStatus
 	// topicFiles remembers the topic.json content written per topic id.
 	topicFiles map[metadata.TopicID]string

@@ -66,8 +66,11 @@ type memStore struct {
 	starts   map[metadata.TierPartition]int64
 	deleted  map[metadata.TopicID]bool // ids recorded as deleted
 	revision int64
-	holds    []metadata.RetentionHold
-	holdsErr error
+	// holds are the published retention holds (holdsErr: reading them
+	// fails); holdReads counts the reads.
+	holds     []metadata.RetentionHold
+	holdsErr  error
+	holdReads int
 }
 
 func newMemStore() *memStore {
@@ -80,12 +83,16 @@ func (s *memStore) Cluster() string { return "c1" }
 func (s *memStore) RetentionHolds(context.Context) (map[metadata.TierPartition][]metadata.RetentionHold, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.holdReads++
+	if s.holdsErr != nil {
+		return nil, s.holdsErr
+	}
 	out := map[metadata.TierPartition][]metadata.RetentionHold{}
 	for _, h := range s.holds {
 		k := metadata.TierPartition{TopicID: h.TopicID, Partition: h.Partition}
 		out[k] = append(out[k], h)
 	}
-	return out, s.holdsErr
+	return out, nil
 }
 
 func (s *memStore) CommitTierEntryRev(_ context.Context, e metadata.TierEntry) (int64, error) {

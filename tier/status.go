@@ -41,7 +41,7 @@ type PartitionStatus struct {
 	LastError      string `json:"lastError,omitempty"`
 	// Held is what the retention hold keeps in the bucket past retention
 	// for consumer groups (hold.go), as of the leader's last retention
-	// pass; zero elsewhere.
+	// pass; zero on followers.
 	Held HeldStatus `json:"held"`
 	// Compaction (cleanup.policy has compact): the cleaned ranges are
 	// [LocalStart, CleanedLocalEnd) on disk and [TieredStart,
@@ -79,7 +79,9 @@ func (s *Service) Status(p Partition) PartitionStatus {
 	if us := s.parts[k]; us != nil {
 		st.LastError = us.lastErr
 	}
-	st.Held = s.held[k]
+	if p.Leads() {
+		st.Held = s.held[k]
+	}
 	s.mu.Unlock()
 	return st
 }

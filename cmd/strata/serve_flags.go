@@ -116,9 +116,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.retentionWarnMargin, "retention-warn-margin", 6*time.Hour,
 		"log a warning (rate-limited) when retention would delete the record at a consumer group's committed offset within this time (negative: never)")
 	fs.DurationVar(&f.retentionHold, "retention-hold", 0,
-		"default of the topic config retention.hold.ms: how long past retention.ms the bucket keeps an object a consumer group still needs (0: off)")
+		"the default of retention.hold.ms: how long past retention.ms the bucket keeps an object a consumer group still needs (0: no time bound; the hold is off when both bounds are 0)")
 	fs.Int64Var(&f.retentionHoldBytes, "retention-hold-bytes", 0,
-		"default of the topic config retention.hold.bytes: bytes per partition past retention the hold may keep (0: no byte cap; the hold is off when both are 0)")
+		"the default of retention.hold.bytes: most bytes of objects past retention the bucket keeps per partition for consumer groups (0: no byte bound)")
 	fs.DurationVar(&f.consumerLagInterval, "consumer-lag-interval", 30*time.Second,
 		"how often consumer-group lag and retention margins are recomputed for /metrics and the warning")
 	fs.IntVar(&f.fetchSessionSlots, "max-incremental-fetch-session-cache-slots", 1000,
@@ -405,8 +405,11 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 	if f.retentionCheckInterval <= 0 {
 		return cfg, usageErrorf("--log-retention-check-interval %s: want > 0", f.retentionCheckInterval)
 	}
-	if f.retentionHold < 0 || f.retentionHoldBytes < 0 {
-		return cfg, usageErrorf("--retention-hold and --retention-hold-bytes must be ≥ 0")
+	if f.retentionHold < 0 {
+		return cfg, usageErrorf("--retention-hold %s: want ≥ 0 (0: off)", f.retentionHold)
+	}
+	if f.retentionHoldBytes < 0 {
+		return cfg, usageErrorf("--retention-hold-bytes %d: want ≥ 0 (0: off)", f.retentionHoldBytes)
 	}
 	if f.consumerLagInterval <= 0 {
 		return cfg, usageErrorf("--consumer-lag-interval %s: want > 0", f.consumerLagInterval)

@@ -311,3 +311,25 @@ func TestServeLogFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestServeRetentionHoldFlags(t *testing.T) {
+	cfg, err := parseServeForTest(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.broker.Tier.RetentionHold != 0 || cfg.broker.Tier.RetentionHoldBytes != 0 {
+		t.Errorf("default hold %v %d B, want off", cfg.broker.Tier.RetentionHold, cfg.broker.Tier.RetentionHoldBytes)
+	}
+	env := map[string]string{"STRATA_RETENTION_HOLD": "1h"}
+	if cfg, err = parseServeForTest(t, []string{"--retention-hold-bytes", "1048576"}, env); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.broker.Tier.RetentionHold != time.Hour || cfg.broker.Tier.RetentionHoldBytes != 1<<20 {
+		t.Errorf("hold %v %d B, want 1h and 1 MiB", cfg.broker.Tier.RetentionHold, cfg.broker.Tier.RetentionHoldBytes)
+	}
+	for _, args := range [][]string{{"--retention-hold", "-1s"}, {"--retention-hold-bytes", "-1"}} {
+		if _, err := parseServeForTest(t, args, nil); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%v: err = %v, want a usage error naming the flag", args, err)
+		}
+	}
+}

@@ -83,7 +83,7 @@ var (
 	heldBytesDesc = prometheus.NewDesc("strata_tier_retention_held_bytes",
 		"Bytes of the objects the retention hold keeps, per partition this broker leads.", []string{"topic", "partition"}, nil)
 	heldGroupDesc = prometheus.NewDesc("strata_tier_retention_holding_group",
-		"1 for each consumer group whose committed offset holds objects past retention.",
+		"1 for each consumer group whose committed offset holds objects past retention, per partition this broker leads (only while it holds some).",
 		[]string{"topic", "partition", "group"}, nil)
 	bucketLagMaxDesc = prometheus.NewDesc("strata_tier_bucket_lag_seconds_max",
 		"strata_tier_bucket_lag_seconds's largest value over the partitions this broker leads.", nil, nil)
@@ -123,6 +123,7 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 		"objects_deleted": t.ObjectsDeleted, "orphans_deleted": t.OrphansDeleted, "produces_throttled": t.ThrottledProduces,
 		"segments_rolled_for_bound": t.BoundRolls,
 		"merge_passes":              t.MergePasses, "objects_merged_in": t.MergeObjectsIn, "objects_merged_out": t.MergeObjectsOut,
+		"retention_hold_read_failures": t.RetentionHoldReadFailures,
 	} {
 		ch <- prometheus.MustNewConstMetric(tierCounterDesc, prometheus.CounterValue, float64(v), name)
 	}
