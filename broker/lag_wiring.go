@@ -78,6 +78,9 @@ func (s lagSource) Partition(topic string, index int32) (lag.Partition, int64, b
 	cfg := p.config()
 	out := lag.Partition{LogStart: p.logStartOffset(), HighWatermark: p.highWatermark(), Delete: cfg.HasDelete(),
 		RetentionMs: cfg.RetentionMs, RetentionBytes: cfg.RetentionBytes}
+	if s.b.tieringEnabled(topic, cfg) {
+		out.HoldMs, _ = s.b.cfg.Tier.EffectiveHold(cfg)
+	}
 	localFrom := int64(math.MinInt64)
 	for _, e := range p.manifest.Segments(p.topicID, p.index) {
 		out.Segments = append(out.Segments, lag.Segment{BaseOffset: e.BaseOffset, LastOffset: e.LastOffset,

@@ -19,7 +19,8 @@
 //     time margin of the size rule is the byte margin over the partition's
 //     recent produce rate; with no produce the size rule never fires.
 //
-// The margin is the smaller of the two. A committed offset at or past the
+// The margin is the smaller of the two. A retention hold (HoldMs) moves
+// the time rule's deadline by its hold time. A committed offset at or past the
 // end (nothing to read yet) is bounded by the next record's life:
 // retention.ms, and retention.bytes of new bytes beyond the current log. A
 // topic without the delete policy (compact only), or with both limits at
@@ -51,6 +52,9 @@ type Partition struct {
 	Delete         bool
 	RetentionMs    int64 // -1: no time limit
 	RetentionBytes int64 // -1: no size limit
+	// HoldMs is the retention hold's time past retention.ms for a group
+	// that needs the record (tier's retention.hold.ms; 0: no hold).
+	HoldMs int64
 	// BytesPerSecond is the recent produce rate (Rate); 0: none.
 	BytesPerSecond float64
 }
@@ -100,6 +104,7 @@ func RetentionMargin(p Partition, committed int64, now time.Time) Margin {
 		if at >= 0 {
 			deadline = p.Segments[at].MaxTimestamp + p.RetentionMs
 		}
+		deadline += p.HoldMs
 		m.Seconds = max(float64(deadline-now.UnixMilli())/1000, 0)
 	}
 	if p.RetentionBytes >= 0 {

@@ -34,6 +34,12 @@ func TestRetentionMarginByTime(t *testing.T) {
 			t.Errorf("committed %d: %+v, want %v s and no byte limit", c.committed, m, c.seconds)
 		}
 	}
+	// A retention hold adds its time.
+	held := p
+	held.HoldMs = 600_000
+	if m := RetentionMargin(held, 0, now); m.Seconds != 3600-1000+600 {
+		t.Errorf("held: %+v, want the hold's 600 s more", m)
+	}
 	// Past due (retention is about to run): never negative.
 	p.RetentionMs = 600_000
 	if m := RetentionMargin(p, 0, now); m.Seconds != 0 || m.Lost {
