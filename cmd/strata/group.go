@@ -123,6 +123,9 @@ func groupDescribe(ctx context.Context, c *cli, args []string) error {
 		if err := l.Error(); err != nil {
 			return fmt.Errorf("group %s: %w", name, err)
 		}
+		if l.State == "Dead" { // Kafka's answer for a group it does not know
+			return fmt.Errorf("group %s does not exist", name)
+		}
 		if err := printGroupLag(c.stdout, l, rows); err != nil {
 			return err
 		}

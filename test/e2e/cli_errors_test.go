@@ -19,6 +19,9 @@ func TestCLIPrintsBrokerReason(t *testing.T) {
 	if !strings.Contains(stderr, "reasoned: INVALID_CONFIG") || !strings.Contains(stderr, "cleanup.policy") {
 		t.Fatalf("topic alter with a bad config printed:\n%s\nwant the broker's reason naming cleanup.policy", stderr)
 	}
+	if stderr := runStrataFailing(t, "group", "describe", "--brokers", b.Addr, "nosuch"); !strings.Contains(stderr, "group nosuch does not exist") {
+		t.Fatalf("group describe of a missing group printed:\n%s", stderr)
+	}
 }
 
 // produce and consume fail in bounded time, saying why, against no broker
