@@ -418,7 +418,8 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil metadata store", ErrInvalidConfig)
 	}
-	b := &Broker{cfg: cfg, store: store, log: cfg.Logger.With("node", cfg.NodeID)}
+	b := &Broker{cfg: cfg, store: store}
+	b.log = b.componentLog("broker")
 	b.drainStart, b.draining = context.WithCancel(context.Background())
 	b.reg = metadata.NewRegistrar(store, cfg.NodeID, cfg.RegistrationTTL)
 	b.pids = metadata.NewProducerIDs(store)
@@ -492,6 +493,13 @@ func (b *Broker) start(ctx context.Context) error {
 		net.JoinHostPort(b.advertised.Host, strconv.Itoa(int(b.advertised.Port))), "cluster_id", b.clusterID,
 		"inter_broker_listener", b.cfg.interBrokerListener())
 	return nil
+}
+
+// componentLog is the logger of one of the broker's parts: its lines carry
+// component=<name> and the node id once each (a logger With'ed twice would
+// repeat the key, which JSON logs must not).
+func (b *Broker) componentLog(name string) *slog.Logger {
+	return b.cfg.Logger.With("component", name, "node", b.cfg.NodeID)
 }
 
 // startBackground loads metadata, opens logs, registers, and starts the

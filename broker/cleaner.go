@@ -17,7 +17,7 @@ import (
 // cleaner and the merge pass) and the cleaner.
 func (b *Broker) initCleaner() error {
 	deps := compaction.CleanerDeps{Partitions: cleanerPartitions{b}, Manifest: b.manifest,
-		SpoolDir: b.cfg.DataDir, Logger: b.log}
+		SpoolDir: b.cfg.DataDir, Logger: b.componentLog("cleaner")}
 	if b.objects != nil {
 		c, err := tier.NewCompactor(tier.CompactorConfig{Store: b.objects, Swapper: b.store, Manifest: b.manifest,
 			Cluster: b.store.Cluster(), TempDir: b.cfg.DataDir, DeleteGrace: b.cfg.Cleaner.ObjectDeleteGrace,

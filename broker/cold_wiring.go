@@ -26,7 +26,7 @@ func (b *Broker) initColdReader() error {
 	}
 	cfg := b.cfg.Cold
 	if cfg.Logger == nil {
-		cfg.Logger = b.log.With("component", "cold")
+		cfg.Logger = b.componentLog("cold")
 	}
 	cold, err := tier.NewColdReader(b.objects, cfg)
 	if err != nil {

@@ -23,7 +23,7 @@ func newFollowers(b *Broker) *follower.Manager {
 		Replicas:          followerReplicas{},
 		Peers:             followerPeers{b},
 		ProducerSnapshots: followerSnapshots{b},
-		Logger:            b.log,
+		Logger:            b.componentLog("replica-fetcher"),
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 // newCoordinator builds the coordinator from the broker's config.
 func (b *Broker) newCoordinator() (*group.Coordinator, error) {
 	cfg := b.cfg.Group
-	cfg.Logger = b.log.With("component", "group")
+	cfg.Logger = b.componentLog("group")
 	c, err := group.New(cfg, coordinatorCluster{b}.TopicKnown)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)

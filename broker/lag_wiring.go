@@ -23,7 +23,7 @@ import (
 func (b *Broker) startLagMonitor() {
 	src := lagSource{b}
 	b.lagMonitor = lag.NewMonitor(lag.MonitorConfig{WarnMargin: b.cfg.RetentionWarnMargin,
-		Logger: b.log.With("component", "lag")}, src)
+		Logger: b.componentLog("lag")}, src)
 	b.groups.SetLogStart(src.logStart)
 	b.loops.Add(1)
 	go func() {

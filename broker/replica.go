@@ -38,7 +38,7 @@ func (b *Broker) initReplicaShell() {
 		Fsync:      b.cfg.Durability == hotlog.DurabilityFsync,
 		Store:      b.store,
 		Lifetime:   b.lifetime,
-		Logger:     b.log,
+		Logger:     b.componentLog("replica"),
 	})
 }
 

@@ -46,7 +46,7 @@ func (b *Broker) newTierService() *tier.Service {
 	cfg.HoldActiveWindow = b.cfg.Group.WithDefaults().OffsetsRetention
 	return tier.NewService(tier.Deps{Config: cfg, Objects: b.objects, Manifest: b.manifest,
 		Compactor: b.compactor, Store: b.store, Registry: tierRegistry{b}, Cleaning: tierCleaning{b},
-		Logger: b.log})
+		Logger: b.componentLog("tier")})
 }
 
 // tieringEnabled reports whether a topic's sealed segments go to the bucket:

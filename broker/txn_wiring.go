@@ -28,7 +28,7 @@ const producerIDTimeout = 10 * time.Second
 // and the router of its inter-broker messages.
 func (b *Broker) newTxnCoordinator() (*txn.Coordinator, *txn.Router, error) {
 	cfg := b.cfg.Txn
-	cfg.Logger = b.log.With("component", "txn")
+	cfg.Logger = b.componentLog("txn")
 	b.txnPeers.clients = map[int32]txnPeer{}
 	alloc := func() (int64, error) {
 		ctx, cancel := context.WithTimeout(b.lifetime, producerIDTimeout)

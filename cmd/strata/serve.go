@@ -33,7 +33,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	// metadata tags its own lines (component=etcd|metadata).
 	cfg.embedded.Logger = log
 	cfg.metadata.Logger = log
-	cfg.broker.Logger = log.With("component", "broker")
+	cfg.broker.Logger = log // the broker tags its lines (component=broker|controller|group|...)
 	s := &server{cfg: cfg, log: log, stdout: c.stdout}
 	return s.run(ctx)
 }

@@ -170,7 +170,7 @@ func New(cfg Config) *Manager {
 	if cfg.RegistrationEpoch == nil {
 		cfg.RegistrationEpoch = func() int64 { return 0 }
 	}
-	m := &Manager{log: log.With("component", "replica-fetcher"), cfg: cfg}
+	m := &Manager{log: log, cfg: cfg} // the caller names the component
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.tasks = map[Partition]*task{}
 	m.mu.leaders = map[int32]*leaderFollower{}
