@@ -65,6 +65,7 @@
 //
 // # Names kept for compatibility
 //
-// The log component key is still "replica-fetcher" and the peer client id
+// The broker names this package's log component "replica-fetcher" (the
+// logger it passes in carries it), and the peer client id is
 // "strata-replica-fetcher-<node>" (operators and brokers' logs see them).
 package follower
