@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/metadata"
 )
 
 // runTopic dispatches `strata topic <verb>`; every verb talks to a broker
@@ -80,9 +82,14 @@ func topicCreate(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	return eachResult(c.stdout, resps.Sorted(), func(r kadm.CreateTopicResponse) (string, error) {
-		return fmt.Sprintf("created %s (%d partitions, id %s)", r.Topic, r.NumPartitions, r.ID), topicErr(r.Topic, r.Err, r.ErrMessage)
+		return fmt.Sprintf("created %s (%d partitions, id %s)", r.Topic, r.NumPartitions, topicIDString(r.ID)), topicErr(r.Topic, r.Err, r.ErrMessage)
 	})
 }
+
+// topicIDString is Kafka's form of a topic id (unpadded base64url, as
+// Kafka's tools, the broker's logs and the bucket's keys show it), not
+// kadm's padded standard base64.
+func topicIDString(id kadm.TopicID) string { return metadata.TopicID(id).String() }
 
 // topicErr is a topic's error with the broker's reason (its ErrorMessage,
 // e.g. which config is invalid and why), naming the topic.
@@ -136,7 +143,7 @@ func topicList(ctx context.Context, c *cli, args []string) error {
 			fmt.Fprintf(tw, "%s\terror: %v\t\t\n", t.Topic, t.Err)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.Topic, len(t.Partitions), t.Partitions.NumReplicas(), t.ID)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.Topic, len(t.Partitions), t.Partitions.NumReplicas(), topicIDString(t.ID))
 	}
 	return tw.Flush()
 }
@@ -254,7 +261,7 @@ func describeOne(ctx context.Context, w io.Writer, adm *kadm.Client, name string
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "topic %s  id %s  partitions %d\n", name, td.ID, len(td.Partitions))
+	fmt.Fprintf(w, "topic %s  id %s  partitions %d\n", name, topicIDString(td.ID), len(td.Partitions))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND")
 	for _, p := range td.Partitions.Sorted() {

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/base64"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,30 @@ func TestProduceConsumeFailClearly(t *testing.T) {
 		}
 		if elapsed := time.Since(start); elapsed > 15*time.Second {
 			t.Errorf("strata %v took %v", c.args, elapsed)
+		}
+	}
+}
+
+// Topic ids print in Kafka's form (unpadded base64url) in every command,
+// the form the broker's logs and the bucket's keys use.
+func TestCLITopicIDForm(t *testing.T) {
+	b := StartBroker(t)
+	out := runStrata(t, "topic", "create", "--brokers", b.Addr, "idform")
+	m := regexp.MustCompile(`id (\S+)\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("topic create printed %q", out)
+	}
+	topics, err := b.Admin().ListTopics(testCtx(t, 10*time.Second), "idform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := topics["idform"].ID
+	if want := base64.RawURLEncoding.EncodeToString(id[:]); m[1] != want {
+		t.Fatalf("topic create printed id %s, want Kafka's form %s", m[1], want)
+	}
+	for _, args := range [][]string{{"topic", "describe", "--brokers", b.Addr, "idform"}, {"topic", "list", "--brokers", b.Addr}} {
+		if out := runStrata(t, args...); !strings.Contains(out, m[1]) {
+			t.Errorf("strata %v does not show id %s:\n%s", args, m[1], out)
 		}
 	}
 }
