@@ -253,4 +253,3 @@ func logInt(t *testing.T, line, key string) int64 {
 	n, _ := strconv.ParseInt(m[1], 10, 64)
 	return n
 }
-
