@@ -23,13 +23,11 @@ import (
 // runACL dispatches `strata acl <verb>`: Kafka ACLs through kadm
 // (CreateAcls, DescribeAcls, DeleteAcls), in kafka-acls.sh's terms.
 func runACL(ctx context.Context, c *cli, args []string) error {
-	verbs := map[string]func(context.Context, *cli, []string) error{
-		"create": aclCreate, "list": aclList, "delete": aclDelete,
-	}
-	if len(args) == 0 || verbs[args[0]] == nil {
-		return usageErrorf("want strata acl create|list|delete [flags] (see -h of each)")
-	}
-	return verbs[args[0]](ctx, c, args[1:])
+	return dispatchVerb(ctx, c, "acl", map[string]verb{
+		"create": {aclCreate, "add ACL entries (kafka-acls.sh --add)"},
+		"list":   {aclList, "list the ACL entries that match a filter"},
+		"delete": {aclDelete, "remove the ACL entries that match a filter"},
+	}, args)
 }
 
 // secureAdminFlags registers --brokers and the client's security flags
@@ -206,7 +204,7 @@ func parseOperations(names []string, filter bool) ([]kadm.ACLOperation, error) {
 }
 
 func aclCreate(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("acl create", c.stderr)
+	fs := newFlagSet("acl create", c)
 	f := newACLFlags(fs, "literal")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("acl create takes no arguments"))
@@ -233,7 +231,7 @@ func aclCreate(ctx context.Context, c *cli, args []string) error {
 }
 
 func aclList(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("acl list", c.stderr)
+	fs := newFlagSet("acl list", c)
 	f := newACLFlags(fs, "any")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("acl list takes no arguments"))
@@ -283,7 +281,7 @@ func describedKey(d kadm.DescribedACL) string {
 }
 
 func aclDelete(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("acl delete", c.stderr)
+	fs := newFlagSet("acl delete", c)
 	f := newACLFlags(fs, "literal")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("acl delete takes no arguments"))

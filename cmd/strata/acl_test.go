@@ -52,7 +52,7 @@ func TestReadPassword(t *testing.T) {
 // TestACLFilterBuilder: list without flags matches everything; create
 // keeps exactly the given principals, hosts and operations.
 func TestACLFilterBuilder(t *testing.T) {
-	fs := newFlagSet("acl", &strings.Builder{})
+	fs := newFlagSetTo("acl", &strings.Builder{})
 	f := newACLFlags(fs, "any")
 	if _, err := parseArgs(fs, nil); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestACLFilterBuilder(t *testing.T) {
 	if err := b.ValidateDescribe(); err != nil || !b.HasAnyFilter() {
 		t.Fatalf("an empty list filter: %v, any %v", err, b.HasAnyFilter())
 	}
-	fs = newFlagSet("acl", &strings.Builder{})
+	fs = newFlagSetTo("acl", &strings.Builder{})
 	f = newACLFlags(fs, "literal")
 	if _, err := parseArgs(fs, []string{"--allow-principal", "User:a", "--topic", "t", "--operation", "read,write", "--host", "10.0.0.1"}); err != nil {
 		t.Fatal(err)

@@ -14,16 +14,10 @@ import (
 // runBench wires flags to the test/bench workloads and prints their report:
 // a human-readable block, then one key=value line for scripts.
 func runBench(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return usageErrorf("want strata bench produce|consume [flags]")
-	}
-	switch args[0] {
-	case "produce":
-		return benchProduce(ctx, c, args[1:])
-	case "consume":
-		return benchConsume(ctx, c, args[1:])
-	}
-	return usageErrorf("unknown bench %q: want produce or consume", args[0])
+	return dispatchVerb(ctx, c, "bench", map[string]verb{
+		"produce": {benchProduce, "measure producing to a broker"},
+		"consume": {benchConsume, "measure consuming from a broker"},
+	}, args)
 }
 
 // clientCPU is the CPU time this process used (user + system), as a
@@ -43,7 +37,7 @@ func benchLogger(c *cli) *slog.Logger {
 }
 
 func benchProduce(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("bench produce", c.stderr)
+	fs := newFlagSet("bench produce", c)
 	brokers := brokersFlag(fs)
 	cfg := bench.ProduceConfig{Logger: benchLogger(c)}
 	var partitions int
@@ -84,7 +78,7 @@ func benchProduce(ctx context.Context, c *cli, args []string) error {
 }
 
 func benchConsume(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("bench consume", c.stderr)
+	fs := newFlagSet("bench consume", c)
 	brokers := brokersFlag(fs)
 	cfg := bench.ConsumeConfig{Logger: benchLogger(c)}
 	var fetchMax int

@@ -21,7 +21,7 @@ const maxLineBytes = 16 << 20
 // runProduce writes each stdin line as one record (acks=all) and waits for
 // every acknowledgement.
 func runProduce(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("produce", c.stderr)
+	fs := newFlagSet("produce", c)
 	brokers := brokersFlag(fs)
 	topic := fs.String("topic", "", "topic to write to (required)")
 	keySep := fs.String("key-separator", "", "split each line at the first occurrence into key and value (empty: no key)")
@@ -84,7 +84,7 @@ func lineRecord(line, keySep string) *kgo.Record {
 // topic, without a consumer group: it starts at the end (or the log start with
 // --from-beginning) and commits nothing.
 func runConsume(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("consume", c.stderr)
+	fs := newFlagSet("consume", c)
 	brokers := brokersFlag(fs)
 	topic := fs.String("topic", "", "topic to read (required)")
 	fromBeginning := fs.Bool("from-beginning", false, "start at the log start offset instead of the end")

@@ -9,8 +9,14 @@ import (
 
 const defaultBrokers = "127.0.0.1:9092"
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
-func newFlagSet(name string, out io.Writer) *flag.FlagSet {
+// newFlagSet returns a command's flag set, which reports errors instead
+// of exiting: the help -h asks for goes to stdout, errors to stderr.
+func newFlagSet(name string, c *cli) *flag.FlagSet {
+	return newFlagSetTo(name, &helpRouter{stdout: c.stdout, stderr: c.stderr})
+}
+
+// newFlagSetTo is newFlagSet writing everything to out.
+func newFlagSetTo(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	return fs
@@ -21,6 +27,9 @@ func newFlagSet(name string, out io.Writer) *flag.FlagSet {
 // flag package alone stops at. It returns the positional arguments.
 // A bare "--" ends flag parsing.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	if r, ok := fs.Output().(*helpRouter); ok {
+		r.help = asksForHelp(args)
+	}
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -18,19 +18,18 @@ import (
 // list, describe and lag read the record at each committed offset with a
 // consumer (group_lag.go).
 func runGroup(ctx context.Context, c *cli, args []string) error {
-	verbs := map[string]func(context.Context, *cli, []string) error{
-		"list": groupList, "describe": groupDescribe, "reset": groupReset, "lag": groupLag,
-	}
-	if len(args) == 0 || verbs[args[0]] == nil {
-		return usageErrorf("want strata group list|describe|reset|lag [flags] (see -h of each)")
-	}
-	return verbs[args[0]](ctx, c, args[1:])
+	return dispatchVerb(ctx, c, "group", map[string]verb{
+		"list":     {groupList, "list consumer groups with their state and retention margin"},
+		"describe": {groupDescribe, "show groups' members, committed offsets, lag and retention margin"},
+		"reset":    {groupReset, "move an idle group's committed offsets"},
+		"lag":      {groupLag, "lag and time to loss of every group (or those named), --json"},
+	}, args)
 }
 
 // groupList lists groups with, per group, its most urgent retention margin
 // (RETENTION, see groupLagHelp), computed for the listed groups only.
 func groupList(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("group list [STATE...]", c.stderr)
+	fs := newFlagSet("group list [STATE...]", c)
 	open := groupClientFlags(fs)
 	var types stringList
 	fs.Var(&types, "type", "only groups of this type, classic or consumer (repeatable; default: all)")
@@ -91,7 +90,7 @@ func groupMargins(ctx context.Context, warn io.Writer, cl *kgo.Client, adm *kadm
 // groupDescribe prints each group's lag table and, for a consumer-protocol
 // group, its KIP-848 view (printConsumerProtocol).
 func groupDescribe(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("group describe GROUP...", c.stderr)
+	fs := newFlagSet("group describe GROUP...", c)
 	open := groupClientFlags(fs)
 	names, err := parseArgs(fs, args)
 	if err != nil {
@@ -206,7 +205,7 @@ func (r resetTarget) validate() (time.Time, error) {
 }
 
 func groupReset(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("group reset GROUP", c.stderr)
+	fs := newFlagSet("group reset GROUP", c)
 	admin := adminFlags(fs)
 	var target resetTarget
 	var topics stringList

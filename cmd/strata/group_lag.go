@@ -83,7 +83,7 @@ Flags:
 // groupLag prints the lag and retention margin of every partition of the
 // named groups, or of every group.
 func groupLag(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("group lag [GROUP...]", c.stderr)
+	fs := newFlagSet("group lag [GROUP...]", c)
 	open := groupClientFlags(fs)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	fs.Usage = func() {

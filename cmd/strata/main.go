@@ -79,11 +79,12 @@ func main() {
 // run dispatches to a subcommand and maps its error to an exit code.
 func run(ctx context.Context, c *cli, args []string) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		printUsage(c.stderr, cmds)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if isHelp(args[0]) { // asked for: to stdout
+		printUsage(c.stdout, cmds)
 		return 0
 	}
 	cmd, ok := cmds[args[0]]

@@ -16,11 +16,10 @@ import (
 // (producer_byte_rate, consumer_byte_rate, request_percentage) per user
 // and/or client id, through AlterClientQuotas / DescribeClientQuotas.
 func runQuota(ctx context.Context, c *cli, args []string) error {
-	verbs := map[string]func(context.Context, *cli, []string) error{"set": quotaSet, "describe": quotaDescribe}
-	if len(args) == 0 || verbs[args[0]] == nil {
-		return usageErrorf("want strata quota set|describe [flags] (see -h of each)")
-	}
-	return verbs[args[0]](ctx, c, args[1:])
+	return dispatchVerb(ctx, c, "quota", map[string]verb{
+		"set":      {quotaSet, "set or remove client quotas of a user and/or client id"},
+		"describe": {quotaDescribe, "show client quotas"},
+	}, args)
 }
 
 // quotaEntityFlags are the entity selectors both verbs take.
@@ -86,7 +85,7 @@ func quotaSetOps(values map[string]*float64, remove []string) ([]kadm.AlterClien
 }
 
 func quotaSet(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("quota set", c.stderr)
+	fs := newFlagSet("quota set", c)
 	admin := adminFlags(fs)
 	var ent quotaEntityFlags
 	ent.register(fs)
@@ -131,7 +130,7 @@ func quotaSet(ctx context.Context, c *cli, args []string) error {
 }
 
 func quotaDescribe(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("quota describe", c.stderr)
+	fs := newFlagSet("quota describe", c)
 	admin := adminFlags(fs)
 	var ent quotaEntityFlags
 	ent.register(fs)

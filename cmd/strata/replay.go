@@ -145,7 +145,7 @@ type replayConfig struct {
 
 func parseReplayArgs(c *cli, args []string) (replayConfig, error) {
 	var cfg replayConfig
-	fs := newFlagSet("replay", c.stderr)
+	fs := newFlagSet("replay", c)
 	fs.StringVar(&cfg.store, "object-store", "", "the bucket `URL` (file:///path or s3://bucket/prefix?...)")
 	fs.StringVar(&cfg.cluster, "cluster", metadata.DefaultCluster, "cluster name (the bucket prefix of its topics)")
 	fs.StringVar(&cfg.topic, "topic", "", "topic to replay")

@@ -43,7 +43,7 @@ type restoreConfig struct {
 
 func parseRestoreArgs(c *cli, args []string) (restoreConfig, error) {
 	var cfg restoreConfig
-	fs := newFlagSet("restore", c.stderr)
+	fs := newFlagSet("restore", c)
 	fs.StringVar(&cfg.store, "object-store", "", "the bucket `URL` (file:///path or s3://bucket/prefix?...)")
 	fs.StringVar(&cfg.cluster, "cluster", metadata.DefaultCluster, "cluster name: the bucket prefix read, and the cluster restored into")
 	fs.StringVar(&cfg.httpAddr, "http", "127.0.0.1:9644", "a running broker's --http `host:port` (it writes the topics into etcd)")

@@ -20,7 +20,7 @@ import (
 const shutdownTimeout = 30 * time.Second
 
 func runServe(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("serve", c.stderr)
+	fs := newFlagSet("serve", c)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: strata serve [flags]\n\nEvery flag can also be set by STRATA_<NAME> (--data-dir → STRATA_DATA_DIR); flags win.")
 		fs.PrintDefaults()

@@ -18,7 +18,7 @@ import (
 
 func parseServeForTest(t *testing.T, args []string, env map[string]string) (serveConfig, error) {
 	t.Helper()
-	return parseServe(args, func(k string) string { return env[k] }, newFlagSet("serve", io.Discard))
+	return parseServe(args, func(k string) string { return env[k] }, newFlagSetTo("serve", io.Discard))
 }
 
 func TestServeDefaults(t *testing.T) {
@@ -153,7 +153,7 @@ func TestEnvNames(t *testing.T) {
 }
 
 func TestParseArgsInterspersed(t *testing.T) {
-	fs := newFlagSet("t", io.Discard)
+	fs := newFlagSetTo("t", io.Discard)
 	n := fs.Int("partitions", 1, "")
 	var configs stringList
 	fs.Var(&configs, "config", "")
@@ -173,7 +173,7 @@ func TestCommandsExitCodes(t *testing.T) {
 		out  string
 	}{
 		{[]string{"version"}, 0, "strata "},
-		{[]string{"group", "frobnicate"}, 2, "list|describe|reset"},
+		{[]string{"group", "frobnicate"}, 2, `unknown subcommand "frobnicate"`},
 		{[]string{"group", "reset", "g", "--to-earliest", "--to-latest"}, 2, "exactly one of"},
 		{[]string{"group", "reset", "g", "--to-datetime", "yesterday"}, 2, "RFC 3339"},
 		{[]string{"serve", "--offsets-topic-num-partitions", "0"}, 2, "--offsets-topic-num-partitions"},
@@ -188,7 +188,8 @@ func TestCommandsExitCodes(t *testing.T) {
 		{[]string{"restore", "--object-store", "file:///x", "--replication-factor", "0"}, 2, "--replication-factor"},
 		{[]string{"nonsense"}, 2, "unknown command"},
 		{[]string{}, 2, "usage"},
-		{[]string{"topic", "frobnicate"}, 2, "create|list"},
+		{[]string{"topic", "frobnicate"}, 2, `unknown subcommand "frobnicate"`},
+		{[]string{"topic"}, 2, "want a subcommand"},
 		{[]string{"bench", "produce", "--acks", "2"}, 2, "acks"},
 		{[]string{"serve", "--durability", "maybe"}, 2, "--durability"},
 		{[]string{"produce"}, 2, "--topic"},

@@ -172,7 +172,7 @@ func runTier(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 || args[0] != "status" {
 		return usageErrorf("usage: strata tier status [--topic T] [--http host:port] | strata tier verify --object-store URL [--http host:port] [--full]")
 	}
-	fs := newFlagSet("tier status", c.stderr)
+	fs := newFlagSet("tier status", c)
 	topic := fs.String("topic", "", "only this topic")
 	httpAddr := fs.String("http", "127.0.0.1:9644", "the broker's --http `host:port`")
 	asJSON := fs.Bool("json", false, "print the broker's JSON as is")

@@ -41,7 +41,7 @@ func (r *verifyReport) problems() int {
 // segment object in the bucket against the manifest: one the manifest does
 // not name and that is not awaiting its delayed deletion is an orphan.
 func runTierVerify(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("tier verify", c.stderr)
+	fs := newFlagSet("tier verify", c)
 	httpAddr := fs.String("http", "127.0.0.1:9644", "the broker's --http `host:port` (its manifest)")
 	store := fs.String("object-store", "", "the broker's --object-store `URL`")
 	full := fs.Bool("full", false, "also read every object's batches and check their CRC")

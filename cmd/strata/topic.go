@@ -18,14 +18,13 @@ import (
 // runTopic dispatches `strata topic <verb>`; every verb talks to a broker
 // through kadm.
 func runTopic(ctx context.Context, c *cli, args []string) error {
-	verbs := map[string]func(context.Context, *cli, []string) error{
-		"create": topicCreate, "list": topicList, "describe": topicDescribe,
-		"alter": topicAlter, "delete": topicDelete,
-	}
-	if len(args) == 0 || verbs[args[0]] == nil {
-		return usageErrorf("want strata topic create|list|describe|alter|delete [flags] (see -h of each)")
-	}
-	return verbs[args[0]](ctx, c, args[1:])
+	return dispatchVerb(ctx, c, "topic", map[string]verb{
+		"create":   {topicCreate, "create topics"},
+		"list":     {topicList, "list topics with partitions, replication factor and id"},
+		"describe": {topicDescribe, "show a topic's partitions, replicas and configs"},
+		"alter":    {topicAlter, "set or remove topic config overrides"},
+		"delete":   {topicDelete, "delete topics"},
+	}, args)
 }
 
 // adminFlags registers --brokers and returns a constructor of the admin
@@ -55,7 +54,7 @@ func clientFlags(fs *flag.FlagSet) func() (*kgo.Client, error) {
 }
 
 func topicCreate(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("topic create TOPIC...", c.stderr)
+	fs := newFlagSet("topic create TOPIC...", c)
 	admin := adminFlags(fs)
 	partitions := fs.Int("partitions", -1, "partitions (-1: the broker's num.partitions)")
 	replication := fs.Int("replication-factor", -1, "replicas per partition (-1: the broker's default)")
@@ -117,7 +116,7 @@ func eachResult[T any](w io.Writer, items []T, line func(T) (string, error)) err
 }
 
 func topicList(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("topic list", c.stderr)
+	fs := newFlagSet("topic list", c)
 	admin := adminFlags(fs)
 	internal := fs.Bool("internal", false, "include internal topics")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
@@ -158,7 +157,7 @@ func firstErr(errs ...error) error {
 }
 
 func topicDelete(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("topic delete TOPIC...", c.stderr)
+	fs := newFlagSet("topic delete TOPIC...", c)
 	admin := adminFlags(fs)
 	names, err := parseArgs(fs, args)
 	if err != nil {
@@ -182,7 +181,7 @@ func topicDelete(ctx context.Context, c *cli, args []string) error {
 }
 
 func topicAlter(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("topic alter TOPIC...", c.stderr)
+	fs := newFlagSet("topic alter TOPIC...", c)
 	admin := adminFlags(fs)
 	var sets, deletes stringList
 	fs.Var(&sets, "set", "set config `key=value` (repeatable)")
@@ -220,7 +219,7 @@ func topicAlter(ctx context.Context, c *cli, args []string) error {
 }
 
 func topicDescribe(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("topic describe TOPIC...", c.stderr)
+	fs := newFlagSet("topic describe TOPIC...", c)
 	admin := adminFlags(fs)
 	names, err := parseArgs(fs, args)
 	if err != nil {

@@ -20,13 +20,11 @@ import (
 // so only the salted password crosses the wire and the broker stores the
 // derived keys.
 func runUser(ctx context.Context, c *cli, args []string) error {
-	verbs := map[string]func(context.Context, *cli, []string) error{
-		"create": userCreate, "delete": userDelete, "list": userList,
-	}
-	if len(args) == 0 || verbs[args[0]] == nil {
-		return usageErrorf("want strata user create|delete|list [flags] (see -h of each)")
-	}
-	return verbs[args[0]](ctx, c, args[1:])
+	return dispatchVerb(ctx, c, "user", map[string]verb{
+		"create": {userCreate, "create or update a SCRAM user's credentials"},
+		"delete": {userDelete, "delete a SCRAM user's credentials"},
+		"list":   {userList, "list SCRAM users and their mechanisms"},
+	}, args)
 }
 
 // scramMechanisms parses --mechanism: one SCRAM mechanism, or "all".
@@ -43,7 +41,7 @@ func scramMechanisms(s string) ([]kadm.ScramMechanism, error) {
 }
 
 func userCreate(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("user create NAME", c.stderr)
+	fs := newFlagSet("user create NAME", c)
 	admin := secureAdminFlags(fs)
 	mech := fs.String("mechanism", "all", "SCRAM-SHA-256, SCRAM-SHA-512 or all")
 	iterations := fs.Int("iterations", auth.DefaultIterations, fmt.Sprintf("PBKDF2 iterations (%d..%d)", auth.MinIterations, auth.MaxIterations))
@@ -105,7 +103,7 @@ func alterSCRAMs(ctx context.Context, c *cli, adm *kadm.Client, del []kadm.Delet
 }
 
 func userDelete(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("user delete NAME", c.stderr)
+	fs := newFlagSet("user delete NAME", c)
 	admin := secureAdminFlags(fs)
 	mech := fs.String("mechanism", "all", "SCRAM-SHA-256, SCRAM-SHA-512 or all (every mechanism the user has)")
 	names, err := parseArgs(fs, args)
@@ -157,7 +155,7 @@ func userMechanisms(ctx context.Context, adm *kadm.Client, user string) ([]kadm.
 }
 
 func userList(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet("user list [NAME...]", c.stderr)
+	fs := newFlagSet("user list [NAME...]", c)
 	admin := secureAdminFlags(fs)
 	names, err := parseArgs(fs, args)
 	if err != nil {
