@@ -87,8 +87,9 @@ type holdDecision struct {
 //   - k is the first doomed entry with LastOffset >= need; entries k..doomed-1
 //     are held, and since deletion takes a prefix, so is everything after;
 //   - held entries are released oldest first while either the oldest is
-//     due by time (r.ms > 0 and now >= MaxTimestamp + max(retention.ms, 0)
-//   - r.ms) or the held bytes exceed r.bytes (r.bytes > 0).
+//     due by time (r.ms > 0 and now >= its MaxTimestamp + retention.ms,
+//     taken as 0 when -1, + r.ms) or the held bytes exceed r.bytes
+//     (r.bytes > 0).
 //
 // With both bounds off nothing is held. Pure: the table tests drive it.
 func decideHold(entries []metadata.TierEntry, doomed int, logStart int64, holds []metadata.RetentionHold,
