@@ -30,45 +30,6 @@ func runACL(ctx context.Context, c *cli, args []string) error {
 	}, args)
 }
 
-// secureAdminFlags registers --brokers and the client's security flags
-// (for brokers with SASL or TLS listeners) and returns a constructor of
-// the admin client, to call after parsing. The SASL password is read from
-// a file, never from the command line.
-func secureAdminFlags(fs *flag.FlagSet) func() (*kadm.Client, func(), error) {
-	brokers := brokersFlag(fs)
-	mech := fs.String("sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: no SASL)")
-	user := fs.String("sasl-username", "", "SASL user name")
-	passFile := fs.String("sasl-password-file", "", "file holding the SASL password (first line)")
-	useTLS := fs.Bool("tls", false, "connect with TLS")
-	caFile := fs.String("tls-ca-file", "", "PEM CA bundle to verify the brokers with (implies --tls; default: the system roots)")
-	return func() (*kadm.Client, func(), error) {
-		seeds, err := brokers()
-		if err != nil {
-			return nil, nil, err
-		}
-		opts := []kgo.Opt{kgo.SeedBrokers(seeds...)}
-		if *useTLS || *caFile != "" {
-			tlsOpt, err := clientTLS(*caFile)
-			if err != nil {
-				return nil, nil, err
-			}
-			opts = append(opts, tlsOpt)
-		}
-		if *mech != "" {
-			saslOpt, err := clientSASL(*mech, *user, *passFile)
-			if err != nil {
-				return nil, nil, err
-			}
-			opts = append(opts, saslOpt)
-		}
-		cl, err := kgo.NewClient(opts...)
-		if err != nil {
-			return nil, nil, err
-		}
-		return kadm.NewClient(cl), cl.Close, nil
-	}
-}
-
 func clientTLS(caFile string) (kgo.Opt, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
@@ -126,8 +87,8 @@ type aclFlags struct {
 	admin                          func() (*kadm.Client, func(), error)
 }
 
-func newACLFlags(fs *flag.FlagSet, defaultPattern string) *aclFlags {
-	f := &aclFlags{admin: secureAdminFlags(fs)}
+func newACLFlags(fs *flag.FlagSet, c *cli, defaultPattern string) *aclFlags {
+	f := &aclFlags{admin: adminFlags(fs, c)}
 	fs.Var(&f.allow, "allow-principal", "`principal` (User:name, User:*) the ACLs allow (repeatable)")
 	fs.Var(&f.deny, "deny-principal", "`principal` the ACLs deny (repeatable)")
 	fs.Var(&f.hosts, "host", "client `ip` the ACLs apply to (repeatable; create: default *, list/delete: any)")
@@ -205,7 +166,7 @@ func parseOperations(names []string, filter bool) ([]kadm.ACLOperation, error) {
 
 func aclCreate(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("acl create", c)
-	f := newACLFlags(fs, "literal")
+	f := newACLFlags(fs, c, "literal")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("acl create takes no arguments"))
 	}
@@ -232,7 +193,7 @@ func aclCreate(ctx context.Context, c *cli, args []string) error {
 
 func aclList(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("acl list", c)
-	f := newACLFlags(fs, "any")
+	f := newACLFlags(fs, c, "any")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("acl list takes no arguments"))
 	}
@@ -282,7 +243,7 @@ func describedKey(d kadm.DescribedACL) string {
 
 func aclDelete(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("acl delete", c)
-	f := newACLFlags(fs, "literal")
+	f := newACLFlags(fs, c, "literal")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("acl delete takes no arguments"))
 	}

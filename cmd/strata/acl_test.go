@@ -53,7 +53,7 @@ func TestReadPassword(t *testing.T) {
 // keeps exactly the given principals, hosts and operations.
 func TestACLFilterBuilder(t *testing.T) {
 	fs := newFlagSetTo("acl", &strings.Builder{})
-	f := newACLFlags(fs, "any")
+	f := newACLFlags(fs, &cli{}, "any")
 	if _, err := parseArgs(fs, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestACLFilterBuilder(t *testing.T) {
 		t.Fatalf("an empty list filter: %v, any %v", err, b.HasAnyFilter())
 	}
 	fs = newFlagSetTo("acl", &strings.Builder{})
-	f = newACLFlags(fs, "literal")
+	f = newACLFlags(fs, &cli{}, "literal")
 	if _, err := parseArgs(fs, []string{"--allow-principal", "User:a", "--topic", "t", "--operation", "read,write", "--host", "10.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -22,27 +22,23 @@ const maxLineBytes = 16 << 20
 // every acknowledgement.
 func runProduce(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("produce", c)
-	brokers := brokersFlag(fs)
+	conn := newConnFlags(fs, c)
 	topic := fs.String("topic", "", "topic to write to (required)")
 	keySep := fs.String("key-separator", "", "split each line at the first occurrence into key and value (empty: no key)")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("unexpected arguments %q", rest))
-	}
-	seeds, err := brokers()
-	if err != nil {
-		return err
 	}
 	if *topic == "" {
 		return usageErrorf("--topic is required")
 	}
 	// Auto-creation is the broker's call (auto.create.topics.enable), as with
 	// kcat; kgo only asks for it when allowed to.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(*topic), kgo.AllowAutoTopicCreation())
+	cl, conf, err := conn.client(kgo.DefaultProduceTopic(*topic), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := checkTopic(ctx, cl, seeds, *topic, true); err != nil {
+	if err := checkTopic(ctx, cl, conf.seeds, *topic, true); err != nil {
 		return err
 	}
 	var (
@@ -85,17 +81,13 @@ func lineRecord(line, keySep string) *kgo.Record {
 // --from-beginning) and commits nothing.
 func runConsume(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("consume", c)
-	brokers := brokersFlag(fs)
+	conn := newConnFlags(fs, c)
 	topic := fs.String("topic", "", "topic to read (required)")
 	fromBeginning := fs.Bool("from-beginning", false, "start at the log start offset instead of the end")
 	count := fs.Int("count", 0, "exit after this many records (0: run until interrupted)")
 	printKeys := fs.Bool("print-key", false, "print key<TAB>value")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("unexpected arguments %q", rest))
-	}
-	seeds, err := brokers()
-	if err != nil {
-		return err
 	}
 	if *topic == "" || *count < 0 {
 		return usageErrorf("--topic is required and --count must be ≥ 0")
@@ -104,12 +96,12 @@ func runConsume(ctx context.Context, c *cli, args []string) error {
 	if *fromBeginning {
 		start = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(*topic), kgo.ConsumeResetOffset(start))
+	cl, conf, err := conn.client(kgo.ConsumeTopics(*topic), kgo.ConsumeResetOffset(start))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := checkTopic(ctx, cl, seeds, *topic, false); err != nil {
+	if err := checkTopic(ctx, cl, conf.seeds, *topic, false); err != nil {
 		return err
 	}
 	out := bufio.NewWriter(c.stdout)

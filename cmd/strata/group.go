@@ -30,7 +30,7 @@ func runGroup(ctx context.Context, c *cli, args []string) error {
 // (RETENTION, see groupLagHelp), computed for the listed groups only.
 func groupList(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("group list [STATE...]", c)
-	open := groupClientFlags(fs)
+	open := groupClientFlags(fs, c)
 	var types stringList
 	fs.Var(&types, "type", "only groups of this type, classic or consumer (repeatable; default: all)")
 	states, err := parseArgs(fs, args)
@@ -91,7 +91,7 @@ func groupMargins(ctx context.Context, warn io.Writer, cl *kgo.Client, adm *kadm
 // group, its KIP-848 view (printConsumerProtocol).
 func groupDescribe(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("group describe GROUP...", c)
-	open := groupClientFlags(fs)
+	open := groupClientFlags(fs, c)
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func (r resetTarget) validate() (time.Time, error) {
 
 func groupReset(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("group reset GROUP", c)
-	admin := adminFlags(fs)
+	admin := adminFlags(fs, c)
 	var target resetTarget
 	var topics stringList
 	fs.BoolVar(&target.earliest, "to-earliest", false, "reset to each partition's log start offset")

@@ -24,11 +24,11 @@ import (
 // is sent raw to each group's coordinator. Classic groups answer it with
 // GROUP_ID_NOT_FOUND and are printed as before.
 
-// groupClientFlags registers --brokers and returns a function opening a
+// groupClientFlags registers the connection flags and returns a function opening a
 // kgo client for raw requests with an admin client over it; close the kgo
 // client when done.
-func groupClientFlags(fs *flag.FlagSet) func() (*kgo.Client, *kadm.Client, error) {
-	client := clientFlags(fs)
+func groupClientFlags(fs *flag.FlagSet, c *cli) func() (*kgo.Client, *kadm.Client, error) {
+	client := clientFlags(fs, c)
 	return func() (*kgo.Client, *kadm.Client, error) {
 		cl, err := client()
 		if err != nil {

@@ -84,7 +84,7 @@ Flags:
 // named groups, or of every group.
 func groupLag(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("group lag [GROUP...]", c)
-	open := groupClientFlags(fs)
+	open := groupClientFlags(fs, c)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), groupLagHelp)

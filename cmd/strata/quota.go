@@ -86,7 +86,7 @@ func quotaSetOps(values map[string]*float64, remove []string) ([]kadm.AlterClien
 
 func quotaSet(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("quota set", c)
-	admin := adminFlags(fs)
+	admin := adminFlags(fs, c)
 	var ent quotaEntityFlags
 	ent.register(fs)
 	values := map[string]*float64{
@@ -131,7 +131,7 @@ func quotaSet(ctx context.Context, c *cli, args []string) error {
 
 func quotaDescribe(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("quota describe", c)
-	admin := adminFlags(fs)
+	admin := adminFlags(fs, c)
 	var ent quotaEntityFlags
 	ent.register(fs)
 	strict := fs.Bool("strict", false, "only entities with exactly the given entity types")

@@ -38,7 +38,7 @@ type restoreConfig struct {
 	topics                   []string // nil: every topic in the bucket
 	asOf                     *time.Time
 	replicationFactor        int
-	brokers                  func() ([]string, error)
+	conn                     *connFlags
 }
 
 func parseRestoreArgs(c *cli, args []string) (restoreConfig, error) {
@@ -51,7 +51,7 @@ func parseRestoreArgs(c *cli, args []string) (restoreConfig, error) {
 	fs.Var(&topics, "topic", "topic to restore (repeatable; default: every topic in the bucket)")
 	asOf := fs.String("as-of", "", "restore each topic up to the last record at or before this RFC 3339 `time`")
 	fs.IntVar(&cfg.replicationFactor, "replication-factor", -1, "replicas per partition (-1: min(3, live brokers))")
-	cfg.brokers = brokersFlag(fs)
+	cfg.conn = newConnFlags(fs, c)
 	positional, err := parseArgs(fs, args)
 	if err != nil {
 		return cfg, err
@@ -81,7 +81,7 @@ func runRestore(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	seeds, err := cfg.brokers()
+	conn, err := cfg.conn.resolve()
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func runRestore(ctx context.Context, c *cli, args []string) error {
 		}
 	}
 	r.progress.finish()
-	return r.groups(ctx, found, seeds)
+	return r.groups(ctx, found, conn)
 }
 
 // restorer runs one restore. Owned by runRestore's goroutine.

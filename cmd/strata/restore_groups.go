@@ -26,7 +26,7 @@ import (
 const restoreCommitTimeout = 60 * time.Second
 
 // groups restores every group's offsets for the topics restored.
-func (r *restorer) groups(ctx context.Context, found []tier.BucketTopic, seeds []string) error {
+func (r *restorer) groups(ctx context.Context, found []tier.BucketTopic, conn connConfig) error {
 	var offsetsTopic *tier.BucketTopic
 	for i, bt := range found {
 		if bt.Name == group.OffsetsTopic && (offsetsTopic == nil || bt.Newest.After(offsetsTopic.Newest)) {
@@ -41,7 +41,7 @@ func (r *restorer) groups(ctx context.Context, found []tier.BucketTopic, seeds [
 	if err != nil {
 		return fmt.Errorf("restore: reading %s from the bucket: %w", group.OffsetsTopic, err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := kgo.NewClient(conn.opts...)
 	if err != nil {
 		return err
 	}

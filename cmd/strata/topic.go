@@ -27,35 +27,25 @@ func runTopic(ctx context.Context, c *cli, args []string) error {
 	}, args)
 }
 
-// adminFlags registers --brokers and returns a constructor of the admin
-// client, to call after parsing.
-func adminFlags(fs *flag.FlagSet) func() (*kadm.Client, func(), error) {
-	client := clientFlags(fs)
-	return func() (*kadm.Client, func(), error) {
-		cl, err := client()
-		if err != nil {
-			return nil, nil, err
-		}
-		return kadm.NewClient(cl), cl.Close, nil
-	}
+// adminFlags registers the connection flags (brokers, SASL, TLS, profile)
+// and returns a constructor of the admin client, to call after parsing.
+func adminFlags(fs *flag.FlagSet, c *cli) func() (*kadm.Client, func(), error) {
+	return newConnFlags(fs, c).admin
 }
 
-// clientFlags registers --brokers and returns a function building the
-// client of an admin command (raw requests; kadm wraps it).
-func clientFlags(fs *flag.FlagSet) func() (*kgo.Client, error) {
-	brokers := brokersFlag(fs)
+// clientFlags registers the connection flags and returns a function
+// building the client of an admin command (raw requests; kadm wraps it).
+func clientFlags(fs *flag.FlagSet, c *cli) func() (*kgo.Client, error) {
+	conn := newConnFlags(fs, c)
 	return func() (*kgo.Client, error) {
-		seeds, err := brokers()
-		if err != nil {
-			return nil, err
-		}
-		return kgo.NewClient(kgo.SeedBrokers(seeds...))
+		cl, _, err := conn.client()
+		return cl, err
 	}
 }
 
 func topicCreate(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("topic create TOPIC...", c)
-	admin := adminFlags(fs)
+	admin := adminFlags(fs, c)
 	partitions := fs.Int("partitions", -1, "partitions (-1: the broker's num.partitions)")
 	replication := fs.Int("replication-factor", -1, "replicas per partition (-1: the broker's default)")
 	var configs stringList
@@ -117,7 +107,7 @@ func eachResult[T any](w io.Writer, items []T, line func(T) (string, error)) err
 
 func topicList(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("topic list", c)
-	admin := adminFlags(fs)
+	admin := adminFlags(fs, c)
 	internal := fs.Bool("internal", false, "include internal topics")
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("topic list takes no arguments"))
@@ -158,7 +148,7 @@ func firstErr(errs ...error) error {
 
 func topicDelete(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("topic delete TOPIC...", c)
-	admin := adminFlags(fs)
+	admin := adminFlags(fs, c)
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -182,7 +172,7 @@ func topicDelete(ctx context.Context, c *cli, args []string) error {
 
 func topicAlter(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("topic alter TOPIC...", c)
-	admin := adminFlags(fs)
+	admin := adminFlags(fs, c)
 	var sets, deletes stringList
 	fs.Var(&sets, "set", "set config `key=value` (repeatable)")
 	fs.Var(&deletes, "delete", "remove the topic's override of config `key` (repeatable)")
@@ -220,7 +210,7 @@ func topicAlter(ctx context.Context, c *cli, args []string) error {
 
 func topicDescribe(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("topic describe TOPIC...", c)
-	admin := adminFlags(fs)
+	admin := adminFlags(fs, c)
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err

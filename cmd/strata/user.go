@@ -42,7 +42,7 @@ func scramMechanisms(s string) ([]kadm.ScramMechanism, error) {
 
 func userCreate(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("user create NAME", c)
-	admin := secureAdminFlags(fs)
+	admin := adminFlags(fs, c)
 	mech := fs.String("mechanism", "all", "SCRAM-SHA-256, SCRAM-SHA-512 or all")
 	iterations := fs.Int("iterations", auth.DefaultIterations, fmt.Sprintf("PBKDF2 iterations (%d..%d)", auth.MinIterations, auth.MaxIterations))
 	passFile := fs.String("password-file", "", "file whose first line is the password (default: the first line of stdin)")
@@ -104,7 +104,7 @@ func alterSCRAMs(ctx context.Context, c *cli, adm *kadm.Client, del []kadm.Delet
 
 func userDelete(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("user delete NAME", c)
-	admin := secureAdminFlags(fs)
+	admin := adminFlags(fs, c)
 	mech := fs.String("mechanism", "all", "SCRAM-SHA-256, SCRAM-SHA-512 or all (every mechanism the user has)")
 	names, err := parseArgs(fs, args)
 	if err != nil {
@@ -156,7 +156,7 @@ func userMechanisms(ctx context.Context, adm *kadm.Client, user string) ([]kadm.
 
 func userList(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("user list [NAME...]", c)
-	admin := secureAdminFlags(fs)
+	admin := adminFlags(fs, c)
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err
