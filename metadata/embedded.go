@@ -1,12 +1,14 @@
 package metadata
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -19,6 +21,9 @@ type Embedded struct {
 	etcd      *embed.Etcd
 	clientURL string
 	closeOnce sync.Once
+	// closing is set when Close begins: etcd then logs its listeners'
+	// "server closed" as errors, which an orderly stop is not.
+	closing *atomic.Bool
 }
 
 // startAttempts: when ports are chosen here, another process may take one
@@ -29,6 +34,12 @@ const startAttempts = 3
 // the same Dir keeps the data (the client and peer URLs may differ between
 // runs: a single member needs no peer).
 func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	return StartEmbeddedContext(context.Background(), cfg)
+}
+
+// StartEmbeddedContext is StartEmbedded that gives up when ctx ends (a
+// broker told to stop while etcd is still starting).
+func StartEmbeddedContext(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -40,7 +51,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < startAttempts; attempt++ {
-		e, retry, err := startEmbeddedOnce(cfg)
+		e, retry, err := startEmbeddedOnce(ctx, cfg)
 		if err == nil {
 			return e, nil
 		}
@@ -54,7 +65,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 
 // startEmbeddedOnce makes one attempt; retry is true when the failure may be
 // a port taken by someone else between choosing and binding.
-func startEmbeddedOnce(cfg EmbeddedConfig) (e *Embedded, retry bool, err error) {
+func startEmbeddedOnce(ctx context.Context, cfg EmbeddedConfig) (e *Embedded, retry bool, err error) {
 	clientURL, peerURL := cfg.ClientURL, cfg.PeerURL
 	chosen := clientURL == "" || peerURL == ""
 	if clientURL == "" {
@@ -68,7 +79,8 @@ func startEmbeddedOnce(cfg EmbeddedConfig) (e *Embedded, retry bool, err error) 
 		}
 	}
 	clientURL, peerURL = withScheme(clientURL), withScheme(peerURL)
-	ecfg, err := embedConfig(cfg, clientURL, peerURL)
+	closing := new(atomic.Bool)
+	ecfg, err := embedConfig(cfg, clientURL, peerURL, closing)
 	if err != nil {
 		return nil, false, err
 	}
@@ -79,11 +91,18 @@ func startEmbeddedOnce(cfg EmbeddedConfig) (e *Embedded, retry bool, err error) 
 	}
 	select {
 	case <-etcd.Server.ReadyNotify():
-		return &Embedded{etcd: etcd, clientURL: clientURL}, false, nil
+		return &Embedded{etcd: etcd, clientURL: clientURL, closing: closing}, false, nil
 	case err := <-etcd.Err():
+		closing.Store(true)
 		etcd.Close()
 		return nil, false, fmt.Errorf("metadata: embedded etcd failed: %w", err)
+	case <-ctx.Done():
+		closing.Store(true)
+		etcd.Server.Stop()
+		etcd.Close()
+		return nil, false, fmt.Errorf("metadata: embedded etcd start abandoned: %w", ctx.Err())
 	case <-time.After(cfg.StartTimeout):
+		closing.Store(true)
 		etcd.Server.Stop()
 		etcd.Close()
 		return nil, false, fmt.Errorf("metadata: embedded etcd not ready after %v", cfg.StartTimeout)
@@ -92,7 +111,7 @@ func startEmbeddedOnce(cfg EmbeddedConfig) (e *Embedded, retry bool, err error) 
 
 // embedConfig builds etcd's config: one member named "strata", quiet
 // logging, hourly compaction so the history does not grow without bound.
-func embedConfig(cfg EmbeddedConfig, clientURL, peerURL string) (*embed.Config, error) {
+func embedConfig(cfg EmbeddedConfig, clientURL, peerURL string, closing *atomic.Bool) (*embed.Config, error) {
 	cu, err := url.Parse(clientURL)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: client URL %q: %w", clientURL, err)
@@ -109,7 +128,7 @@ func embedConfig(cfg EmbeddedConfig, clientURL, peerURL string) (*embed.Config, 
 	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
 	ecfg.Logger = "zap"
 	ecfg.LogLevel = "error"
-	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapToSlog(cfg.Logger, zapcore.ErrorLevel))
+	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapToSlog(cfg.Logger, zapcore.ErrorLevel, closing))
 	ecfg.AutoCompactionMode = embed.CompactorModePeriodic
 	ecfg.AutoCompactionRetention = "1h"
 	return ecfg, nil
@@ -142,6 +161,7 @@ func (e *Embedded) Endpoints() []string { return []string{e.clientURL} }
 // Close stops the server (waiting for it) and is safe to call twice.
 func (e *Embedded) Close() error {
 	e.closeOnce.Do(func() {
+		e.closing.Store(true)
 		e.etcd.Close()
 		<-e.etcd.Server.StopNotify()
 	})

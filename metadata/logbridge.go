@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -12,8 +13,8 @@ import (
 // logger. etcd's server and client log through zap; Strata logs through
 // slog, and keeps etcd quiet (errors only) because etcd's info logs are
 // noise to a Kafka operator.
-func zapToSlog(logger *slog.Logger, min zapcore.Level) *zap.Logger {
-	return zap.New(&slogCore{logger: logger, min: min})
+func zapToSlog(logger *slog.Logger, min zapcore.Level, closing *atomic.Bool) *zap.Logger {
+	return zap.New(&slogCore{logger: logger, min: min, closing: closing})
 }
 
 // slogCore is a zapcore.Core writing to slog. Immutable: With returns a copy.
@@ -21,6 +22,9 @@ type slogCore struct {
 	logger *slog.Logger
 	min    zapcore.Level
 	fields []zapcore.Field
+	// closing, once set, demotes everything to debug: while the server
+	// stops, etcd reports each closed listener as an error.
+	closing *atomic.Bool
 }
 
 var _ zapcore.Core = (*slogCore)(nil)
@@ -53,7 +57,11 @@ func (c *slogCore) Write(entry zapcore.Entry, fields []zapcore.Field) error {
 	for k, v := range enc.Fields {
 		attrs = append(attrs, slog.Any(k, v))
 	}
-	c.logger.LogAttrs(context.Background(), slogLevel(entry.Level), entry.Message, attrs...)
+	level := slogLevel(entry.Level)
+	if c.closing != nil && c.closing.Load() {
+		level = slog.LevelDebug
+	}
+	c.logger.LogAttrs(context.Background(), level, entry.Message, attrs...)
 	return nil
 }
 

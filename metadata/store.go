@@ -42,7 +42,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.Endpoints,
 		DialTimeout: cfg.DialTimeout,
-		Logger:      zapToSlog(cfg.Logger, zapcore.ErrorLevel),
+		Logger:      zapToSlog(cfg.Logger, zapcore.ErrorLevel, nil),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("metadata: connect to etcd %v: %w", cfg.Endpoints, err)

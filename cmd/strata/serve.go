@@ -99,7 +99,7 @@ func (s *server) start(ctx context.Context) error {
 	s.cfg.broker.ObjectStore = s.bucket
 	endpoints := s.cfg.etcdEndpoints
 	if len(endpoints) == 0 {
-		if s.embedded, err = metadata.StartEmbedded(s.cfg.embedded); err != nil {
+		if s.embedded, err = metadata.StartEmbeddedContext(ctx, s.cfg.embedded); err != nil {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}
 		endpoints = s.embedded.Endpoints()
