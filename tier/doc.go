@@ -45,6 +45,7 @@
 //
 //	<prefix>/<cluster>/topics/<topic>-<topicId>/<partition:05>/<baseOffset:020>-<epoch>-<uuid>.seg
 //	<prefix>/<cluster>/topics/<topic>-<topicId>/topic.json
+//	<prefix>/<cluster>/probe/<node>-<random>        (ProbeBucket; deleted at once)
 //
 // <prefix> is the s3 URL's path (may be empty); the backend prepends it, so
 // keys given to an ObjectStore start at <cluster> (SegmentKey, TopicDir).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -41,6 +42,17 @@ type Bucket struct {
 // default key). path-style defaults to true when an endpoint is given
 // (MinIO), false for AWS. Errors wrap ErrBadURL.
 func OpenURL(ctx context.Context, rawURL string, logger *slog.Logger) (*Bucket, error) {
+	return openURL(ctx, rawURL, logger, true)
+}
+
+// OpenExistingURL is OpenURL for tools that read a bucket: a file:// path
+// that does not exist is an error saying so (OpenURL creates it, as a
+// broker's new local store).
+func OpenExistingURL(ctx context.Context, rawURL string, logger *slog.Logger) (*Bucket, error) {
+	return openURL(ctx, rawURL, logger, false)
+}
+
+func openURL(ctx context.Context, rawURL string, logger *slog.Logger, create bool) (*Bucket, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -55,7 +67,7 @@ func OpenURL(ctx context.Context, rawURL string, logger *slog.Logger) (*Bucket, 
 	var backend objstore.ObjectStore
 	switch u.Scheme {
 	case "file":
-		backend, err = openFileURL(u)
+		backend, err = openFileURL(u, create)
 	case "s3":
 		backend, err = openS3URL(ctx, u, logger)
 	default:
@@ -72,7 +84,7 @@ func OpenURL(ctx context.Context, rawURL string, logger *slog.Logger) (*Bucket, 
 	return &Bucket{ObjectStore: retrying, Counts: counts, Backend: backend, URL: Redact(u)}, nil
 }
 
-func openFileURL(u *url.URL) (objstore.ObjectStore, error) {
+func openFileURL(u *url.URL, create bool) (objstore.ObjectStore, error) {
 	if u.Host != "" && u.Host != "localhost" {
 		return nil, fmt.Errorf("%w: file URL with host %q (want file:///path)", ErrBadURL, u.Host)
 	}
@@ -82,6 +94,16 @@ func openFileURL(u *url.URL) (objstore.ObjectStore, error) {
 	}
 	if path == "" || len(u.Query()) > 0 {
 		return nil, fmt.Errorf("%w: file URL needs a path and takes no parameters", ErrBadURL)
+	}
+	if !create {
+		if info, err := os.Stat(path); err != nil {
+			if os.IsNotExist(err) {
+				return nil, fmt.Errorf("%w: directory %s does not exist", ErrBadURL, path)
+			}
+			return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
+		} else if !info.IsDir() {
+			return nil, fmt.Errorf("%w: %s is not a directory", ErrBadURL, path)
+		}
 	}
 	store, err := file.Open(path)
 	if err != nil {
@@ -97,6 +119,9 @@ func openS3URL(ctx context.Context, u *url.URL, logger *slog.Logger) (objstore.O
 	}
 	cfg.Logger = logger
 	store, err := s3.New(ctx, cfg)
+	if errors.Is(err, s3.ErrNoCredentials) {
+		return nil, err // the URL is fine; the environment lacks keys
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
 	}

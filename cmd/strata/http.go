@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,12 +25,15 @@ const readyProbeTimeout = 2 * time.Second
 // registry owned here (no global registration); packages will expose
 // snapshots that cmd maps to Prometheus (STYLE.md, habit 8).
 type httpServer struct {
-	srv      *http.Server
-	mux      *http.ServeMux
-	addr     net.Addr
-	ready    atomic.Bool // broker started; false again once shutdown begins
-	up       prometheus.Gauge
-	probe    func(context.Context) error
+	srv   *http.Server
+	mux   *http.ServeMux
+	addr  net.Addr
+	ready atomic.Bool // broker started; false again once shutdown begins
+	up    prometheus.Gauge
+	probe func(context.Context) error // etcd
+	// checks are /readyz's further checks (the bucket), added at start.
+	checksMu sync.Mutex
+	checks   []readyCheck
 	log      *slog.Logger
 	serveErr chan error
 	reg      *prometheus.Registry
@@ -97,7 +102,22 @@ func (h *httpServer) setReady(ready bool) {
 	}
 }
 
-// readyz answers 200 only when the broker is started and etcd answers.
+// readyCheck is one named /readyz check.
+type readyCheck struct {
+	name  string
+	check func(context.Context) error
+}
+
+// addReadyCheck adds a check /readyz runs after etcd's.
+func (h *httpServer) addReadyCheck(name string, check func(context.Context) error) {
+	h.checksMu.Lock()
+	defer h.checksMu.Unlock()
+	h.checks = append(h.checks, readyCheck{name, check})
+}
+
+// readyz answers 200 only when the broker is started and every check
+// passes. The body has a line per check, "[+]name ok" or "[-]name: reason"
+// (Kubernetes' verbose form), then "ready" or "not ready".
 func (h *httpServer) readyz(w http.ResponseWriter, r *http.Request) {
 	if !h.ready.Load() {
 		http.Error(w, "not ready: broker not started", http.StatusServiceUnavailable)
@@ -105,11 +125,59 @@ func (h *httpServer) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyProbeTimeout)
 	defer cancel()
-	if err := h.probe(ctx); err != nil {
-		http.Error(w, "not ready: etcd unreachable: "+err.Error(), http.StatusServiceUnavailable)
+	h.checksMu.Lock()
+	checks := append([]readyCheck{{"etcd", h.probe}}, h.checks...)
+	h.checksMu.Unlock()
+	var body strings.Builder
+	ok := true
+	for _, c := range checks {
+		if err := c.check(ctx); err != nil {
+			ok = false
+			fmt.Fprintf(&body, "[-]%s: %v\n", c.name, err)
+		} else {
+			fmt.Fprintf(&body, "[+]%s ok\n", c.name)
+		}
+	}
+	if !ok {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, body.String()+"not ready\n")
 		return
 	}
-	fmt.Fprintln(w, "ready")
+	fmt.Fprint(w, body.String()+"ready\n")
+}
+
+// cachedCheck runs a costly check at most once per ttl (failTTL after a
+// failure, so that recovery shows soon) and answers with the last result
+// in between: the bucket probe is four requests, and a readiness poll
+// every few seconds should not cost four each time.
+type cachedCheck struct {
+	ttl, failTTL time.Duration
+	check        func(context.Context) error
+	mu    sync.Mutex
+	at    time.Time // when err was found; zero: never run
+	err   error
+}
+
+func (c *cachedCheck) run(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ttl := c.ttl
+	if c.err != nil {
+		ttl = c.failTTL
+	}
+	if !c.at.IsZero() && time.Since(c.at) < ttl {
+		return c.err
+	}
+	c.err, c.at = c.check(ctx), time.Now()
+	return c.err
+}
+
+// record stores a result found elsewhere (the probe at start).
+func (c *cachedCheck) record(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err, c.at = err, time.Now()
 }
 
 // close stops serving, giving open requests a moment to finish.

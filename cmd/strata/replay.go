@@ -250,7 +250,7 @@ type replayer struct {
 // connects to --to-brokers if given.
 func newReplayer(ctx context.Context, cfg replayConfig, c *cli) (*replayer, error) {
 	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	bucket, err := tier.OpenURL(ctx, cfg.store, logger)
+	bucket, err := tier.OpenExistingURL(ctx, cfg.store, logger)
 	if err != nil {
 		return nil, usageErrorf("--object-store: %v", err)
 	}

@@ -86,7 +86,7 @@ func runRestore(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	bucket, err := tier.OpenURL(ctx, cfg.store, logger)
+	bucket, err := tier.OpenExistingURL(ctx, cfg.store, logger)
 	if err != nil {
 		return usageErrorf("--object-store: %v", err)
 	}

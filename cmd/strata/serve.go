@@ -13,6 +13,7 @@ import (
 	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
+	"github.com/strata-log/strata/tier/objstore"
 )
 
 // shutdownTimeout bounds the broker's drain on SIGTERM/SIGINT; requests
@@ -93,12 +94,17 @@ func (s *server) start(ctx context.Context) error {
 	if s.cfg.pprof {
 		s.http.servePprof()
 	}
+	s.log.Info("opening the object store", "object_store", s.cfg.objectStore.String())
 	if s.bucket, err = tier.OpenURL(ctx, s.cfg.objectStoreRaw, s.log.With("component", "objstore")); err != nil {
 		return fmt.Errorf("object store: %w", err)
+	}
+	if err := s.probeBucket(ctx); err != nil {
+		return err
 	}
 	s.cfg.broker.ObjectStore = s.bucket
 	endpoints := s.cfg.etcdEndpoints
 	if len(endpoints) == 0 {
+		s.log.Info("starting the embedded etcd", "dir", s.cfg.embedded.Dir)
 		if s.embedded, err = metadata.StartEmbeddedContext(ctx, s.cfg.embedded); err != nil {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}
@@ -106,6 +112,7 @@ func (s *server) start(ctx context.Context) error {
 		s.log.Info("embedded etcd started", "dir", s.cfg.embedded.Dir, "endpoints", endpoints)
 	}
 	s.cfg.metadata.Endpoints = endpoints
+	s.log.Info("connecting to etcd", "endpoints", endpoints)
 	if s.store, err = metadata.Open(ctx, s.cfg.metadata); err != nil {
 		return fmt.Errorf("metadata: %w", err)
 	}
@@ -124,6 +131,46 @@ func (s *server) start(ctx context.Context) error {
 	s.broker = b
 	s.http.serveTier(b, s.bucket)
 	return nil
+}
+
+// startProbeTimeout bounds the object-store probe at start.
+const startProbeTimeout = 15 * time.Second
+
+// How often /readyz probes the bucket again: after a success, and after a
+// failure (sooner, so that a recovered store shows soon).
+const (
+	bucketCheckInterval     = 30 * time.Second
+	bucketFailCheckInterval = 3 * time.Second
+)
+
+// probeBucket writes, reads and deletes a small object before the broker
+// starts, so that wrong credentials, missing permissions or a missing
+// bucket stop it at once with the reason, not at its first upload. An
+// unreachable store (an outage, a store still starting) does not stop it:
+// the hot tail does not need the bucket, uploads wait, and /readyz reports
+// the bucket until it answers.
+func (s *server) probeBucket(ctx context.Context) error {
+	check := &cachedCheck{ttl: bucketCheckInterval, failTTL: bucketFailCheckInterval, check: func(ctx context.Context) error {
+		return tier.ProbeBucket(ctx, s.bucket.Backend, s.cfg.metadata.Cluster, s.cfg.broker.NodeID)
+	}}
+	probeCtx, cancel := context.WithTimeout(ctx, startProbeTimeout)
+	defer cancel()
+	start := time.Now()
+	err := check.check(probeCtx)
+	check.record(err)
+	s.http.addReadyCheck("bucket", check.run)
+	switch {
+	case err == nil:
+		s.log.Info("object store answers", "probe", time.Since(start).Round(time.Millisecond))
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case objstore.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
+		s.log.Warn("object store unreachable at start: serving the hot tail; uploads wait for it and /readyz reports it",
+			"object_store", s.cfg.objectStore.String(), "err", err)
+		return nil
+	}
+	return fmt.Errorf("object store %s: %w", s.cfg.objectStore.String(), err)
 }
 
 // probeMetadata is /readyz's etcd check: a read of the cluster id.

@@ -60,7 +60,7 @@ func runTierVerify(ctx context.Context, c *cli, args []string) error {
 	if err := json.Unmarshal(body, &view); err != nil {
 		return fmt.Errorf("tier verify: manifest: %w", err)
 	}
-	bucket, err := tier.OpenURL(ctx, *store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	bucket, err := tier.OpenExistingURL(ctx, *store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return usageErrorf("--object-store: %v", err)
 	}

@@ -207,6 +207,14 @@ var clusterSeq struct {
 // kills it and shows its output if t failed.
 func StartBroker(t testing.TB, opts ...brokerOpt) *Broker {
 	t.Helper()
+	b := newBroker(t, opts...)
+	b.Start()
+	return b
+}
+
+// newBroker sets up a broker for t without starting it.
+func newBroker(t testing.TB, opts ...brokerOpt) *Broker {
+	t.Helper()
 	if etcdMode == "external" && etcdErr != nil {
 		testkit.Missing(t, "external etcd unavailable: %v", etcdErr)
 	}
@@ -228,7 +236,6 @@ func StartBroker(t testing.TB, opts ...brokerOpt) *Broker {
 		o(b)
 	}
 	t.Cleanup(b.cleanup)
-	b.Start()
 	return b
 }
 
@@ -298,15 +305,7 @@ func (b *Broker) env() []string {
 // Start launches the process (again) and waits for /readyz.
 func (b *Broker) Start() {
 	b.t.Helper()
-	if !b.hasExited() {
-		b.t.Fatalf("broker already running")
-	}
-	b.t.Logf("starting %s %s (env settings: %v)", strataBin, strings.Join(b.args(), " "), b.UseEnv)
-	proc, err := testkit.StartProcess(testkit.ProcessConfig{Bin: strataBin, Args: b.args(), Env: b.env(), LogPath: b.logPath})
-	if err != nil {
-		b.t.Fatalf("start strata: %v", err)
-	}
-	b.proc = proc
+	proc := b.launch()
 	alive := func() error {
 		if proc.HasExited() {
 			return fmt.Errorf("broker exited during start: %v", proc.Err())
@@ -323,6 +322,31 @@ func (b *Broker) Start() {
 		b.checkUsesExternalEtcd()
 	} else if _, err := os.Stat(filepath.Join(b.DataDir, "etcd")); err != nil && b.Etcd == "" {
 		b.t.Fatalf("embedded mode, yet no etcd data under the data dir: %v", err)
+	}
+}
+
+// launch starts the process.
+func (b *Broker) launch() *testkit.Process {
+	b.t.Helper()
+	if !b.hasExited() {
+		b.t.Fatalf("broker already running")
+	}
+	b.t.Logf("starting %s %s (env settings: %v)", strataBin, strings.Join(b.args(), " "), b.UseEnv)
+	proc, err := testkit.StartProcess(testkit.ProcessConfig{Bin: strataBin, Args: b.args(), Env: b.env(), LogPath: b.logPath})
+	if err != nil {
+		b.t.Fatalf("start strata: %v", err)
+	}
+	b.proc = proc
+	return proc
+}
+
+// startServing launches the process and waits until it serves Kafka,
+// not until /readyz says ready (for brokers started with a check failing).
+func (b *Broker) startServing() {
+	b.t.Helper()
+	b.launch()
+	if err := b.waitLogLine("strata: serving kafka on", readyTimeout); err != nil {
+		b.t.Fatalf("%v\n%s", err, b.Log())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,6 +28,34 @@ import (
 // fileCredentialsTTL is how long keys read from a credentials file are
 // used before the file is read again.
 const fileCredentialsTTL = 5 * time.Minute
+
+// ErrNoCredentials: no source of the credential chain had keys.
+var ErrNoCredentials = errors.New("no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY " +
+	"(or AWS_PROFILE), or add credentials-file=PATH to the --object-store URL")
+
+// credentialsTimeout bounds the first credential lookup. The AWS chain
+// ends at the EC2 instance-metadata endpoint, which off EC2 may not answer
+// at all; without a bound a misconfigured tool stalls instead of saying
+// what is missing.
+const credentialsTimeout = 5 * time.Second
+
+// checkCredentials fetches credentials once, so that a store without any
+// fails at open with ErrNoCredentials rather than at its first request,
+// and not as a retryable error. The provider caches what it found.
+func checkCredentials(ctx context.Context, provider aws.CredentialsProvider) error {
+	if provider == nil {
+		return ErrNoCredentials
+	}
+	ctx, cancel := context.WithTimeout(ctx, credentialsTimeout)
+	defer cancel()
+	if _, err := provider.Retrieve(ctx); err != nil {
+		if errors.Is(err, errNoKeys) || strings.Contains(err.Error(), "credentials file") {
+			return err // our own file's failure already says what is wrong
+		}
+		return ErrNoCredentials
+	}
+	return nil
+}
 
 // errNoKeys: the profile has no access key pair.
 var errNoKeys = errors.New("s3: credentials file profile has no aws_access_key_id/aws_secret_access_key")

@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/strata-log/strata/tier/objstore"
@@ -180,12 +181,18 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	opts = append(opts, creds...)
+	// The SDK's own log lines (e.g. "falling back to IMDSv1") would reach
+	// stderr raw; what matters comes back as errors, reported by us.
+	opts = append(opts, awsconfig.WithLogger(logging.Nop{}))
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("s3: loading AWS config: %w", err)
 	}
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
+	}
+	if err := checkCredentials(ctx, awsCfg.Credentials); err != nil {
+		return nil, err
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
@@ -220,13 +227,52 @@ func classify(op, key string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("s3: %s %s: %w", op, key, err)
 	}
+	short := &shortError{msg: shortMessage(err), err: err}
 	if isNotFound(err) {
-		return fmt.Errorf("s3: %s %s: %w: %w", op, key, objstore.ErrNotFound, err)
+		return fmt.Errorf("s3: %s %s: %w: %w", op, key, objstore.ErrNotFound, short)
 	}
 	if isTransient(err) {
-		return fmt.Errorf("s3: %s %s: %w: %w", op, key, objstore.ErrTransient, err)
+		return fmt.Errorf("s3: %s %s: %w: %w", op, key, objstore.ErrTransient, short)
 	}
-	return fmt.Errorf("s3: %s %s: %w", op, key, err)
+	return fmt.Errorf("s3: %s %s: %w", op, key, short)
+}
+
+// shortError is an SDK error told in one line: the SDK's own text nests
+// the operation, the request id and the whole middleware chain. The
+// original stays reachable through errors.As / errors.Is.
+type shortError struct {
+	msg string
+	err error
+}
+
+func (e *shortError) Error() string { return e.msg }
+func (e *shortError) Unwrap() error { return e.err }
+
+// shortMessage names the cause of an SDK error, with what to do about the
+// common ones.
+func shortMessage(err error) string {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		code, msg := apiErr.ErrorCode(), apiErr.ErrorMessage()
+		if msg == "" {
+			msg = http.StatusText(statusCode(err))
+		}
+		switch code {
+		case "NoSuchBucket":
+			return "the bucket does not exist (NoSuchBucket): create it, or fix the bucket name in --object-store"
+		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken":
+			return fmt.Sprintf("%s (%s): check the credentials and their permissions on the bucket", msg, code)
+		}
+		return fmt.Sprintf("%s (%s, HTTP %d)", msg, code, statusCode(err))
+	}
+	var sendErr *smithyhttp.RequestSendError
+	if errors.As(err, &sendErr) {
+		return fmt.Sprintf("cannot reach the endpoint: %v", errors.Unwrap(sendErr))
+	}
+	if code := statusCode(err); code != 0 {
+		return fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
+	}
+	return err.Error()
 }
 
 func isNotFound(err error) bool {

@@ -306,6 +306,52 @@ func TestMissingBucketIsPermanent(t *testing.T) {
 	if err == nil || objstore.IsTransient(err) || s.IsNotFound(err) {
 		t.Fatalf("put into a missing bucket: %v, want permanent and not 'object not found'", err)
 	}
+	if want := "s3: put k: the bucket does not exist (NoSuchBucket)"; !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("put into a missing bucket says %q, want one line starting %q", err, want)
+	}
+}
+
+// Wrong keys are a permanent error told in one line with what to check.
+func TestWrongKeysSayAccessDenied(t *testing.T) {
+	m := tiertest.StartMinIO(t)
+	cfg := config(m, "")
+	cfg.SecretAccessKey = "not-the-secret"
+	err := newStore(t, cfg).Put(context.Background(), "k", strings.NewReader("x"), 1)
+	if err == nil || objstore.IsTransient(err) {
+		t.Fatalf("put with a wrong secret: %v, want a permanent error", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "(SignatureDoesNotMatch): check the credentials") || strings.Contains(msg, "RequestID") {
+		t.Fatalf("put with a wrong secret says %q", msg)
+	}
+}
+
+// With no credentials anywhere, New fails at once with ErrNoCredentials,
+// bounded even where the instance-metadata endpoint does not answer.
+func TestNoCredentialsFailsAtOpen(t *testing.T) {
+	m := tiertest.StartMinIO(t)
+	home := t.TempDir() // no ~/.aws
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(home, "none"), "AWS_CONFIG_FILE": filepath.Join(home, "none"),
+		"AWS_WEB_IDENTITY_TOKEN_FILE": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "",
+		// An address that swallows packets, like instance metadata off EC2.
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://10.255.255.1", "HOME": home,
+	} {
+		t.Setenv(k, v)
+	}
+	cfg := config(m, "")
+	cfg.AccessKeyID, cfg.SecretAccessKey = "", ""
+	start := time.Now()
+	_, err := s3.New(context.Background(), cfg)
+	if !errors.Is(err, s3.ErrNoCredentials) {
+		t.Fatalf("New without credentials: %v, want ErrNoCredentials", err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("New without credentials took %v: the lookup is not bounded", took)
+	}
+	if !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") || !strings.Contains(err.Error(), "credentials-file=") {
+		t.Fatalf("the error does not say what to set: %v", err)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
