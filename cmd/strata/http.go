@@ -154,9 +154,9 @@ func (h *httpServer) readyz(w http.ResponseWriter, r *http.Request) {
 type cachedCheck struct {
 	ttl, failTTL time.Duration
 	check        func(context.Context) error
-	mu    sync.Mutex
-	at    time.Time // when err was found; zero: never run
-	err   error
+	mu           sync.Mutex
+	at           time.Time // when err was found; zero: never run
+	err          error
 }
 
 func (c *cachedCheck) run(ctx context.Context) error {
