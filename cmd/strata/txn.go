@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -21,6 +22,13 @@ func runTxn(ctx context.Context, c *cli, args []string) error {
 		"list":     {txnList, "list transactional ids with their producer id, state and coordinator"},
 		"describe": {txnDescribe, "show transactions, their partitions and the producers active on them"},
 	}, args)
+}
+
+// partialFailure reports whether err is some brokers' failure with the
+// others' answers still good to print.
+func partialFailure(err error) bool {
+	se, ok := errors.AsType[*kadm.ShardErrors](err)
+	return ok && !se.AllFailed
 }
 
 // listedTxn is one row of `txn list`.
@@ -48,7 +56,7 @@ func txnList(ctx context.Context, c *cli, args []string) error {
 	// A coordinator that fails leaves the others' answers: print those and
 	// report the failure.
 	listed, listErr := adm.ListTransactions(ctx, nil, states)
-	if listed == nil {
+	if listErr != nil && !partialFailure(listErr) {
 		return listErr
 	}
 	rows := make([]listedTxn, 0, len(listed))
@@ -118,7 +126,7 @@ func txnDescribe(ctx context.Context, c *cli, args []string) error {
 	defer closeFn()
 	// No id: kadm lists the transactions first and describes them all.
 	described, describeErr := adm.DescribeTransactions(ctx, ids...)
-	if described == nil && describeErr != nil {
+	if describeErr != nil && !partialFailure(describeErr) {
 		return describeErr
 	}
 	txns, err := describeTxns(ctx, adm, ids, described)
