@@ -106,7 +106,9 @@ func clusterInfoCmd(ctx context.Context, c *cli, args []string) error {
 func newClusterInfo(md kadm.Metadata, versions kadm.BrokersApiVersions) clusterInfo {
 	info := clusterInfo{ClusterID: md.Cluster, Controller: md.Controller, Brokers: []clusterBroker{},
 		Features: []clusterFeature{}, UnderReplicated: []partitionRef{}, Offline: []partitionRef{}}
-	featuresFrom := -1
+	// Finalized levels are cluster-wide; the supported ranges shown are the
+	// first answering broker's (kadm sorts brokers by id).
+	haveFeatures := false
 	for _, b := range md.Brokers {
 		cb := clusterBroker{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Controller: b.NodeID == md.Controller, APIs: []apiVersionRange{}}
 		v, ok := versions[b.NodeID]
@@ -119,9 +121,8 @@ func newClusterInfo(md kadm.Metadata, versions kadm.BrokersApiVersions) clusterI
 			v.EachKeySorted(func(key, lo, hi int16) {
 				cb.APIs = append(cb.APIs, apiVersionRange{Key: key, Name: kmsg.NameForKey(key), Min: lo, Max: hi})
 			})
-			if featuresFrom < 0 {
-				featuresFrom = int(b.NodeID)
-				info.Features = features(v.Raw())
+			if !haveFeatures {
+				haveFeatures, info.Features = true, features(v.Raw())
 			}
 		}
 		info.Brokers = append(info.Brokers, cb)
