@@ -253,15 +253,14 @@ func printUnhealthy(w io.Writer, what string, tps []partitionRef) {
 func clusterConfigCmd(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("cluster config [set KEY=VALUE... | delete KEY...]", c)
 	conn := clientFlags(fs, c)
-	broker := fs.Int("broker", -1, "broker `id` (default: the cluster-wide default configs)")
+	resource := fs.String("broker", "", "broker `id` (default: the cluster-wide default configs)")
 	asJSON := jsonFlag(fs)
 	rest, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	resource := ""
-	if *broker >= 0 {
-		resource = strconv.Itoa(*broker)
+	if id, err := strconv.ParseInt(*resource, 10, 32); *resource != "" && (err != nil || id < 0) {
+		return usageErrorf("--broker %q: want a broker id", *resource)
 	}
 	action := "describe"
 	if len(rest) > 0 {
@@ -286,9 +285,9 @@ func clusterConfigCmd(ctx context.Context, c *cli, args []string) error {
 	}
 	defer cl.Close()
 	if alters != nil {
-		return alterBrokerConfigs(ctx, c.stdout, kadm.NewClient(cl), resource, alters)
+		return alterBrokerConfigs(ctx, c.stdout, kadm.NewClient(cl), *resource, alters)
 	}
-	return describeBrokerConfigs(ctx, c.stdout, cl, resource, *asJSON)
+	return describeBrokerConfigs(ctx, c.stdout, cl, *resource, *asJSON)
 }
 
 // brokerConfigAlters turns `set k=v...` or `delete k...` into kadm's ops.
