@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -288,10 +290,22 @@ func aclLine(perm kmsg.ACLPermissionType, principal, host string, op kadm.ACLOpe
 		auth.ResourceType(typ), name, auth.PatternType(pattern))
 }
 
-// withMessage adds the broker's message to an error code's error.
+// withMessage adds the broker's message to an error code's error. With a
+// message, the code's generic description is left out: the broker's
+// reason says more, and kerr's description can mislead (INVALID_PARTITIONS
+// reads "Number of partitions is below 1." whatever the cause).
 func withMessage(err error, msg string) error {
 	if err == nil || msg == "" {
 		return err
 	}
+	if ke, ok := errors.AsType[*kerr.Error](err); ok {
+		return fmt.Errorf("%s: %s%w", ke.Message, msg, silentWrap{err})
+	}
 	return fmt.Errorf("%w: %s", err, msg)
 }
+
+// silentWrap keeps an error in the chain (errors.Is) without printing it.
+type silentWrap struct{ err error }
+
+func (silentWrap) Error() string   { return "" }
+func (w silentWrap) Unwrap() error { return w.err }

@@ -53,7 +53,7 @@ func usageErrorf(format string, args ...any) error {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":   {"run a broker", runServe},
-		"topic":   {"create|list|describe|alter|delete topics", runTopic},
+		"topic":   {"create|list|describe|alter|add-partitions|delete topics", runTopic},
 		"produce": {"write stdin lines as records", runProduce},
 		"consume": {"print record values", runConsume},
 		"bench":   {"produce|consume benchmarks", runBench},
@@ -65,6 +65,8 @@ func commands() map[string]command {
 		"restore": {"restore topics, configs and group offsets from the bucket into a running cluster", runRestore},
 		"acl":     {"create|list|delete Kafka ACLs", runACL},
 		"user":    {"create|delete|list SCRAM users", runUser},
+		"cluster": {"cluster info (brokers, features, health) and broker configs", runCluster},
+		"txn":     {"list|describe transactions and their producers", runTxn},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/metadata"
 )
@@ -24,6 +25,8 @@ func runTopic(ctx context.Context, c *cli, args []string) error {
 		"describe": {topicDescribe, "show a topic's partitions, replicas and configs"},
 		"alter":    {topicAlter, "set or remove topic config overrides"},
 		"delete":   {topicDelete, "delete topics"},
+
+		"add-partitions": {topicAddPartitions, "raise topics' partition count to a new total"},
 	}, args)
 }
 
@@ -109,6 +112,7 @@ func topicList(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("topic list", c)
 	admin := adminFlags(fs, c)
 	internal := fs.Bool("internal", false, "include internal topics")
+	asJSON := jsonFlag(fs)
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("topic list takes no arguments"))
 	}
@@ -125,16 +129,41 @@ func topicList(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	rows := make([]listedTopic, 0, len(topics))
+	for _, t := range topics.Sorted() {
+		rows = append(rows, newListedTopic(t))
+	}
+	if *asJSON {
+		return writeJSON(c.stdout, rows)
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tREPLICAS\tID")
-	for _, t := range topics.Sorted() {
-		if t.Err != nil {
-			fmt.Fprintf(tw, "%s\terror: %v\t\t\n", t.Topic, t.Err)
+	for _, t := range rows {
+		if t.Error != "" {
+			fmt.Fprintf(tw, "%s\terror: %s\t\t\n", t.Topic, t.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.Topic, len(t.Partitions), t.Partitions.NumReplicas(), topicIDString(t.ID))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.Topic, t.Partitions, t.ReplicationFactor, t.ID)
 	}
 	return tw.Flush()
+}
+
+// listedTopic is one row of `topic list`, the table's and the JSON's.
+type listedTopic struct {
+	Topic             string `json:"topic"`
+	ID                string `json:"id,omitempty"`
+	Internal          bool   `json:"internal"`
+	Partitions        int    `json:"partitions"`
+	ReplicationFactor int    `json:"replication_factor"`
+	Error             string `json:"error,omitempty"` // the topic could not be listed; the counts are 0
+}
+
+func newListedTopic(t kadm.TopicDetail) listedTopic {
+	if t.Err != nil {
+		return listedTopic{Topic: t.Topic, Internal: t.IsInternal, Error: t.Err.Error()}
+	}
+	return listedTopic{Topic: t.Topic, ID: topicIDString(t.ID), Internal: t.IsInternal,
+		Partitions: len(t.Partitions), ReplicationFactor: t.Partitions.NumReplicas()}
 }
 
 func firstErr(errs ...error) error {
@@ -208,9 +237,39 @@ func topicAlter(ctx context.Context, c *cli, args []string) error {
 	})
 }
 
+// topicAddPartitions raises each topic's partition count to a total, as
+// kafka-topics --alter --partitions does. The broker refuses a total that
+// is not larger than the current count (Kafka never removes partitions: keys
+// would move to other partitions); its reason is printed.
+func topicAddPartitions(ctx context.Context, c *cli, args []string) error {
+	fs := newFlagSet("topic add-partitions TOPIC... --partitions N", c)
+	admin := adminFlags(fs, c)
+	total := fs.Int("partitions", 0, "the new total `count` of partitions (larger than the current one)")
+	names, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 || *total <= 0 {
+		return usageErrorf("topic add-partitions needs a topic name and --partitions N (the new total, N > 0)")
+	}
+	adm, closeFn, err := admin()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	resps, err := adm.UpdatePartitions(ctx, *total, names...)
+	if err != nil {
+		return err
+	}
+	return eachResult(c.stdout, resps.Sorted(), func(r kadm.CreatePartitionsResponse) (string, error) {
+		return fmt.Sprintf("%s now has %d partitions", r.Topic, *total), topicErr(r.Topic, r.Err, r.ErrMessage)
+	})
+}
+
 func topicDescribe(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("topic describe TOPIC...", c)
 	admin := adminFlags(fs, c)
+	asJSON := jsonFlag(fs)
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -223,64 +282,163 @@ func topicDescribe(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer closeFn()
+	described := make([]describedTopic, 0, len(names))
 	for _, name := range names {
-		if err := describeOne(ctx, c.stdout, adm, name); err != nil {
+		d, err := describeTopic(ctx, adm, name)
+		if err != nil {
 			return err
 		}
+		if !*asJSON {
+			printDescribedTopic(c.stdout, d)
+		}
+		described = append(described, d)
+	}
+	if *asJSON {
+		return writeJSON(c.stdout, described)
 	}
 	return nil
 }
 
-// describeOne prints a topic's partitions (leader, replicas, ISR, start and
-// end offsets) and its non-default configs.
-func describeOne(ctx context.Context, w io.Writer, adm *kadm.Client, name string) error {
+// describedTopic is what `topic describe` shows of one topic.
+type describedTopic struct {
+	Topic      string               `json:"topic"`
+	ID         string               `json:"id"`
+	Internal   bool                 `json:"internal"`
+	Partitions []describedPartition `json:"partitions"`
+	Configs    []describedConfig    `json:"configs"`
+}
+
+// describedPartition is one partition's placement and offsets; an offset
+// the broker could not list is -1.
+type describedPartition struct {
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"` // -1: offline
+	LeaderEpoch int32   `json:"leader_epoch"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	StartOffset int64   `json:"start_offset"`
+	EndOffset   int64   `json:"end_offset"`
+}
+
+// describedConfig is one config of a topic or a broker with where its
+// value comes from.
+type describedConfig struct {
+	Name      string  `json:"name"`
+	Value     *string `json:"value"` // null when sensitive
+	Source    string  `json:"source"`
+	Sensitive bool    `json:"sensitive,omitempty"`
+	// Synonyms are the other levels that set it, highest precedence first
+	// (e.g. a broker's dynamic value over the cluster-wide one).
+	Synonyms []configSynonym `json:"synonyms,omitempty"`
+}
+
+type configSynonym struct {
+	Name   string  `json:"name"`
+	Value  *string `json:"value"`
+	Source string  `json:"source"`
+}
+
+// describeTopic gathers a topic's partitions (leader, replicas, ISR, start
+// and end offsets) and its configs.
+func describeTopic(ctx context.Context, adm *kadm.Client, name string) (describedTopic, error) {
 	topics, err := adm.ListTopics(ctx, name)
 	if err != nil {
-		return err
+		return describedTopic{}, err
 	}
 	td, ok := topics[name]
 	if !ok || td.Err != nil {
-		return fmt.Errorf("topic %s: %w", name, firstErr(td.Err, fmt.Errorf("not found")))
+		return describedTopic{}, fmt.Errorf("topic %s: %w", name, firstErr(td.Err, fmt.Errorf("not found")))
 	}
 	starts, err := adm.ListStartOffsets(ctx, name)
 	if err != nil {
-		return err
+		return describedTopic{}, err
 	}
 	ends, err := adm.ListEndOffsets(ctx, name)
 	if err != nil {
-		return err
+		return describedTopic{}, err
 	}
-	fmt.Fprintf(w, "topic %s  id %s  partitions %d\n", name, topicIDString(td.ID), len(td.Partitions))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND")
+	d := describedTopic{Topic: name, ID: topicIDString(td.ID), Internal: td.IsInternal, Partitions: []describedPartition{}}
 	for _, p := range td.Partitions.Sorted() {
-		start, _ := starts.Lookup(name, p.Partition)
-		end, _ := ends.Lookup(name, p.Partition)
-		fmt.Fprintf(tw, "  %d\t%d\t%d\t%v\t%v\t%d\t%d\n", p.Partition, p.Leader, p.LeaderEpoch,
-			p.Replicas, p.ISR, start.Offset, end.Offset)
+		d.Partitions = append(d.Partitions, describedPartition{Partition: p.Partition, Leader: p.Leader,
+			LeaderEpoch: p.LeaderEpoch, Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR),
+			StartOffset: listedOffset(starts, name, p.Partition), EndOffset: listedOffset(ends, name, p.Partition)})
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return describeConfigs(ctx, w, adm, name)
+	d.Configs, err = topicConfigs(ctx, adm, name)
+	return d, err
 }
 
-func describeConfigs(ctx context.Context, w io.Writer, adm *kadm.Client, name string) error {
+// listedOffset is a partition's listed offset, or -1 if the broker did not
+// list it.
+func listedOffset(offsets kadm.ListedOffsets, topic string, partition int32) int64 {
+	o, ok := offsets.Lookup(topic, partition)
+	if !ok || o.Err != nil {
+		return -1
+	}
+	return o.Offset
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func printDescribedTopic(w io.Writer, d describedTopic) {
+	fmt.Fprintf(w, "topic %s  id %s  partitions %d\n", d.Topic, d.ID, len(d.Partitions))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND")
+	for _, p := range d.Partitions {
+		fmt.Fprintf(tw, "  %d\t%d\t%d\t%v\t%v\t%d\t%d\n", p.Partition, p.Leader, p.LeaderEpoch,
+			p.Replicas, p.ISR, p.StartOffset, p.EndOffset)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "  configs:")
+	for _, cfg := range d.Configs {
+		fmt.Fprintf(w, "    %s=%s (%s)\n", cfg.Name, derefOr(cfg.Value, ""), cfg.Source)
+	}
+}
+
+func derefOr(s *string, or string) string {
+	if s == nil {
+		return or
+	}
+	return *s
+}
+
+func topicConfigs(ctx context.Context, adm *kadm.Client, name string) ([]describedConfig, error) {
 	rcs, err := adm.DescribeTopicConfigs(ctx, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rc, err := rcs.On(name, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if rc.Err != nil {
-		return fmt.Errorf("configs of %s: %w", name, withMessage(rc.Err, rc.ErrMessage))
+		return nil, fmt.Errorf("configs of %s: %w", name, withMessage(rc.Err, rc.ErrMessage))
 	}
-	sort.Slice(rc.Configs, func(i, j int) bool { return rc.Configs[i].Key < rc.Configs[j].Key })
-	fmt.Fprintln(w, "  configs:")
-	for _, cfg := range rc.Configs {
-		fmt.Fprintf(w, "    %s=%s (%s)\n", cfg.Key, cfg.MaybeValue(), strings.ToLower(cfg.Source.String()))
-	}
-	return nil
+	return newDescribedConfigs(rc.Configs), nil
 }
+
+// newDescribedConfigs sorts configs by name; a synonym that repeats the
+// config's own level is left out.
+func newDescribedConfigs(configs []kadm.Config) []describedConfig {
+	sort.Slice(configs, func(i, j int) bool { return configs[i].Key < configs[j].Key })
+	out := make([]describedConfig, 0, len(configs))
+	for _, cfg := range configs {
+		d := describedConfig{Name: cfg.Key, Value: cfg.Value, Source: configSource(cfg.Source), Sensitive: cfg.Sensitive}
+		for _, syn := range cfg.Synonyms {
+			if syn.Key == cfg.Key && syn.Source == cfg.Source {
+				continue
+			}
+			d.Synonyms = append(d.Synonyms, configSynonym{Name: syn.Key, Value: syn.Value, Source: configSource(syn.Source)})
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// configSource is Kafka's name of a config source in lower case
+// (dynamic_broker_config, static_broker_config, default_config, ...).
+func configSource(s kmsg.ConfigSource) string { return strings.ToLower(s.String()) }
