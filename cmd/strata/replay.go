@@ -630,4 +630,3 @@ func (p *replayProgress) finish(records int64) {
 			time.Since(p.start).Round(time.Millisecond))
 	}
 }
-
