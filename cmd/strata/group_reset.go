@@ -159,7 +159,8 @@ func parseTopicSelection(specs []string) (topicSelection, error) {
 		}
 		cur := sel[topic]
 		if !hasList {
-			sel[topic] = partitionChoice{all: true}
+			cur.all = true
+			sel[topic] = cur
 			continue
 		}
 		items := strings.Split(list, ",")
