@@ -13,11 +13,13 @@ import (
 // runGroup dispatches `strata group <verb>`; every verb talks to a broker
 // through kadm, describe also with raw ConsumerGroupDescribe requests, and
 // list, describe and lag read the record at each committed offset with a
-// consumer (group_lag.go).
+// consumer (group_lag.go). reset is in group_reset.go, delete and
+// delete-offsets in group_delete.go, the --json of list and describe in
+// group_json.go.
 func runGroup(ctx context.Context, c *cli, args []string) error {
 	return dispatchVerb(ctx, c, "group", map[string]verb{
-		"list":           {groupList, "list consumer groups with their state and retention margin"},
-		"describe":       {groupDescribe, "show groups' members, committed offsets, lag and retention margin"},
+		"list":           {groupList, "list consumer groups with their state and retention margin, --json"},
+		"describe":       {groupDescribe, "show groups' members, committed offsets, lag and retention margin, --json"},
 		"reset":          {groupReset, "plan new committed offsets for an idle group; --execute commits them"},
 		"lag":            {groupLag, "lag and time to loss of every group (or those named), --json"},
 		"delete":         {groupDelete, "delete empty groups and their committed offsets"},

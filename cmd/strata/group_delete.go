@@ -18,12 +18,38 @@ import (
 // subscribe to is GROUP_SUBSCRIBED_TO_TOPIC. Each refusal is reported
 // with what to do about it.
 
+const groupDeleteHelp = `usage: strata group delete GROUP...
+
+Deletes each group with its committed offsets (DeleteGroups), as
+kafka-consumer-groups --delete does. A group with active members is refused
+(NON_EMPTY_GROUP): stop its consumers first. An unknown group is an error;
+the other groups named are still deleted.
+
+Flags:
+`
+
+const groupDeleteOffsetsHelp = `usage: strata group delete-offsets GROUP --topic T[:P,...]...
+
+Deletes GROUP's committed offsets of the partitions named (OffsetDelete), as
+kafka-consumer-groups --delete-offsets does: --topic T for every partition
+of T, --topic T:0,1 for those partitions; repeatable. Prints one row per
+partition. The coordinator refuses a topic the group's active members
+subscribe to (GROUP_SUBSCRIBED_TO_TOPIC), since they would commit it again;
+the command then fails, naming the partitions that kept their offsets.
+
+Flags:
+`
+
 // groupDelete deletes each named group, reporting each success on stdout
 // and each refusal as an error; one group's refusal does not stop the
 // others.
 func groupDelete(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("group delete GROUP...", c)
 	admin := adminFlags(fs, c)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), groupDeleteHelp)
+		fs.PrintDefaults()
+	}
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -72,6 +98,10 @@ func groupDeleteOffsets(ctx context.Context, c *cli, args []string) error {
 	admin := adminFlags(fs, c)
 	var topics stringList
 	fs.Var(&topics, "topic", "`T` (every partition) or T:0,1 (those partitions) whose offsets to delete (repeatable, required)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), groupDeleteOffsetsHelp)
+		fs.PrintDefaults()
+	}
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ import (
 // Kafka clamps it: a consumer told to start outside the log would fall back
 // to its auto.offset.reset, which is not what the operator planned.
 
-const groupResetHelp = `usage: strata group reset GROUP TARGET [--topic T[:P,...]]... | --all-topics] [--execute]
+const groupResetHelp = `usage: strata group reset GROUP TARGET [--topic T[:P,...]... | --all-topics] [--execute] [--json]
 
 Plans new committed offsets for GROUP and prints, per partition, the
 committed offset now (CURRENT-OFFSET, - when none) and the one planned

@@ -18,7 +18,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 	}{
 		{[]string{"-h"}, 0, []string{"commands:", "topic"}, ""},
 		{[]string{"topic", "-h"}, 0, []string{"subcommands:", "create", "describe", "delete"}, ""},
-		{[]string{"group", "--help"}, 0, []string{"lag", "reset"}, ""},
+		{[]string{"group", "--help"}, 0, []string{"lag", "reset", "delete-offsets"}, ""},
 		{[]string{"topic", "create", "-h"}, 0, []string{"-partitions", "-config"}, ""},
 		{[]string{"consume", "--help"}, 0, []string{"-from-beginning"}, ""},
 		{[]string{"topic", "create", "--bogus"}, 2, nil, "flag provided but not defined"},
