@@ -300,9 +300,63 @@ func saturatingAdd(a, b int64) int64 {
 	return a + b
 }
 
+// resetRequest is a parsed `group reset` command line.
+type resetRequest struct {
+	group   string
+	target  resetTarget
+	sel     topicSelection // empty: the partitions the group has committed
+	execute bool
+	asJSON  bool
+}
+
 func groupReset(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("group reset GROUP", c)
 	admin := adminFlags(fs, c)
+	req, err := parseResetArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	adm, closeFn, err := admin()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if err := checkGroupEmpty(ctx, adm, req.group); err != nil {
+		if req.execute {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "strata: %v; --execute is refused until then\n", err)
+	}
+	parts, err := gatherReset(ctx, adm, req.group, req.sel, req.target)
+	if err != nil {
+		return err
+	}
+	plan, err := planReset(req.target, parts)
+	if err != nil {
+		return err
+	}
+	if req.asJSON {
+		err = printResetPlanJSON(c.stdout, req.group, plan)
+	} else {
+		err = printResetPlan(c.stdout, req.group, plan)
+	}
+	if err != nil {
+		return err
+	}
+	if !req.execute {
+		fmt.Fprintln(c.stderr, "strata: plan only, nothing committed; add --execute to commit these offsets")
+		return nil
+	}
+	summary := c.stdout
+	if req.asJSON {
+		summary = c.stderr // stdout stays one JSON document
+	}
+	return commitReset(ctx, summary, adm, req.group, plan)
+}
+
+// parseResetArgs registers reset's own flags on fs (which has the
+// connection flags) and parses args.
+func parseResetArgs(fs *flag.FlagSet, args []string) (resetRequest, error) {
 	var targetFlags resetFlags
 	targetFlags.register(fs)
 	var topics stringList
@@ -317,64 +371,25 @@ func groupReset(ctx context.Context, c *cli, args []string) error {
 	}
 	names, err := parseArgs(fs, args)
 	if err != nil {
-		return err
+		return resetRequest{}, err
 	}
 	if len(names) != 1 {
-		return usageErrorf("group reset needs exactly one group name")
+		return resetRequest{}, usageErrorf("group reset needs exactly one group name")
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	target, err := targetFlags.target(given, time.Now())
 	if err != nil {
-		return err
+		return resetRequest{}, err
 	}
 	switch {
 	case *execute && *dryRun:
-		return usageErrorf("--execute and --dry-run contradict each other")
+		return resetRequest{}, usageErrorf("--execute and --dry-run contradict each other")
 	case *allTopics && len(topics) > 0:
-		return usageErrorf("--all-topics and --topic contradict each other")
+		return resetRequest{}, usageErrorf("--all-topics and --topic contradict each other")
 	}
 	sel, err := parseTopicSelection(topics)
-	if err != nil {
-		return err
-	}
-	adm, closeFn, err := admin()
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	group := names[0]
-	if err := checkGroupEmpty(ctx, adm, group); err != nil {
-		if *execute {
-			return err
-		}
-		fmt.Fprintf(c.stderr, "strata: %v; --execute is refused until then\n", err)
-	}
-	parts, err := gatherReset(ctx, adm, group, sel, target)
-	if err != nil {
-		return err
-	}
-	plan, err := planReset(target, parts)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		err = printResetPlanJSON(c.stdout, group, plan)
-	} else {
-		err = printResetPlan(c.stdout, group, plan)
-	}
-	if err != nil {
-		return err
-	}
-	if !*execute {
-		fmt.Fprintln(c.stderr, "strata: plan only, nothing committed; add --execute to commit these offsets")
-		return nil
-	}
-	summary := c.stdout
-	if *asJSON {
-		summary = c.stderr // stdout stays one JSON document
-	}
-	return commitReset(ctx, summary, adm, group, plan)
+	return resetRequest{group: names[0], target: target, sel: sel, execute: *execute, asJSON: *asJSON}, err
 }
 
 // checkGroupEmpty refuses to move the offsets of a group with live members
