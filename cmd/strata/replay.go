@@ -630,3 +630,4 @@ func (p *replayProgress) finish(records int64) {
 			time.Since(p.start).Round(time.Millisecond))
 	}
 }
+
