@@ -58,7 +58,7 @@ func commands() map[string]command {
 		"consume": {"print record values", runConsume},
 		"bench":   {"produce|consume benchmarks", runBench},
 		"version": {"print the version", runVersion},
-		"group":   {"list|describe|reset|lag consumer groups", runGroup},
+		"group":   {"list|describe|lag|reset|delete|delete-offsets consumer groups", runGroup},
 		"quota":   {"set|describe client quotas", runQuota},
 		"tier":    {"tiered storage status", runTier},
 		"replay":  {"print a range of a topic from the bucket, no broker needed", runReplay},

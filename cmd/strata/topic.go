@@ -361,15 +361,15 @@ func describeTopic(ctx context.Context, adm *kadm.Client, name string) (describe
 	for _, p := range td.Partitions.Sorted() {
 		d.Partitions = append(d.Partitions, describedPartition{Partition: p.Partition, Leader: p.Leader,
 			LeaderEpoch: p.LeaderEpoch, Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR),
-			StartOffset: listedOffset(starts, name, p.Partition), EndOffset: listedOffset(ends, name, p.Partition)})
+			StartOffset: offsetOrNone(starts, name, p.Partition), EndOffset: offsetOrNone(ends, name, p.Partition)})
 	}
 	d.Configs, err = topicConfigs(ctx, adm, name)
 	return d, err
 }
 
-// listedOffset is a partition's listed offset, or -1 if the broker did not
+// offsetOrNone is a partition's listed offset, or -1 if the broker did not
 // list it.
-func listedOffset(offsets kadm.ListedOffsets, topic string, partition int32) int64 {
+func offsetOrNone(offsets kadm.ListedOffsets, topic string, partition int32) int64 {
 	o, ok := offsets.Lookup(topic, partition)
 	if !ok || o.Err != nil {
 		return -1

@@ -46,9 +46,13 @@ func printVerbs(w io.Writer, group string, verbs map[string]verb) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	width := 10
+	for _, name := range names {
+		width = max(width, len(name))
+	}
 	fmt.Fprintf(w, "usage: strata %s <subcommand> [flags]\n\nsubcommands:\n", group)
 	for _, name := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", name, verbs[name].summary)
+		fmt.Fprintf(w, "  %-*s %s\n", width, name, verbs[name].summary)
 	}
 	fmt.Fprintf(w, "\nRun 'strata %s <subcommand> -h' for its flags.\n", group)
 }

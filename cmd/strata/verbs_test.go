@@ -18,7 +18,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 	}{
 		{[]string{"-h"}, 0, []string{"commands:", "topic"}, ""},
 		{[]string{"topic", "-h"}, 0, []string{"subcommands:", "create", "describe", "delete"}, ""},
-		{[]string{"group", "--help"}, 0, []string{"lag", "reset"}, ""},
+		{[]string{"group", "--help"}, 0, []string{"lag", "reset", "delete-offsets"}, ""},
 		{[]string{"cluster", "-h"}, 0, []string{"info", "config"}, ""},
 		{[]string{"txn", "-h"}, 0, []string{"list", "describe"}, ""},
 		{[]string{"topic", "add-partitions", "-h"}, 0, []string{"-partitions"}, ""},

@@ -103,7 +103,7 @@ func TestGroups848CLI(t *testing.T) {
 
 	checkList848(t, b)
 	checkDescribe848(t, b, described)
-	out := runStrataFailing(t, "group", "reset", "--brokers", b.Addr, cli848Group, "--to-earliest")
+	out := runStrataFailing(t, "group", "reset", "--brokers", b.Addr, cli848Group, "--to-earliest", "--execute")
 	for _, want := range []string{"group " + cli848Group, "active members", "state Stable"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("refused reset's message lacks %q:\n%s", want, out)
@@ -125,7 +125,7 @@ func TestGroups848CLI(t *testing.T) {
 		strings.Contains(out, "cli848-a") {
 		t.Errorf("describe of the empty consumer group:\n%s", out)
 	}
-	out = runStrata(t, "group", "reset", "--brokers", b.Addr, cli848Group, "--to-earliest")
+	out = runStrata(t, "group", "reset", "--brokers", b.Addr, cli848Group, "--to-earliest", "--execute")
 	if !strings.Contains(out, fmt.Sprintf("reset %d partitions of group %s", cli848Partitions, cli848Group)) {
 		t.Errorf("reset output:\n%s", out)
 	}

@@ -477,12 +477,12 @@ func checkLagAndCommand(t *testing.T, b *Broker, adm *kadm.Client, topic, group 
 func checkResetAndDeletes(t *testing.T, b *Broker, adm *kadm.Client, topic, group string) {
 	t.Helper()
 	ctx := testCtx(t, 30*time.Second)
-	runStrata(t, "group", "reset", "--brokers", b.Addr, group, "--to-earliest")
+	runStrata(t, "group", "reset", "--brokers", b.Addr, group, "--to-earliest", "--execute")
 	offsets, err := adm.FetchOffsets(ctx, group)
 	if o, _ := offsets.Lookup(topic, 1); err != nil || o.At != 0 {
 		t.Fatalf("after reset to earliest: %v %+v", err, offsets)
 	}
-	runStrata(t, "group", "reset", "--brokers", b.Addr, group, "--to-latest", "--topic", topic)
+	runStrata(t, "group", "reset", "--brokers", b.Addr, group, "--to-latest", "--topic", topic, "--execute")
 	offsets, err = adm.FetchOffsets(ctx, group)
 	if o, _ := offsets.Lookup(topic, 1); err != nil || o.At != 5 {
 		t.Fatalf("after reset to latest: %v %+v", err, offsets)
