@@ -57,7 +57,7 @@ func parseConsumeFlags(c *cli, args []string) (consumeOptions, *connFlags, error
 	fs := newFlagSet("consume", c)
 	conn := newConnFlags(fs, c)
 	topic := fs.String("topic", "", "topic to read (required)")
-	offset := fs.String("offset", "", "start at `start|end|N|-N` (N: absolute offset; -N: N records before the end)")
+	offset := fs.String("offset", "", "start at `offset`: start, end, N (absolute) or -N (N records before the end)")
 	fromTimestamp := fs.String("from-timestamp", "", "start at the first record stamped at or after `T` (ms since the epoch or RFC 3339)")
 	fromBeginning := fs.Bool("from-beginning", false, "start at the log start offset instead of the end")
 	partitions := fs.String("partition", "", "read only these `partitions` (comma-separated; not with --group)")

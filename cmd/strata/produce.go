@@ -16,8 +16,10 @@ import (
 
 const produceHelp = `usage: strata produce --topic TOPIC [flags] < lines
 
-Write each stdin line as one record and wait for every acknowledgement;
-exit 1 if any record failed.
+Write each stdin line as one record (split into key and value with
+--key-separator) and wait for every acknowledgement; exit 1 if any record
+failed. With --acks 0 the broker acknowledges nothing: the count printed
+is of records sent.
 
 A record may be as large as the topic's max.message.bytes allows: the
 command reads that setting and sizes its batches to it, so the broker, not
@@ -57,7 +59,7 @@ func parseProduceFlags(c *cli, args []string) (produceOptions, *connFlags, error
 	conn := newConnFlags(fs, c)
 	topic := fs.String("topic", "", "topic to write to (required)")
 	keySep := fs.String("key-separator", "", "split each line at the first occurrence into key and value (empty: no key)")
-	partition := fs.Int("partition", -1, "write every record to this `partition` (default: kgo's partitioner: by key hash, else sticky)")
+	partition := fs.Int("partition", -1, "write every record to this `partition` (-1: by key hash, else spread in batches)")
 	var headers stringList
 	fs.Var(&headers, "header", "add header `k=v` to every record (repeatable)")
 	compression := fs.String("compression", "snappy", "batch compression: none, gzip, snappy, lz4 or zstd")
