@@ -132,9 +132,7 @@ func consumeDirect(ctx context.Context, c *cli, conn *connFlags, o consumeOption
 	if err != nil {
 		return err
 	}
-	if o.partitions == nil {
-		o.partitions = partitions
-	} else if err := checkPartitions(o.topic, o.partitions, partitions); err != nil {
+	if err := checkPartitions(o.topic, o.partitions, partitions); err != nil {
 		return err
 	}
 	listCtx, cancel := context.WithTimeout(ctx, topicCheckTimeout)

@@ -134,7 +134,8 @@ func (s startSpec) resolve(b partitionBounds) int64 {
 	return min(max(at, b.logStart), b.highWatermark)
 }
 
-// listBounds asks for the bounds of the given partitions of topic.
+// listBounds asks for the bounds of the given partitions of topic (nil:
+// every partition listed).
 func listBounds(ctx context.Context, adm *kadm.Client, topic string, partitions []int32, spec startSpec) (map[int32]partitionBounds, error) {
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
@@ -149,6 +150,13 @@ func listBounds(ctx context.Context, adm *kadm.Client, topic string, partitions 
 		if atTime, err = adm.ListOffsetsAfterMilli(ctx, spec.n, topic); err != nil {
 			return nil, fmt.Errorf("list offsets of %s at %d ms: %w", topic, spec.n, err)
 		}
+	}
+	if partitions == nil {
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Partition >= 0 { // -1 carries a missing topic's error
+				partitions = append(partitions, o.Partition)
+			}
+		})
 	}
 	bounds := make(map[int32]partitionBounds, len(partitions))
 	for _, p := range partitions {

@@ -51,7 +51,6 @@ type produceOptions struct {
 	headers   []kgo.RecordHeader
 	codec     *kgo.CompressionCodec // nil: kgo's default
 	acks      kgo.Acks
-	acksAll   bool // idempotence, kgo's default, needs acks=all
 }
 
 func parseProduceFlags(c *cli, args []string) (produceOptions, *connFlags, error) {
@@ -86,7 +85,7 @@ func parseProduceFlags(c *cli, args []string) (produceOptions, *connFlags, error
 	if o.codec, err = parseCompression(*compression); err != nil {
 		return o, nil, err
 	}
-	if o.acks, o.acksAll, err = parseAcks(*acks); err != nil {
+	if o.acks, err = parseAcks(*acks); err != nil {
 		return o, nil, err
 	}
 	return o, conn, nil
@@ -123,16 +122,16 @@ func parseCompression(name string) (*kgo.CompressionCodec, error) {
 	return &codec, nil
 }
 
-func parseAcks(s string) (acks kgo.Acks, all bool, err error) {
+func parseAcks(s string) (kgo.Acks, error) {
 	switch s {
 	case "all", "-1":
-		return kgo.AllISRAcks(), true, nil
+		return kgo.AllISRAcks(), nil
 	case "1":
-		return kgo.LeaderAck(), false, nil
+		return kgo.LeaderAck(), nil
 	case "0":
-		return kgo.NoAck(), false, nil
+		return kgo.NoAck(), nil
 	}
-	return kgo.Acks{}, false, usageErrorf("--acks %q: want all, 1 or 0", s)
+	return kgo.Acks{}, usageErrorf("--acks %q: want all, 1 or 0", s)
 }
 
 // runProduce writes each stdin line as one record; see produceHelp.
@@ -219,7 +218,7 @@ func (o produceOptions) clientOpts(maxMessageBytes int) []kgo.Opt {
 		kgo.ProducerBatchMaxBytes(int32(batchMax)),
 		kgo.RequiredAcks(o.acks),
 	}
-	if !o.acksAll {
+	if o.acks != kgo.AllISRAcks() { // kgo's idempotent producer needs acks=all
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	if o.codec != nil {

@@ -21,11 +21,11 @@ func TestProduceFlags(t *testing.T) {
 		r.Headers[1].Key != "b" || string(r.Headers[1].Value) != "x=y" || string(r.Headers[2].Value) != "" {
 		t.Errorf("record %+v", r)
 	}
-	if o.acksAll || o.acks != kgo.LeaderAck() || *o.codec != kgo.ZstdCompression() {
-		t.Errorf("acks %v (all %v), codec %v", o.acks, o.acksAll, o.codec)
+	if o.acks != kgo.LeaderAck() || *o.codec != kgo.ZstdCompression() {
+		t.Errorf("acks %v, codec %v", o.acks, o.codec)
 	}
 	o, _, err = parseProduceFlags(c, []string{"--topic", "t"})
-	if err != nil || !o.acksAll || o.partition != -1 || o.headers != nil {
+	if err != nil || o.acks != kgo.AllISRAcks() || o.partition != -1 || o.headers != nil {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 }
