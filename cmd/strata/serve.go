@@ -59,6 +59,10 @@ type server struct {
 func (s *server) run(ctx context.Context) error {
 	defer s.closeAll()
 	if err := s.start(ctx); err != nil {
+		if ctx.Err() != nil { // SIGTERM while a start step waited: an orderly stop
+			s.log.Info("stopped while starting", "interrupted", err.Error())
+			return nil
+		}
 		return err
 	}
 	s.http.setReady(true)
