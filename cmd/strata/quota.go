@@ -121,7 +121,7 @@ func quotaSet(ctx context.Context, c *cli, args []string) error {
 	var errs []error
 	for _, r := range res {
 		if r.Err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w: %s", r.Entity, r.Err, r.ErrMessage))
+			errs = append(errs, fmt.Errorf("%s: %w", r.Entity, withMessage(r.Err, r.ErrMessage)))
 			continue
 		}
 		fmt.Fprintf(c.stdout, "altered quotas of %s\n", r.Entity)
