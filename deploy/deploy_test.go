@@ -30,6 +30,8 @@ var foreignFlags = map[string]string{
 	"listen-peer-urls": "etcd", "initial-advertise-peer-urls": "etcd", "initial-cluster": "etcd",
 	"quiet": "minio", "address": "minio",
 	"no-install-recommends": "apt-get", "from": "Dockerfile COPY",
+	"interval": "Dockerfile HEALTHCHECK", "timeout": "Dockerfile HEALTHCHECK",
+	"start-period": "Dockerfile HEALTHCHECK", "retries": "Dockerfile HEALTHCHECK",
 	"dir": "local-cluster.sh",
 }
 
