@@ -32,8 +32,7 @@ var foreignFlags = map[string]string{
 	"no-install-recommends": "apt-get", "from": "Dockerfile COPY",
 	"interval": "Dockerfile HEALTHCHECK", "timeout": "Dockerfile HEALTHCHECK",
 	"start-period": "Dockerfile HEALTHCHECK", "retries": "Dockerfile HEALTHCHECK",
-	"profile": "docker compose",
-	"dir": "local-cluster.sh",
+	"profile": "docker compose", "dir": "local-cluster.sh",
 }
 
 var (

@@ -142,7 +142,8 @@ func startMetricsBroker(t *testing.T) *metricsBroker {
 		Bin: testkit.StrataBinary(t),
 		Args: []string{"serve", "--node-id", "1", "--data-dir", filepath.Join(dir, "data"),
 			"--listen", b.addr, "--advertise", b.addr, "--http", b.httpAddr,
-			"--consumer-lag-interval", "500ms", "--tier-upload-interval", "250ms", "--log-cleaner-backoff", "500ms"},
+			"--consumer-lag-interval", "500ms", "--tier-upload-interval", "250ms", "--tier-upload-max-lag", "1s",
+			"--log-cleaner-backoff", "500ms"},
 		Env:     testkit.EnvWithout("STRATA_"),
 		LogPath: b.log,
 	})
