@@ -30,7 +30,9 @@ var foreignFlags = map[string]string{
 	"listen-peer-urls": "etcd", "initial-advertise-peer-urls": "etcd", "initial-cluster": "etcd",
 	"quiet": "minio", "address": "minio",
 	"no-install-recommends": "apt-get", "from": "Dockerfile COPY",
-	"dir": "local-cluster.sh",
+	"interval": "Dockerfile HEALTHCHECK", "timeout": "Dockerfile HEALTHCHECK",
+	"start-period": "Dockerfile HEALTHCHECK", "retries": "Dockerfile HEALTHCHECK",
+	"profile": "docker compose", "dir": "local-cluster.sh",
 }
 
 var (
@@ -129,9 +131,20 @@ type cluster struct {
 }
 
 func (c *cluster) run(timeout time.Duration, args ...string) (string, error) {
+	return c.runIn("", timeout, args...)
+}
+
+// runIn runs local-cluster.sh with wd as the working directory ("": this
+// package's), so the script must find its repository and binaries itself.
+func (c *cluster) runIn(wd string, timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "./local-cluster.sh", append(args, "--dir", c.dir)...)
+	script, err := filepath.Abs("local-cluster.sh")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, script, append(args, "--dir", c.dir)...)
+	cmd.Dir = wd
 	cmd.Env = append(os.Environ(), c.env...)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
@@ -176,6 +189,11 @@ func kcat(t *testing.T, stdin string, args ...string) string {
 	return string(out)
 }
 
+// kcatBroker is a replica or ISR member in `kcat -L -J`.
+type kcatBroker struct {
+	ID int `json:"id"`
+}
+
 // kcatMetadata is the part of `kcat -L -J` the test reads.
 type kcatMetadata struct {
 	Brokers []struct {
@@ -185,9 +203,8 @@ type kcatMetadata struct {
 	Topics []struct {
 		Topic      string `json:"topic"`
 		Partitions []struct {
-			Replicas []struct {
-				ID int `json:"id"`
-			} `json:"replicas"`
+			Replicas []kcatBroker `json:"replicas"`
+			ISRs     []kcatBroker `json:"isrs"`
 		} `json:"partitions"`
 	} `json:"topics"`
 }
@@ -206,13 +223,22 @@ func metadata(t *testing.T, broker string, topic ...string) kcatMetadata {
 }
 
 // TestLocalCluster starts deploy/local-cluster.sh on free ports, uses the
-// cluster with kcat, stops it and checks every process exited.
+// cluster with kcat, restarts a broker from another directory, stops the
+// cluster and checks every process exited.
 func TestLocalCluster(t *testing.T) {
 	testkit.NeedBinary(t, "etcd")
 	testkit.NeedBinary(t, "kcat")
+	// MinIO: $STRATA_MINIO_BIN, else the repository's .tools/bin (from
+	// scripts/install-minio.sh), else one on PATH (a worktree shares the
+	// main checkout's .tools through PATH).
 	minio := os.Getenv("STRATA_MINIO_BIN")
 	if minio == "" {
 		minio, _ = filepath.Abs("../.tools/bin/minio")
+		if _, err := os.Stat(minio); err != nil {
+			if onPath, err := exec.LookPath("minio"); err == nil {
+				minio = onPath
+			}
+		}
 	}
 	testkit.NeedBinary(t, minio)
 	c, kafka := startLocalCluster(t, minio)
@@ -220,6 +246,7 @@ func TestLocalCluster(t *testing.T) {
 		t.Fatalf("status after start: %v\n%s", err, out)
 	}
 	useCluster(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(kafka)))
+	restartBroker(t, c, net.JoinHostPort("127.0.0.1", strconv.Itoa(kafka+1)))
 
 	pids := c.pids()
 	if len(pids) != 5 {
@@ -314,6 +341,60 @@ func useCluster(t *testing.T, broker string) {
 	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) == 0 || len(md.Topics[0].Partitions[0].Replicas) != 3 {
 		t.Fatalf("topic %s metadata %+v: want replication factor 3 (--default-replication-factor)", topic, md.Topics)
 	}
+}
+
+// restartBroker runs `restart 2` and `status` from a directory other than
+// deploy/ and checks the effects: broker 2 is a new process on the same
+// data directory, answers Metadata on its own port and rejoins the ISR of
+// useCluster's topic.
+func restartBroker(t *testing.T, c *cluster, broker2 string) {
+	t.Helper()
+	elsewhere := t.TempDir()
+	before := c.pids()["broker-2"]
+	dataBefore := dirNames(t, filepath.Join(c.dir, "broker-2"))
+	if out, err := c.runIn(elsewhere, 30*time.Second, "restart", "9"); err == nil {
+		t.Errorf("restart of a broker that does not exist succeeded:\n%s", out)
+	}
+	out, err := c.runIn(elsewhere, 3*time.Minute, "restart", "2")
+	if err != nil {
+		t.Fatalf("restart 2: %v\n%s\n%s", err, out, c.logTails())
+	}
+	t.Logf("restart 2 from %s:\n%s", elsewhere, out)
+	after := c.pids()["broker-2"]
+	if before == 0 || after == 0 || after == before || alive(before) || !alive(after) {
+		t.Fatalf("broker-2 pid %d before restart (alive %v), %d after (alive %v)\n%s", before, alive(before), after, alive(after), out)
+	}
+	for _, name := range dataBefore {
+		if _, err := os.Stat(filepath.Join(c.dir, "broker-2", name)); err != nil {
+			t.Errorf("broker-2's data lost %s in the restart: %v", name, err)
+		}
+	}
+	if md := metadata(t, broker2); len(md.Brokers) != 3 {
+		t.Fatalf("broker 2 after restart: Metadata lists brokers %+v, want 3", md.Brokers)
+	}
+	testkit.WaitFor(t, 60*time.Second, "broker 2 back in the ISR of deploy-test", func() bool {
+		md := metadata(t, broker2, "deploy-test")
+		return len(md.Topics) == 1 && len(md.Topics[0].Partitions) > 0 &&
+			slices.Contains(md.Topics[0].Partitions[0].ISRs, kcatBroker{ID: 2})
+	})
+	out, err = c.runIn(elsewhere, 30*time.Second, "status")
+	if err != nil || strings.Count(out, ": running") != 5 || !strings.Contains(out, fmt.Sprintf("broker-2: running (pid %d)", after)) {
+		t.Fatalf("status from %s after restart: %v\n%s", elsewhere, err, out)
+	}
+}
+
+// dirNames lists dir's entries.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("%s: %v (%d entries)", dir, err, len(entries))
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 func tail(b []byte) string {

@@ -6,9 +6,15 @@
 #   deploy/local-cluster.sh start  [--dir DIR]   build strata, start everything, wait until ready
 #   deploy/local-cluster.sh stop   [--dir DIR]   SIGTERM the brokers, then MinIO and etcd; wait for exits
 #   deploy/local-cluster.sh status [--dir DIR]   what runs (exit 1 if something is not running)
+#   deploy/local-cluster.sh restart N [--dir DIR]
+#                          SIGTERM broker N, wait for its exit, start it again on
+#                          its data (the same broker-N/) and wait until it is ready
 #
-# DIR (default ./local-cluster) holds: strata and mkbucket binaries, etcd/,
-# minio/ (bucket data), broker-N/ (each broker's --data-dir), *.log and *.pid.
+# DIR (default: local-cluster/ at the repository root, wherever the script is
+# run from; a relative --dir is taken from the current directory) holds:
+# strata and mkbucket binaries, etcd/, minio/ (bucket data), broker-N/ (each
+# broker's --data-dir), *.log and *.pid; a restarted broker's previous log is
+# kept as broker-N.log.prev.
 # Then: kcat -L -b 127.0.0.1:9091
 #
 # Environment (defaults in brackets):
@@ -46,7 +52,7 @@ die() {
 say() { printf 'local-cluster: %s\n' "$*"; }
 
 usage() {
-	die "usage: $0 start|stop|status [--dir DIR]"
+	die "usage: $0 start|stop|status [--dir DIR] | restart N [--dir DIR]"
 }
 
 # alive PID: the process exists and is not a zombie (an exited process
@@ -102,6 +108,17 @@ wait_until() {
 # is then awaited by mkbucket, which retries.
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# http_ok PORT PATH: GET http://127.0.0.1:PORT/PATH answers 200 (HTTP/1.0
+# over /dev/tcp, so the server closes the connection after the answer).
+http_ok() {
+	(
+		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+		printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$2" >&3
+		IFS= read -r -t 5 status <&3 || exit 1
+		[[ "$status" == *" 200 "* ]]
+	) 2>/dev/null
+}
+
 start_etcd() {
 	launch etcd "$etcd_bin" --name local --data-dir "$dir/etcd" \
 		--listen-client-urls "http://127.0.0.1:$etcd_port" \
@@ -151,6 +168,15 @@ start_broker() {
 		--default-replication-factor "$((brokers < 3 ? brokers : 3))"
 }
 
+# wait_broker I: waits until broker I logs that it serves Kafka and its
+# /readyz answers 200.
+wait_broker() {
+	local i=$1
+	wait_until "broker-$i" grep -q 'strata: serving kafka on' "$dir/broker-$i.log"
+	wait_until "broker-$i" http_ok "$((http_port + i - 1))" /readyz
+	say "broker $i on 127.0.0.1:$((kafka_port + i - 1)) (http 127.0.0.1:$((http_port + i - 1)))"
+}
+
 cmd_start() {
 	[[ -x "$etcd_bin" ]] || die "etcd not found at $etcd_bin (Debian: apt-get install etcd-server)"
 	[[ -x "$minio_bin" ]] || die "MinIO not found at $minio_bin (run scripts/install-minio.sh)"
@@ -165,8 +191,7 @@ cmd_start() {
 		start_broker "$i"
 	done
 	for ((i = 1; i <= brokers; i++)); do
-		wait_until "broker-$i" grep -q 'strata: serving kafka on' "$dir/broker-$i.log"
-		say "broker $i on 127.0.0.1:$((kafka_port + i - 1)) (http 127.0.0.1:$((http_port + i - 1)))"
+		wait_broker "$i"
 	done
 	say "ready: kcat -L -b 127.0.0.1:$kafka_port"
 }
@@ -221,6 +246,21 @@ cmd_stop() {
 	stop_one etcd 30
 }
 
+# cmd_restart N: a controlled restart of one broker (SIGTERM hands its
+# leaderships to the others), on the same data directory and ports.
+cmd_restart() {
+	local i=$1 name=broker-$1 old new
+	[[ "$i" =~ ^[1-9][0-9]*$ ]] || die "restart: broker number expected, got '$i'"
+	[[ -d "$dir/$name" && -x "$dir/strata" ]] || die "restart: no $name in $dir (run start first)"
+	old=$(pid_of "$name") || old=none
+	stop_one "$name" 60
+	[[ -f "$dir/$name.log" ]] && mv -f "$dir/$name.log" "$dir/$name.log.prev"
+	start_broker "$i"
+	wait_broker "$i"
+	new=$(pid_of "$name") || die "$name exited after its restart; see $dir/$name.log"
+	say "restarted $name (pid $old -> $new)"
+}
+
 cmd_status() {
 	local name pid down=0
 	for name in etcd minio $(seq -f 'broker-%g' 1 "$brokers"); do
@@ -236,9 +276,14 @@ cmd_status() {
 
 main() {
 	(($# >= 1)) || usage
-	local cmd=$1
+	local cmd=$1 broker=
 	shift
-	dir=./local-cluster
+	if [[ $cmd == restart ]]; then
+		(($# >= 1)) || usage
+		broker=$1
+		shift
+	fi
+	dir=$repo/local-cluster
 	while (($# > 0)); do
 		case $1 in
 		--dir)
@@ -249,12 +294,19 @@ main() {
 		*) usage ;;
 		esac
 	done
-	mkdir -p "$dir"
-	dir=$(cd "$dir" && pwd)
+	# Only start creates DIR: status, stop and restart of a cluster that
+	# never ran leave no directory behind.
+	[[ $cmd == start ]] && mkdir -p "$dir"
+	if [[ -d "$dir" ]]; then
+		dir=$(cd "$dir" && pwd)
+	else
+		dir=$(realpath -m -- "$dir")
+	fi
 	case $cmd in
 	start) cmd_start ;;
 	stop) cmd_stop ;;
 	status) cmd_status ;;
+	restart) cmd_restart "$broker" ;;
 	*) usage ;;
 	esac
 }
