@@ -38,7 +38,7 @@ func benchLogger(c *cli) *slog.Logger {
 
 func benchProduce(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("bench produce", c)
-	brokers := brokersFlag(fs)
+	conn := newConnFlags(fs, c)
 	cfg := bench.ProduceConfig{Logger: benchLogger(c)}
 	var partitions int
 	fs.StringVar(&cfg.Topic, "topic", "strata-bench", "topic (created if missing)")
@@ -55,15 +55,18 @@ func benchProduce(ctx context.Context, c *cli, args []string) error {
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
-	var err error
-	if cfg.Brokers, err = brokers(); err != nil {
+	connCfg, err := conn.resolve()
+	if err != nil {
 		return err
 	}
+	cfg.Brokers, cfg.ClientOpts, cfg.Progress = connCfg.seeds, connCfg.opts, new(bench.Progress)
 	cfg.Partitions = int32(partitions)
 	if err := cfg.Validate(); err != nil {
 		return usageErrorf("%v", err)
 	}
+	stop := newProgressLine(c.stderr).watch(cfg.Progress.Read)
 	res, err := bench.RunProduce(ctx, cfg)
+	stop()
 	if err != nil {
 		return err
 	}
@@ -79,7 +82,7 @@ func benchProduce(ctx context.Context, c *cli, args []string) error {
 
 func benchConsume(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("bench consume", c)
-	brokers := brokersFlag(fs)
+	conn := newConnFlags(fs, c)
 	cfg := bench.ConsumeConfig{Logger: benchLogger(c)}
 	var fetchMax int
 	fs.StringVar(&cfg.Topic, "topic", "strata-bench", "topic to read from the start")
@@ -91,10 +94,11 @@ func benchConsume(ctx context.Context, c *cli, args []string) error {
 	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
-	var err error
-	if cfg.Brokers, err = brokers(); err != nil {
+	connCfg, err := conn.resolve()
+	if err != nil {
 		return err
 	}
+	cfg.Brokers, cfg.ClientOpts, cfg.Progress = connCfg.seeds, connCfg.opts, new(bench.Progress)
 	cfg.FetchMaxBytes = int32(fetchMax)
 	if err := cfg.Validate(); err != nil {
 		return usageErrorf("%v", err)
@@ -103,11 +107,16 @@ func benchConsume(ctx context.Context, c *cli, args []string) error {
 	switch *client {
 	case "kgo":
 	case "raw":
+		if connCfg.secure {
+			return usageErrorf("--client raw speaks plaintext only: use --client kgo with TLS or SASL")
+		}
 		run = bench.RunRawConsume
 	default:
 		return usageErrorf("--client %q: want kgo or raw", *client)
 	}
+	stop := newProgressLine(c.stderr).watch(cfg.Progress.Read)
 	res, err := run(ctx, cfg)
+	stop()
 	if err != nil {
 		return err
 	}

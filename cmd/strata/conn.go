@@ -75,8 +75,9 @@ func newConnFlags(fs *flag.FlagSet, c *cli) *connFlags {
 // connConfig is the resolved connection: where to bootstrap and the kgo
 // options that reach and authenticate to the brokers.
 type connConfig struct {
-	seeds []string
-	opts  []kgo.Opt
+	seeds  []string
+	opts   []kgo.Opt
+	secure bool // TLS or SASL
 }
 
 // resolve merges flags, environment and profile.
@@ -123,14 +124,14 @@ func (f *connFlags) resolve() (connConfig, error) {
 		if err != nil {
 			return connConfig{}, err
 		}
-		cfg.opts = append(cfg.opts, opt)
+		cfg.opts, cfg.secure = append(cfg.opts, opt), true
 	}
 	if s["sasl-mechanism"] != "" {
 		opt, err := clientSASL(s["sasl-mechanism"], s["sasl-username"], s["sasl-password-file"])
 		if err != nil {
 			return connConfig{}, err
 		}
-		cfg.opts = append(cfg.opts, opt)
+		cfg.opts, cfg.secure = append(cfg.opts, opt), true
 	}
 	return cfg, nil
 }

@@ -67,18 +67,6 @@ func splitList(s string) []string {
 	return out
 }
 
-// brokersFlag registers --brokers and returns a function reading it.
-func brokersFlag(fs *flag.FlagSet) func() ([]string, error) {
-	raw := fs.String("brokers", defaultBrokers, "comma-separated `host:port` list of brokers to bootstrap from")
-	return func() ([]string, error) {
-		brokers := splitList(*raw)
-		if len(brokers) == 0 {
-			return nil, usageErrorf("--brokers is empty")
-		}
-		return brokers, nil
-	}
-}
-
 // parseKeyValues turns ["k=v", ...] into a map; values may be empty.
 func parseKeyValues(items []string) (map[string]*string, error) {
 	out := make(map[string]*string, len(items))

@@ -74,3 +74,65 @@ func trimZeroUnit(s string) string {
 	}
 	return s
 }
+
+// progressEvery is how often a progress line is redrawn.
+const progressEvery = 250 * time.Millisecond
+
+// progressLine draws one line of progress (records, bytes, rate, ETA) on
+// a terminal's stderr, redrawn in place; in a pipe or a file it prints
+// nothing, so logs and scripts see only results.
+type progressLine struct {
+	w     io.Writer // nil: not a terminal
+	start time.Time
+}
+
+func newProgressLine(stderr io.Writer) *progressLine {
+	p := &progressLine{start: time.Now()}
+	if isTerminal(stderr) {
+		p.w = stderr
+	}
+	return p
+}
+
+// render is the line for done of total records (total 0: unknown) and
+// bytes after elapsed.
+func renderProgress(done, total, bytes int64, elapsed time.Duration) string {
+	line := fmt.Sprintf("%d", done)
+	if total > 0 {
+		line += fmt.Sprintf("/%d", total)
+	}
+	line += fmt.Sprintf(" records  %s", formatBytes(bytes))
+	if secs := elapsed.Seconds(); secs > 0 {
+		line += fmt.Sprintf("  %s/s  %.0f records/s", formatBytes(int64(float64(bytes)/secs)), float64(done)/secs)
+	}
+	if total > 0 && done > 0 && done < total {
+		eta := time.Duration(float64(elapsed) * float64(total-done) / float64(done))
+		line += "  ETA " + formatDuration(eta)
+	}
+	return line
+}
+
+// watch redraws the line from read every progressEvery until the returned
+// stop is called, which erases it.
+func (p *progressLine) watch(read func() (done, total, bytes int64)) (stop func()) {
+	if p.w == nil {
+		return func() {}
+	}
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				fmt.Fprint(p.w, "\r\x1b[K")
+				return
+			case <-tick.C:
+				done, total, bytes := read()
+				fmt.Fprintf(p.w, "\r\x1b[K%s", renderProgress(done, total, bytes, time.Since(p.start)))
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}

@@ -609,11 +609,13 @@ func (p *replayProgress) update(records, bytes int64) {
 		return
 	}
 	p.last = time.Now()
+	elapsed := time.Since(p.start)
 	eta := "?"
-	if elapsed := time.Since(p.start); bytes > 0 && p.total > bytes {
-		eta = (time.Duration(float64(elapsed) * float64(p.total-bytes) / float64(bytes))).Round(time.Second).String()
+	if bytes > 0 && p.total > bytes {
+		eta = formatDuration(time.Duration(float64(elapsed) * float64(p.total-bytes) / float64(bytes)))
 	}
-	fmt.Fprintf(p.w, "\r%d records  %s / ~%s  ETA %s   ", records, formatBytes(bytes), formatBytes(p.total), eta)
+	fmt.Fprintf(p.w, "\r\x1b[K%d records  %s / ~%s  %s/s  ETA %s", records, formatBytes(bytes), formatBytes(p.total),
+		formatBytes(int64(float64(bytes)/max(elapsed.Seconds(), 0.001))), eta)
 }
 
 // clear erases the progress line before another line is written to stderr;

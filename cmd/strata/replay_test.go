@@ -312,7 +312,7 @@ func TestReplayProgress(t *testing.T) {
 	p := &replayProgress{w: &buf, total: 4 << 20, start: time.Now().Add(-2 * time.Second)}
 	p.update(10, 1<<20)
 	p.finish(20)
-	if got := buf.String(); !strings.Contains(got, "10 records  1.0 MiB / ~4.0 MiB  ETA 6s") || !strings.HasSuffix(got, "\n") {
+	if got := buf.String(); !strings.Contains(got, "10 records  1.0 MiB / ~4.0 MiB  512.0 KiB/s  ETA 6s") || !strings.HasSuffix(got, "\n") {
 		t.Errorf("progress %q", got)
 	}
 	if isTerminal(&buf) || newReplayProgress(&buf).w != nil {

@@ -357,11 +357,14 @@ func (p *restoreProgress) topicDone() {
 	if p.w == nil {
 		return
 	}
+	elapsed := time.Since(p.start)
 	eta := "?"
-	if elapsed := time.Since(p.start); p.done > 0 {
-		eta = (elapsed * time.Duration(p.total-p.done) / time.Duration(p.done)).Round(time.Second).String()
+	if p.done > 0 {
+		eta = formatDuration(elapsed * time.Duration(p.total-p.done) / time.Duration(p.done))
 	}
-	fmt.Fprintf(p.w, "\rrestored %d/%d topics, %s copied  ETA %s   ", p.done, p.total, formatBytes(p.bytes.Load()), eta)
+	copied := p.bytes.Load()
+	fmt.Fprintf(p.w, "\r\x1b[Krestored %d/%d topics, %s copied (%s/s)  ETA %s", p.done, p.total, formatBytes(copied),
+		formatBytes(int64(float64(copied)/max(elapsed.Seconds(), 0.001))), eta)
 }
 
 func (p *restoreProgress) finish() {

@@ -25,7 +25,11 @@ type ConsumeConfig struct {
 	IdleTimeout time.Duration
 	// FetchMaxBytes is kgo's FetchMaxBytes. Default 50 MiB (kgo's default).
 	FetchMaxBytes int32
-	Logger        *slog.Logger
+	// ClientOpts are added to the consumer's client (TLS, SASL).
+	ClientOpts []kgo.Opt
+	// Progress, if set, counts records and bytes as they are read.
+	Progress *Progress
+	Logger   *slog.Logger
 }
 
 // Validate fills defaults and rejects impossible settings.
@@ -93,7 +97,7 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig) (ConsumeResult, error) {
 	if cfg.FetchMaxBytes > 0 {
 		opts = append(opts, kgo.FetchMaxBytes(cfg.FetchMaxBytes))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, cfg.ClientOpts...)...)
 	if err != nil {
 		return ConsumeResult{}, fmt.Errorf("bench: client: %w", err)
 	}
@@ -102,6 +106,9 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig) (ConsumeResult, error) {
 		if cfg.Records, err = backlog(ctx, cl, cfg.Topic); err != nil {
 			return ConsumeResult{}, err
 		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress.Total.Store(cfg.Records)
 	}
 	res := consumeLoop(ctx, cl, cfg)
 	res.FetchRequests, res.FetchRequestBytes = fetches.requests.Load(), fetches.bytes.Load()
@@ -163,6 +170,7 @@ func consumeLoop(ctx context.Context, cl *kgo.Client, cfg ConsumeConfig) Consume
 			res.Records++
 			res.Bytes += int64(len(r.Value))
 			res.EndToEnd.RecordDuration(now.Sub(r.Timestamp))
+			cfg.Progress.add(1, int64(len(r.Value)))
 		})
 		fetches.EachError(func(t string, p int32, err error) {
 			cfg.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)

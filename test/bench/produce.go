@@ -46,7 +46,11 @@ type ProduceConfig struct {
 	Rate float64
 	// MaxBufferedRecords per client (kgo). Default 10,000.
 	MaxBufferedRecords int
-	Logger             *slog.Logger
+	// ClientOpts are added to every client the workload opens (TLS, SASL).
+	ClientOpts []kgo.Opt
+	// Progress, if set, counts acknowledged records and bytes as they come.
+	Progress *Progress
+	Logger   *slog.Logger
 }
 
 // Validate fills defaults and rejects impossible settings.
@@ -156,10 +160,13 @@ func ms(ns int64) float64 { return float64(ns) / 1e6 }
 // RunProduce creates the topic if needed, then produces cfg.Records records
 // and waits for every acknowledgement.
 func RunProduce(ctx context.Context, cfg ProduceConfig) (ProduceResult, error) {
+	if cfg.Progress != nil {
+		cfg.Progress.Total.Store(cfg.Records)
+	}
 	if err := cfg.Validate(); err != nil {
 		return ProduceResult{}, err
 	}
-	if err := ensureTopic(ctx, cfg.Brokers, cfg.Topic, cfg.Partitions); err != nil {
+	if err := ensureTopic(ctx, cfg.Brokers, cfg.ClientOpts, cfg.Topic, cfg.Partitions); err != nil {
 		return ProduceResult{}, err
 	}
 	payload := randomPayload(cfg.RecordSize)
@@ -185,8 +192,8 @@ func RunProduce(ctx context.Context, cfg ProduceConfig) (ProduceResult, error) {
 }
 
 // ensureTopic creates topic unless it exists.
-func ensureTopic(ctx context.Context, brokers []string, topic string, partitions int32) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+func ensureTopic(ctx context.Context, brokers []string, clientOpts []kgo.Opt, topic string, partitions int32) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, clientOpts...)...)
 	if err != nil {
 		return fmt.Errorf("bench: client: %w", err)
 	}
@@ -221,6 +228,7 @@ type produceWorker struct {
 	interval time.Duration // 0: flat out
 	size     int
 	payload  []byte
+	progress *Progress // may be nil
 
 	acked, failed, bytes atomic.Int64
 	mu                   struct {
@@ -244,11 +252,11 @@ func newProduceWorker(cfg ProduceConfig, index int, payload []byte) (*produceWor
 	if cfg.Acks != "all" && cfg.Acks != "-1" {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: client: %w", err)
 	}
-	w := &produceWorker{client: cl, size: cfg.RecordSize, payload: payload}
+	w := &produceWorker{client: cl, size: cfg.RecordSize, payload: payload, progress: cfg.Progress}
 	w.records = cfg.Records / int64(cfg.Concurrency)
 	if int64(index) < cfg.Records%int64(cfg.Concurrency) {
 		w.records++
@@ -292,6 +300,7 @@ func (w *produceWorker) done(r *kgo.Record, err error, sent time.Time) {
 	}
 	w.acked.Add(1)
 	w.bytes.Add(int64(len(r.Value)))
+	w.progress.add(1, int64(len(r.Value)))
 	w.mu.latency.RecordDuration(latency)
 }
 
