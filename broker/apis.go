@@ -79,6 +79,7 @@ var apiSpecs = []apiSpec{
 	{key: 42, minVersion: 0, maxVersion: 2, handle: (*Broker).handleDeleteGroups},
 	{key: 43, minVersion: 0, maxVersion: 2, handle: (*Broker).handleElectLeaders},
 	{key: 44, minVersion: 0, maxVersion: 1, handle: (*Broker).handleIncrementalAlterConfigs},
+	{key: 45, minVersion: 0, maxVersion: 0, handle: (*Broker).handleAlterPartitionReassignments},
 	{key: 46, minVersion: 0, maxVersion: 0, handle: (*Broker).handleListPartitionReassignments},
 	{key: 47, minVersion: 0, maxVersion: 0, handle: (*Broker).handleOffsetDelete},
 	{key: 48, minVersion: 0, maxVersion: 1, handle: (*Broker).handleDescribeClientQuotas}, // KIP-546

@@ -275,6 +275,15 @@ func (m *partitionManager) syncPartitionsLocked(e *topicEntry, opened map[int32]
 			}
 			continue
 		}
+		if !hostsReplica(e.topic.Replicas[i], m.deps.node) {
+			// Reassigned away: the new replicas have the tail, the bucket
+			// the history; this copy goes.
+			e.parts[i] = nil
+			m.removePartitionLocked(p)
+			m.deps.log.Info("replica moved off this broker: local copy removed", "topic", p.topic, "partition", idx,
+				"replicas", e.topic.Replicas[i])
+			continue
+		}
 		p.mu.Lock()
 		p.state, p.cfg = e.states[i], e.cfg
 		p.mu.Unlock()
@@ -380,14 +389,20 @@ func (m *partitionManager) removeEntryLocked(e *topicEntry) {
 	delete(m.byName, e.topic.Name)
 	delete(m.byID, e.topic.ID)
 	for _, p := range e.parts {
-		if p == nil {
-			continue
+		if p != nil {
+			m.removePartitionLocked(p)
 		}
-		p.replica.Retire()
-		if err := p.log.Remove(); err != nil && !errors.Is(err, hotlog.ErrClosed) {
-			m.deps.log.Error("removing log", "topic", p.topic, "partition", p.index, "err", err)
-		}
-		_ = os.RemoveAll(m.partitionDir(p.topic, p.index))
 	}
 	m.deps.log.Info("topic removed", "topic", e.topic.Name)
+}
+
+// removePartitionLocked stops a partition's replica and deletes its local
+// log and directory (its tiered history stays in the bucket).
+// REQUIRES: m.mu held for writing; p is no longer in its entry.
+func (m *partitionManager) removePartitionLocked(p *partition) {
+	p.replica.Retire()
+	if err := p.log.Remove(); err != nil && !errors.Is(err, hotlog.ErrClosed) {
+		m.deps.log.Error("removing log", "topic", p.topic, "partition", p.index, "err", err)
+	}
+	_ = os.RemoveAll(m.partitionDir(p.topic, p.index))
 }

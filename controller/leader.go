@@ -160,6 +160,20 @@ func (l *leader) deleteTopic(id metadata.TopicID, name string) {
 	delete(l.topics, id)
 }
 
+// putAssignment records a completed reassignment's topic write, so that
+// the view matches etcd before the watch brings it.
+func (l *leader) putAssignment(ch Change, revision int64) {
+	tv, ok := l.topics[ch.TopicID]
+	if !ok || int(ch.Partition) >= len(tv.Topic.Replicas) || tv.Topic.Revision >= revision {
+		return
+	}
+	t := tv.Topic
+	t.Replicas = slices.Clone(t.Replicas)
+	t.Replicas[ch.Partition] = slices.Clone(ch.New.Replicas)
+	t.Revision = revision
+	tv.Topic = t
+}
+
 // putState stores st if it is newer than the view's.
 func (l *leader) putState(id metadata.TopicID, partition int32, st metadata.PartitionState) {
 	tv, ok := l.topics[id]
@@ -218,7 +232,13 @@ func (l *leader) write(ctx context.Context, changes []Change) []writeResult {
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			v, err := l.store.CASPartitionStateGuarded(ctx, ch.TopicID, ch.Partition, ch.New, l.guard)
+			var v int64
+			var err error
+			if ch.ChangesAssignment() {
+				v, err = l.store.CASAssignment(ctx, ch.topic, ch.Partition, ch.New, &l.guard)
+			} else {
+				v, err = l.store.CASPartitionStateGuarded(ctx, ch.TopicID, ch.Partition, ch.New, l.guard)
+			}
 			results[i] = writeResult{version: v, err: err}
 		}()
 	}
@@ -237,12 +257,18 @@ func (l *leader) absorb(ctx context.Context, changes []Change, results []writeRe
 		case res.err == nil:
 			st := ch.New
 			st.Version = res.version
+			if ch.ChangesAssignment() {
+				l.putAssignment(ch, res.version)
+			}
 			l.putState(ch.TopicID, ch.Partition, st)
 			log.Info("partition state changed", "change", ch.String(), "version", res.version)
 		case errors.Is(res.err, metadata.ErrFenced):
 			err = res.err
 		case errors.Is(res.err, metadata.ErrCASFailed):
 			stale = append(stale, ch.TopicID)
+			if ch.ChangesAssignment() {
+				l.refreshTopicRecord(ctx, ch.Topic)
+			}
 		case errors.Is(res.err, metadata.ErrTopicNotFound):
 			delete(l.topics, ch.TopicID)
 		default:
@@ -257,6 +283,17 @@ func (l *leader) absorb(ctx context.Context, changes []Change, results []writeRe
 		l.refreshTopic(ctx, id)
 	}
 	return len(stale) > 0, nil
+}
+
+// refreshTopicRecord re-reads a topic's record after a lost assignment
+// race (the topic's revision moved: configs, partitions added).
+func (l *leader) refreshTopicRecord(ctx context.Context, name string) {
+	t, err := l.store.Topic(ctx, name)
+	if err != nil {
+		l.c.log.Warn("cannot re-read topic", "topic", name, "err", err)
+		return
+	}
+	l.putTopic(t)
 }
 
 // refreshTopic re-reads one topic's states after a lost CAS race.

@@ -34,7 +34,15 @@ type Change struct {
 	Old, New  metadata.PartitionState
 	// Reason says why, for logs and golden tests.
 	Reason string
+	// topic is the topic record the change was planned from (the CAS base
+	// of an assignment write).
+	topic metadata.Topic
 }
+
+// ChangesAssignment reports whether the change moves replicas (a
+// reassignment completing): it must then rewrite the topic's assignment
+// of the partition with the state (metadata.CASAssignment).
+func (c Change) ChangesAssignment() bool { return !slices.Equal(c.Old.Replicas, c.New.Replicas) }
 
 // String renders a change on one line, e.g.
 // "orders/0 v7: leader 1→2 epoch 3→4 (broker epoch 0→22) isr [1 2]→[2]: leader 1 not registered".
@@ -52,6 +60,9 @@ func (c Change) String() string {
 	}
 	if !slices.Equal(c.Old.ISR, c.New.ISR) {
 		fmt.Fprintf(&b, " isr %v→%v", c.Old.ISR, c.New.ISR)
+	}
+	if c.ChangesAssignment() {
+		fmt.Fprintf(&b, " replicas %v→%v", c.Old.Replicas, c.New.Replicas)
 	}
 	fmt.Fprintf(&b, ": %s", c.Reason)
 	return b.String()
@@ -82,7 +93,7 @@ func Plan(v View) []Change {
 			next, reason, changed := planPartition(st, live, unclean)
 			if changed {
 				changes = append(changes, Change{TopicID: tv.Topic.ID, Topic: tv.Topic.Name,
-					Partition: int32(p), Old: st, New: next, Reason: reason})
+					Partition: int32(p), Old: st, New: next, Reason: reason, topic: tv.Topic})
 			}
 		}
 	}
@@ -121,6 +132,10 @@ func planPartition(st metadata.PartitionState, live liveness, unclean bool) (met
 	if isr, removed := shrinkISR(next, st.Leader, live); len(removed) > 0 {
 		next.ISR = isr
 		reasons = append(reasons, fmt.Sprintf("isr drops %v (not registered or draining)", removed))
+	}
+	if done, why, ok := completeReassignment(next, live); ok {
+		next = done
+		reasons = append(reasons, why)
 	}
 	if sameState(st, next) {
 		return st, "", false

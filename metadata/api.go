@@ -132,8 +132,44 @@ type PartitionState struct {
 	// 0 in states the controller never wrote (initial states): nobody
 	// leads them until it does.
 	LeaderBrokerEpoch int64
+	// AddingReplicas and RemovingReplicas are set while the partition is
+	// being reassigned (KIP-455): Replicas is then the target replicas
+	// followed by the old ones that are leaving, AddingReplicas the target's
+	// new members and RemovingReplicas the leaving ones. Both are empty
+	// otherwise. The topic record's assignment of the partition equals
+	// Replicas throughout (brokers host what the assignment names).
+	AddingReplicas, RemovingReplicas []int32
 	// Version is the etcd mod revision of this record; CAS compares on it.
 	Version int64 `json:"-"`
+}
+
+// Reassigning reports whether a reassignment of the partition runs.
+func (st PartitionState) Reassigning() bool {
+	return len(st.AddingReplicas) > 0 || len(st.RemovingReplicas) > 0
+}
+
+// TargetReplicas is the replica list the partition will have once its
+// reassignment completes (Replicas when none runs).
+func (st PartitionState) TargetReplicas() []int32 {
+	var out []int32
+	for _, r := range st.Replicas {
+		if !containsID(st.RemovingReplicas, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// OriginalReplicas is the replica list the partition had before its
+// reassignment began (Replicas when none runs): what a cancel restores.
+func (st PartitionState) OriginalReplicas() []int32 {
+	var out []int32
+	for _, r := range st.Replicas {
+		if !containsID(st.AddingReplicas, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // BrokerInfo is a live broker's registration.

@@ -146,6 +146,8 @@ type partitionRecord struct {
 	Replicas          []int32 `json:"replicas"`
 	ISR               []int32 `json:"isr"`
 	LeaderBrokerEpoch int64   `json:"leaderBrokerEpoch,omitempty"`
+	AddingReplicas    []int32 `json:"addingReplicas,omitempty"`
+	RemovingReplicas  []int32 `json:"removingReplicas,omitempty"`
 }
 
 func encodePartitionState(st PartitionState) ([]byte, error) {
@@ -157,7 +159,7 @@ func encodePartitionState(st PartitionState) ([]byte, error) {
 		isr = []int32{}
 	}
 	return json.Marshal(partitionRecord{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, Replicas: st.Replicas, ISR: isr,
-		LeaderBrokerEpoch: st.LeaderBrokerEpoch})
+		LeaderBrokerEpoch: st.LeaderBrokerEpoch, AddingReplicas: st.AddingReplicas, RemovingReplicas: st.RemovingReplicas})
 }
 
 // decodePartitionState decodes and checks a state; rev is the key's ModRevision.
@@ -167,7 +169,8 @@ func decodePartitionState(value []byte, rev int64) (PartitionState, error) {
 		return PartitionState{}, fmt.Errorf("%w: partition state: %v", ErrCorrupt, err)
 	}
 	st := PartitionState{Leader: rec.Leader, LeaderEpoch: rec.LeaderEpoch, Replicas: rec.Replicas, ISR: rec.ISR,
-		LeaderBrokerEpoch: rec.LeaderBrokerEpoch, Version: rev}
+		LeaderBrokerEpoch: rec.LeaderBrokerEpoch, AddingReplicas: rec.AddingReplicas, RemovingReplicas: rec.RemovingReplicas,
+		Version: rev}
 	if err := checkPartitionState(st); err != nil {
 		return PartitionState{}, fmt.Errorf("%w: partition state: %v", ErrCorrupt, err)
 	}
@@ -193,6 +196,24 @@ func checkPartitionState(st PartitionState) error {
 		if !containsID(st.Replicas, id) {
 			return fmt.Errorf("%w: ISR member %d is not a replica", ErrInvalidReplicas, id)
 		}
+	}
+	for _, moving := range [][]int32{st.AddingReplicas, st.RemovingReplicas} {
+		if err := validateIDSet(moving); err != nil {
+			return err
+		}
+		for _, id := range moving {
+			if !containsID(st.Replicas, id) {
+				return fmt.Errorf("%w: reassigned replica %d is not a replica", ErrInvalidReplicas, id)
+			}
+		}
+	}
+	for _, id := range st.AddingReplicas {
+		if containsID(st.RemovingReplicas, id) {
+			return fmt.Errorf("%w: replica %d both added and removed", ErrInvalidReplicas, id)
+		}
+	}
+	if len(st.RemovingReplicas) >= len(st.Replicas) {
+		return fmt.Errorf("%w: a reassignment removes every replica", ErrInvalidReplicas)
 	}
 	if st.Leader != -1 && !containsID(st.Replicas, st.Leader) {
 		return fmt.Errorf("%w: leader %d is not a replica", ErrInvalidReplicas, st.Leader)

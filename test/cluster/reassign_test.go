@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestReassignMovesOnlyTheTail: a partition with most of its history in
+// the bucket moves its leader's replica to a new broker while a producer
+// writes. The new replica copies only the leader's local tail, joins the
+// ISR, leadership passes to it last, the old replica's local copy goes, and
+// every record reads back in order through the new broker.
+func TestReassignMovesOnlyTheTail(t *testing.T) {
+	defer timed(t, "TestReassignMovesOnlyTheTail")()
+	c := Start(t, Config{MinIO: true, Spare: 1, ExtraArgs: []string{
+		"--log-retention-check-interval", "250ms", "--tier-upload-interval", "250ms"}})
+	const (
+		topic   = "moving"
+		history = 600 // about 2.4 MiB against a 192 KiB local retention
+	)
+	replicatedTopic(t, c, topic, 1, map[string]string{
+		"internal.segment.bytes": "65536", "local.retention.bytes": "196608", "retention.ms": "-1"})
+	produceNumbered(t, c, topic, 0, 0, history)
+	m := mustPartition(t, c, topic, 0)
+	leader := c.Broker(m.Leader)
+	c.WaitFor("the leader's history in the bucket and gone from its disk", 90*time.Second, func() (bool, string) {
+		s, ok := tierStatusOf(leader, topic, 0)
+		return ok && s.Tiered && s.LocalStart > history/2 && s.TieredEnd >= s.LocalStart, fmt.Sprintf("%+v", s)
+	})
+	added := c.AddBroker().ID
+	target := slices.Clone(m.Replicas)
+	target[slices.Index(target, m.Leader)] = added // the leader's replica moves
+
+	// A producer writes numbered records throughout the move.
+	var (
+		wg         sync.WaitGroup
+		produced   = history // written by the producer goroutine until wg.Wait
+		produceErr error
+		stop       = make(chan struct{})
+	)
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.DefaultProduceTopic(topic))
+	defer cl.Close()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			var recs []*kgo.Record
+			for i := produced; i < produced+10; i++ {
+				recs = append(recs, &kgo.Record{Partition: 0, Value: []byte(tailValue(i))})
+			}
+			err := cl.ProduceSync(pctx, recs...).FirstErr()
+			cancel()
+			if err != nil {
+				produceErr = fmt.Errorf("produce at %d: %w", produced, err)
+				return
+			}
+			produced += 10
+		}
+	}()
+
+	adm := c.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign(topic, 0, target)
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("AlterPartitionAssignments %v: %v", target, err)
+	}
+	c.WaitFor(fmt.Sprintf("%s-0 moved to %v", topic, target), 2*time.Minute, func() (bool, string) {
+		listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		got, err := c.Partition(topic, 0)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(listed) == 0 && slices.Equal(got.Replicas, target) && got.Leader != m.Leader && got.Leader >= 0,
+			fmt.Sprintf("%v ongoing %v", got, listed)
+	})
+	close(stop)
+	wg.Wait()
+	if produceErr != nil {
+		t.Fatal(produceErr)
+	}
+
+	bases := segmentBases(t, c.Broker(added), topic, 0)
+	if len(bases) == 0 || bases[0] < history/2 {
+		t.Fatalf("new replica %d holds local segments from %v: it copied the history, not the hot tail", added, bases)
+	}
+	if _, err := os.Stat(filepath.Join(leader.DataDir, topic+"-0")); !os.IsNotExist(err) {
+		t.Fatalf("the old leader %d still has the partition's directory (%v)", m.Leader, err)
+	}
+	t.Logf("moved %s-0 %v→%v; new replica copied from offset %d (%d bytes on disk) of %d records",
+		topic, m.Replicas, target, bases[0], dirBytes(c.Broker(added).DataDir), produced)
+	readNumbered(t, c, added, topic, 0, produced)
+}
