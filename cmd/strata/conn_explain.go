@@ -54,6 +54,11 @@ func explainConnError(err error, conn *connSummary) error {
 		return &connError{msg + "; check --sasl-username and --sasl-password-file", err}
 	case errors.Is(err, kerr.UnsupportedSaslMechanism):
 		return &connError{fmt.Sprintf("the brokers at %s do not offer SASL mechanism %s (see --sasl-mechanism): %v", at, conn.saslMechanism, err), err}
+	case errors.As(err, &firstEOF) && !conn.tls && conn.saslMechanism == "":
+		// A TLS listener and a SASL_PLAINTEXT one both hang up on such a
+		// client; kgo's error does not say which it saw.
+		return &connError{fmt.Sprintf("the broker at %s closed the connection without answering: it most likely wants TLS "+
+			"(--tls, --tls-ca-file) or SASL (--sasl-mechanism, --sasl-username, --sasl-password-file)", at), err}
 	case errors.As(err, &firstEOF) && !conn.tls:
 		return &connError{fmt.Sprintf("the broker at %s closed the connection without answering: "+
 			"it most likely is a TLS listener; connect with --tls (or --tls-ca-file with the cluster's CA)", at), err}

@@ -32,6 +32,8 @@ func TestExplainConnError(t *testing.T) {
 			"the broker at b1:9093 closed the connection without answering: it most likely requires SASL; give --sasl-mechanism, --sasl-username and --sasl-password-file"},
 		{"untrusted certificate", fmt.Errorf("dial: %w", x509.UnknownAuthorityError{}), scram,
 			"TLS: the certificate of the broker at b1:9093 is not signed by a CA this client trusts; give the cluster's CA with --tls-ca-file (x509: certificate signed by unknown authority)"},
+		{"neither TLS nor SASL", &kgo.ErrFirstReadEOF{}, &connSummary{seeds: []string{"b1:9092", "b2:9092"}},
+			"the broker at b1:9092,b2:9092 closed the connection without answering: it most likely wants TLS (--tls, --tls-ca-file) or SASL (--sasl-mechanism, --sasl-username, --sasl-password-file)"},
 		{"an EOF with TLS and SASL on is left to kgo", &kgo.ErrFirstReadEOF{}, scram, ""},
 		{"not a connection error", kerr.TopicAuthorizationFailed, scram, ""},
 		{"no connection resolved", refused, nil, ""},
