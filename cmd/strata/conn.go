@@ -54,6 +54,7 @@ const connDialTimeout = 5 * time.Second
 // parsing.
 type connFlags struct {
 	fs      *flag.FlagSet
+	cli     *cli
 	getenv  func(string) string
 	values  map[string]*string
 	tls     *bool
@@ -61,7 +62,7 @@ type connFlags struct {
 }
 
 func newConnFlags(fs *flag.FlagSet, c *cli) *connFlags {
-	f := &connFlags{fs: fs, getenv: c.getenv, values: map[string]*string{}}
+	f := &connFlags{fs: fs, cli: c, getenv: c.getenv, values: map[string]*string{}}
 	f.values["brokers"] = fs.String("brokers", defaultBrokers, "comma-separated `host:port` list of brokers to bootstrap from ($STRATA_BROKERS)")
 	f.values["sasl-mechanism"] = fs.String("sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: no SASL)")
 	f.values["sasl-username"] = fs.String("sasl-username", "", "SASL user name")
@@ -133,6 +134,8 @@ func (f *connFlags) resolve() (connConfig, error) {
 		}
 		cfg.opts, cfg.secure = append(cfg.opts, opt), true
 	}
+	f.cli.conn = &connSummary{seeds: seeds, tls: useTLS || s["tls-ca-file"] != "",
+		saslMechanism: strings.ToUpper(s["sasl-mechanism"]), saslUser: s["sasl-username"]}
 	return cfg, nil
 }
 

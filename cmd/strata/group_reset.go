@@ -321,11 +321,15 @@ func groupReset(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer closeFn()
-	if err := checkGroupEmpty(ctx, adm, req.group); err != nil {
+	busy, err := checkGroupEmpty(ctx, adm, req.group)
+	if err != nil {
+		return err
+	}
+	if busy != nil {
 		if req.execute {
-			return err
+			return busy
 		}
-		fmt.Fprintf(c.stderr, "strata: %v; --execute is refused until then\n", err)
+		fmt.Fprintf(c.stderr, "strata: %v; --execute is refused until then\n", busy)
 	}
 	parts, err := gatherReset(ctx, adm, req.group, req.sel, req.target)
 	if err != nil {
@@ -398,19 +402,22 @@ func parseResetArgs(fs *flag.FlagSet, args []string) (resetRequest, error) {
 // consumer-protocol groups alike. DescribeGroups describes both kinds; a
 // consumer-protocol group's states are Empty, Assigning, Reconciling and
 // Stable, and an unknown group is Dead.
-func checkGroupEmpty(ctx context.Context, adm *kadm.Client, group string) error {
+//
+// busy is the coordinator's verdict against --execute (a plan is still
+// printed with it); err is a failure to ask at all (no plan can follow).
+func checkGroupEmpty(ctx context.Context, adm *kadm.Client, group string) (busy, err error) {
 	described, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d := described[group]
 	if d.Err != nil {
-		return fmt.Errorf("group %s: %w", group, d.Err)
+		return fmt.Errorf("group %s: %w", group, d.Err), nil
 	}
 	if d.State != "Empty" && d.State != "Dead" || len(d.Members) > 0 {
-		return fmt.Errorf("group %s has %d active members (state %s): stop its consumers first", group, len(d.Members), d.State)
+		return fmt.Errorf("group %s has %d active members (state %s): stop its consumers first", group, len(d.Members), d.State), nil
 	}
-	return nil
+	return nil, nil
 }
 
 // gatherReset reads, for each partition sel names (every committed one

@@ -30,6 +30,10 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// conn is the connection the command resolved (nil before, or for a
+	// command that connects to no broker), so run can explain a failure
+	// to connect in terms of the settings that caused it.
+	conn *connSummary
 }
 
 // command runs one subcommand with the arguments after its name.
@@ -103,7 +107,7 @@ func run(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "strata %s: %v\n", args[0], err)
 		return 2
 	default:
-		fmt.Fprintf(c.stderr, "strata %s: %v\n", args[0], err)
+		fmt.Fprintf(c.stderr, "strata %s: %v\n", args[0], explainConnError(err, c.conn))
 		return 1
 	}
 }

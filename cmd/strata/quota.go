@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -163,7 +164,9 @@ func quotaDescribe(ctx context.Context, c *cli, args []string) error {
 	for _, q := range quotas {
 		vals := make([]string, 0, len(q.Values))
 		for _, v := range q.Values {
-			vals = append(vals, fmt.Sprintf("%s=%v", v.Key, v.Value))
+			// Rates print as the integers they were set to (1048576,
+			// not %v's 1.048576e+06), fractions as the shortest exact form.
+			vals = append(vals, v.Key+"="+strconv.FormatFloat(v.Value, 'f', -1, 64))
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", q.Entity, strings.Join(vals, ","))
 	}
