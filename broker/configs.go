@@ -73,6 +73,32 @@ type brokerConfig struct {
 	value func(c *Config, advertised metadata.BrokerInfo) string
 }
 
+// boundListeners is Kafka's listeners value: NAME://host:port of each
+// named listener, or the one PLAINTEXT listener on Listen.
+func boundListeners(c *Config, _ metadata.BrokerInfo) string {
+	if len(c.Listeners) == 0 {
+		return "PLAINTEXT://" + c.Listen
+	}
+	var out []string
+	for _, l := range c.Listeners {
+		out = append(out, l.Name+"://"+l.Addr)
+	}
+	return strings.Join(out, ",")
+}
+
+// advertisedListeners is Kafka's advertised.listeners value: each named
+// listener's registered endpoint, in the listeners' order.
+func advertisedListeners(c *Config, a metadata.BrokerInfo) string {
+	if len(c.Listeners) == 0 || len(a.Endpoints) == 0 {
+		return fmt.Sprintf("PLAINTEXT://%s:%d", a.Host, a.Port)
+	}
+	var out []string
+	for _, l := range c.Listeners {
+		out = append(out, l.Name+"://"+a.Endpoint(l.Name))
+	}
+	return strings.Join(out, ",")
+}
+
 func msOf(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // brokerConfigs are the broker configs Strata has, under their Kafka names,
@@ -80,7 +106,7 @@ func msOf(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 1
 // dynamicBrokerConfigs may also be set at run time.
 var brokerConfigs = []brokerConfig{
 	{"advertised.listeners", metadata.ConfigString, "Listener address given to clients in Metadata.",
-		func(_ *Config, a metadata.BrokerInfo) string { return fmt.Sprintf("PLAINTEXT://%s:%d", a.Host, a.Port) }},
+		advertisedListeners},
 	{"allow.everyone.if.no.acl.found", metadata.ConfigBoolean, "With the authorizer on, a resource that no ACL matches is open to everyone.",
 		func(c *Config, _ metadata.BrokerInfo) string { return strconv.FormatBool(c.AllowEveryoneIfNoACL) }},
 	{"auto.create.topics.enable", metadata.ConfigBoolean, "Create a topic when a client's Metadata request names one that does not exist.",
@@ -96,7 +122,7 @@ var brokerConfigs = []brokerConfig{
 			return strconv.FormatInt(int64(c.LeaderRebalanceInterval/time.Second), 10)
 		}},
 	{"listeners", metadata.ConfigString, "Address the Kafka listener binds.",
-		func(c *Config, _ metadata.BrokerInfo) string { return "PLAINTEXT://" + c.Listen }},
+		boundListeners},
 	{"log.cleaner.backoff.ms", metadata.ConfigLong, "How long the log cleaner sleeps when there is no log to clean.",
 		func(c *Config, _ metadata.BrokerInfo) string { return msOf(c.Cleaner.Backoff) }},
 	{"log.cleaner.dedupe.buffer.size", metadata.ConfigLong, "Memory for the log cleaner's key offset map.",
