@@ -93,6 +93,9 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 		}
 	}
 	b.metrics.recordFetchBytes(resp, slots, results, b.parts.topicName)
+	if replica := fetchReplicaID(req); replica >= 0 {
+		b.metrics.recordMoveBytes(replica, slots, results)
+	}
 	fs.finish(resp)
 	b.addFetchLeaders(req, resp)
 	return resp, nil

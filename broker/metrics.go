@@ -7,6 +7,7 @@ package broker
 // habit 8), so this package imports no metrics library.
 
 import (
+	"sync/atomic"
 	"slices"
 	"strings"
 
@@ -60,6 +61,24 @@ type PartitionMetrics struct {
 // responses (Produce and Fetch add once per topic of a request).
 type brokerMetrics struct {
 	traffic.Counters
+	// moveBytesOut counts record bytes served as leader to replicas being
+	// added by a reassignment.
+	moveBytesOut atomic.Uint64
+}
+
+// recordMoveBytes counts the record bytes a follower fetch of replica
+// returned for partitions it is being added to.
+func (m *brokerMetrics) recordMoveBytes(replica int32, slots []fetchSlot, results []fetch.Result) {
+	var n int
+	for i, res := range results {
+		if i < len(slots) && len(res.Records) > 0 && slots[i].follower != nil &&
+			slices.Contains(slots[i].follower.replicatedState().AddingReplicas, replica) {
+			n += len(res.Records)
+		}
+	}
+	if n > 0 {
+		m.moveBytesOut.Add(uint64(n))
+	}
 }
 
 // recordProduceBytes adds, per topic, the record bytes of the partitions

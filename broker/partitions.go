@@ -75,6 +75,13 @@ func (p *partition) highWatermark() int64 { return p.replica.HighWatermark() }
 // lastStableOffset is Kafka's LSO: min(first offset of the earliest open
 // transaction, HW). read_committed reads and ListOffsets stop there. The
 // HW is read first: both only move up while the replica leads, so the
+// replicatedState is the partition's replicated state as last applied.
+func (p *partition) replicatedState() metadata.PartitionState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
 // result never exceeds the HW read.
 func (p *partition) lastStableOffset() int64 {
 	hw := p.highWatermark()

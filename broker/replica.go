@@ -174,9 +174,21 @@ type ReplicaStats struct {
 	// tick, so that the tick's safety net reported it: each is a wake-up
 	// that acks=all producers and long polls waited for in vain.
 	MissedProgress uint64
+	// ReassignmentsLed is the partitions this broker leads that are being
+	// reassigned; ReassignmentBytesOut the record bytes it served, as
+	// leader, to replicas being added (what moves copy: the hot tail).
+	ReassignmentsLed     int
+	ReassignmentBytesOut uint64
 }
 
 // ReplicaStats returns the replication shell's counters.
 func (b *Broker) ReplicaStats() ReplicaStats {
-	return ReplicaStats{MissedProgress: b.parts.repl.Stats().MissedProgress}
+	stats := ReplicaStats{MissedProgress: b.parts.repl.Stats().MissedProgress,
+		ReassignmentBytesOut: b.metrics.moveBytesOut.Load()}
+	for _, p := range b.parts.localPartitions() {
+		if p.isLeader() && p.replicatedState().Reassigning() {
+			stats.ReassignmentsLed++
+		}
+	}
+	return stats
 }

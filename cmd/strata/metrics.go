@@ -63,6 +63,10 @@ var (
 	replicaMissedProgressDesc = prometheus.NewDesc("strata_replica_missed_progress_total",
 		"Leader log progress the log watcher did not report to replication within a tick, reported by the tick's safety net instead (should stay 0).",
 		nil, nil)
+	reassignmentsDesc = prometheus.NewDesc("strata_reassignments_in_progress",
+		"Partitions this broker leads that are being reassigned (replicas being added or removed).", nil, nil)
+	reassignmentBytesDesc = prometheus.NewDesc("strata_reassignment_bytes_out_total",
+		"Record bytes this broker served, as leader, to replicas being added by a reassignment: what moves copy.", nil, nil)
 	connectionsDesc = prometheus.NewDesc("strata_connections",
 		"Client connections being served.", nil, nil)
 	connectionsRefusedDesc = prometheus.NewDesc("strata_connections_refused_total",
@@ -78,15 +82,17 @@ func (c brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		topicBytesInDesc, topicBytesOutDesc, topicReplicationBytesOutDesc,
 		underReplicatedDesc, underMinISRDesc, leaderCountDesc, partitionCountDesc, isrShrinksDesc, isrExpandsDesc,
 		partitionUnderReplicatedDesc, partitionISRSizeDesc, logSizeDesc, tieredLogSizeDesc, logStartOffsetDesc, logEndOffsetDesc,
-		replicaMissedProgressDesc, connectionsDesc, connectionsRefusedDesc} {
+		replicaMissedProgressDesc, reassignmentsDesc, reassignmentBytesDesc, connectionsDesc, connectionsRefusedDesc} {
 		ch <- d
 	}
 }
 
 func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.collectRequests(ch)
-	ch <- prometheus.MustNewConstMetric(replicaMissedProgressDesc, prometheus.CounterValue,
-		float64(c.src.ReplicaStats().MissedProgress))
+	replicas := c.src.ReplicaStats()
+	ch <- prometheus.MustNewConstMetric(replicaMissedProgressDesc, prometheus.CounterValue, float64(replicas.MissedProgress))
+	ch <- prometheus.MustNewConstMetric(reassignmentsDesc, prometheus.GaugeValue, float64(replicas.ReassignmentsLed))
+	ch <- prometheus.MustNewConstMetric(reassignmentBytesDesc, prometheus.CounterValue, float64(replicas.ReassignmentBytesOut))
 	conns := c.src.ConnStats()
 	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(conns.Open))
 	ch <- prometheus.MustNewConstMetric(connectionsRefusedDesc, prometheus.CounterValue, float64(conns.RefusedTotal), "total")

@@ -36,6 +36,7 @@ func TestReassignMovesOnlyTheTail(t *testing.T) {
 		s, ok := tierStatusOf(leader, topic, 0)
 		return ok && s.Tiered && s.LocalStart > history/2 && s.TieredEnd >= s.LocalStart, fmt.Sprintf("%+v", s)
 	})
+	atStart, _ := tierStatusOf(leader, topic, 0)
 	added := c.AddBroker().ID
 	target := slices.Clone(m.Replicas)
 	target[slices.Index(target, m.Leader)] = added // the leader's replica moves
@@ -111,7 +112,24 @@ func TestReassignMovesOnlyTheTail(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(leader.DataDir, topic+"-0")); !os.IsNotExist(err) {
 		t.Fatalf("the old leader %d still has the partition's directory (%v)", m.Leader, err)
 	}
-	t.Logf("moved %s-0 %v→%v; new replica copied from offset %d (%d bytes on disk) of %d records",
-		topic, m.Replicas, target, bases[0], dirBytes(c.Broker(added).DataDir), produced)
+	var moved float64
+	for _, id := range c.Up() {
+		n, err := c.Broker(id).MetricSum(ctx, "strata_reassignment_bytes_out_total")
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved += n
+	}
+	// The tail to copy: the leader's local records when the move began,
+	// and those produced while it ran.
+	recordBytes := len(tailValue(0))
+	tail := int(atStart.LocalEnd-atStart.LocalStart+int64(produced-history)) * recordBytes
+	historyBytes := float64(produced * recordBytes)
+	if moved <= 0 || moved > 1.5*float64(tail) || moved > historyBytes/2 {
+		t.Fatalf("the move copied %.0f bytes (strata_reassignment_bytes_out_total): want (0, 1.5 × the %d-byte local tail], well under the %.0f-byte history",
+			moved, tail, historyBytes)
+	}
+	t.Logf("moved %s-0 %v→%v: copied %.0f bytes for a %d-byte local tail (history %.0f bytes, %d records); new replica starts at offset %d",
+		topic, m.Replicas, target, moved, tail, historyBytes, produced, bases[0])
 	readNumbered(t, c, added, topic, 0, produced)
 }
