@@ -7,9 +7,9 @@ package broker
 // habit 8), so this package imports no metrics library.
 
 import (
-	"sync/atomic"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
