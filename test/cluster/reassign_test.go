@@ -133,3 +133,76 @@ func TestReassignMovesOnlyTheTail(t *testing.T) {
 		topic, m.Replicas, target, moved, tail, historyBytes, produced, bases[0])
 	readNumbered(t, c, added, topic, 0, produced)
 }
+
+// TestReassignSurvivesKills: moves are submitted, then the controller is
+// killed (-9) and, separately, the leader of another moving partition. Each
+// move completes under the next controller and leader, from the state in
+// etcd, and every record reads back in order.
+func TestReassignSurvivesKills(t *testing.T) {
+	defer timed(t, "TestReassignSurvivesKills")()
+	c := Start(t, Config{MinIO: true, Spare: 1, ExtraArgs: []string{
+		"--log-retention-check-interval", "250ms", "--tier-upload-interval", "250ms"}})
+	const (
+		topic   = "moving-kills"
+		records = 200
+	)
+	replicatedTopic(t, c, topic, 2, map[string]string{"internal.segment.bytes": "65536", "retention.ms": "-1"})
+	for p := int32(0); p < 2; p++ {
+		produceNumbered(t, c, topic, p, 0, records)
+	}
+	added := c.AddBroker().ID
+	adm := c.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	meta, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	controller := meta.Controller
+	// Both partitions move off the controller (killed first, so the moves
+	// are begun without it and completed by the next one) onto the new
+	// broker; p1's leader is killed while its move runs.
+	m0, m1 := mustPartition(t, c, topic, 0), mustPartition(t, c, topic, 1)
+	target := []int32{added}
+	for _, id := range []int32{1, 2, 3} {
+		if id != controller {
+			target = append(target, id)
+		}
+	}
+	target0, target1 := target, []int32{target[1], target[0], target[2]}
+
+	c.Kill(controller)
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign(topic, 0, target0)
+	req.Assign(topic, 1, target1)
+	c.WaitFor("the moves submitted through a live broker", 30*time.Second, func() (bool, string) {
+		resp, err := adm.AlterPartitionAssignments(ctx, req)
+		if err == nil {
+			err = resp.Error()
+		}
+		return err == nil, fmt.Sprint(err)
+	})
+	killedLeader := m1.Leader
+	if killedLeader == controller { // already dead: kill another replica p1 keeps
+		killedLeader = target1[0]
+	}
+	c.Kill(killedLeader)
+	t.Logf("killed controller %d, then broker %d (p1's leader was %d); moving p0 %v→%v, p1 %v→%v", controller, killedLeader,
+		m1.Leader, m0.Replicas, target0, m1.Replicas, target1)
+	for p, want := range [][]int32{target0, target1} {
+		c.WaitFor(fmt.Sprintf("%s-%d moved to %v", topic, p, want), 2*time.Minute, func() (bool, string) {
+			got, err := c.Partition(topic, int32(p))
+			return err == nil && slices.Equal(got.Replicas, want) && got.Leader >= 0 && slices.Contains(want, got.Leader),
+				fmt.Sprint(got, err)
+		})
+	}
+	c.Restart(controller)
+	c.Restart(killedLeader)
+	c.WaitFor("no reassignment listed", 30*time.Second, func() (bool, string) {
+		listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}, 1: {}}})
+		return err == nil && len(listed) == 0, fmt.Sprint(listed, err)
+	})
+	for p := int32(0); p < 2; p++ {
+		readNumbered(t, c, added, topic, p, records)
+	}
+}
