@@ -37,8 +37,8 @@
 //
 // # How Balance decides
 //
-// Three greedy passes over sorted brokers and partitions, each move
-// chosen to fix the largest excess first:
+// Three greedy passes over sorted brokers and partitions, each step
+// taken from the most loaded broker to the least loaded one first:
 //
 //  1. racks: a partition whose replicas crowd a rack moves the crowding
 //     replica to the least loaded broker of a rack with room.
@@ -48,9 +48,19 @@
 //     is not the preferred leader so leaders stay where they are.
 //  3. leaderships: while a broker's preferred leaderships are outside the
 //     band, reorder a partition it leads so that another of its replicas,
-//     on a broker with fewer leaderships, comes first. Reordering moves no
-//     data; the partition's current leader is promoted when it qualifies,
-//     so the election changes nothing for it.
+//     on a broker with fewer leaderships, comes first; when no partition
+//     holds both, a chain of such swaps through other brokers does it.
+//     Reordering moves no data; partitions the plan already moves, and
+//     then the partition's current leader, are preferred, so the
+//     election changes as little as it can. Only when no reordering can
+//     help (single-replica partitions) does a leading replica move, with
+//     a replica moved back the other way to keep the replica counts.
+//
+// Drain moves each of the node's replicas to the least loaded broker that
+// keeps the partition's rack spread (a distinct broker if no rack has
+// room), hands the node's preferred leaderships to replicas that were
+// already in the partition, and evens out leaderships among the moved
+// partitions only: partitions without a replica on the node stay put.
 //
 // The passes are best effort under constraints: with too few brokers in a
 // rack, say, a count may stay outside the band; the plan then does what
