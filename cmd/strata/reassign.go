@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,16 +37,24 @@ const reassignPoll = time.Second
 // tail (history stays in the bucket), which takes minutes, not hours.
 const defaultReassignTimeout = 30 * time.Minute
 
+// reassignClientFlags registers the connection flags for a command that
+// watches reassignments: its client's Metadata is at most half a poll old
+// (kgo caches it for 5s by default, which would lag each finished move).
+func reassignClientFlags(fs *flag.FlagSet, c *cli) func() (*kgo.Client, error) {
+	conn := newConnFlags(fs, c)
+	return func() (*kgo.Client, error) {
+		cl, _, err := conn.client(kgo.MetadataMinAge(reassignPoll / 2))
+		return cl, err
+	}
+}
+
 // reassignWait are the flags of the commands that submit and wait.
 type reassignWait struct {
 	noWait  *bool
 	timeout *time.Duration
 }
 
-func newReassignWait(fs interface {
-	Bool(string, bool, string) *bool
-	Duration(string, time.Duration, string) *time.Duration
-}) reassignWait {
+func newReassignWait(fs *flag.FlagSet) reassignWait {
 	return reassignWait{
 		noWait:  fs.Bool("no-wait", false, "submit and return; 'strata partition reassignments' shows progress"),
 		timeout: fs.Duration("timeout", defaultReassignTimeout, "how long to wait for the reassignments to finish"),
@@ -54,7 +63,7 @@ func newReassignWait(fs interface {
 
 func partitionReassign(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("partition reassign (--topic T --partition P --replicas 4,2,3 | --file plan.json) [--cancel]", c)
-	conn := clientFlags(fs, c)
+	conn := reassignClientFlags(fs, c)
 	topic := fs.String("topic", "", "topic of the partition to move")
 	partition := fs.Int("partition", -1, "partition to move")
 	replicas := fs.String("replicas", "", "wanted replica `ids`, comma-separated, preferred leader first (e.g. 4,2,3)")

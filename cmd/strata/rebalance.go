@@ -25,7 +25,7 @@ func runBroker(ctx context.Context, c *cli, args []string) error {
 
 func brokerDrain(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("broker drain ID", c)
-	conn := clientFlags(fs, c)
+	conn := reassignClientFlags(fs, c)
 	dryRun := fs.Bool("dry-run", false, "print the plan, submit nothing")
 	asJSON := jsonFlag(fs)
 	wait := newReassignWait(fs)
@@ -93,7 +93,7 @@ func verifyDrained(ctx context.Context, w io.Writer, adm *kadm.Client, node int3
 
 func clusterBalanceCmd(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("cluster balance", c)
-	conn := clientFlags(fs, c)
+	conn := reassignClientFlags(fs, c)
 	dryRun := fs.Bool("dry-run", false, "print the plan, submit nothing")
 	asJSON := jsonFlag(fs)
 	wait := newReassignWait(fs)
