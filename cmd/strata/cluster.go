@@ -21,8 +21,9 @@ import (
 // (its brokers, features and partition health) and the broker configs.
 func runCluster(ctx context.Context, c *cli, args []string) error {
 	return dispatchVerb(ctx, c, "cluster", map[string]verb{
-		"info":   {clusterInfoCmd, "cluster id, controller, brokers, features, topic counts and partition health"},
-		"config": {clusterConfigCmd, "describe broker configs; set or delete dynamic ones"},
+		"info":    {clusterInfoCmd, "cluster id, controller, brokers, features, topic counts and partition health"},
+		"config":  {clusterConfigCmd, "describe broker configs; set or delete dynamic ones"},
+		"balance": {clusterBalanceCmd, "even out replicas and preferred leaders over the brokers (and racks)"},
 	}, args)
 }
 

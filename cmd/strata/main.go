@@ -56,21 +56,23 @@ func usageErrorf(format string, args ...any) error {
 
 func commands() map[string]command {
 	return map[string]command{
-		"serve":   {"run a broker", runServe},
-		"topic":   {"create|list|describe|alter|add-partitions|delete topics", runTopic},
-		"produce": {"write stdin lines as records", runProduce},
-		"consume": {"print record values", runConsume},
-		"bench":   {"produce|consume benchmarks", runBench},
-		"version": {"print the version", runVersion},
-		"group":   {"list|describe|lag|reset|delete|delete-offsets consumer groups", runGroup},
-		"quota":   {"set|describe client quotas", runQuota},
-		"tier":    {"tiered storage status", runTier},
-		"replay":  {"print a range of a topic from the bucket, no broker needed", runReplay},
-		"restore": {"restore topics, configs and group offsets from the bucket into a running cluster", runRestore},
-		"acl":     {"create|list|delete Kafka ACLs", runACL},
-		"user":    {"create|delete|list SCRAM users", runUser},
-		"cluster": {"cluster info (brokers, features, health) and broker configs", runCluster},
-		"txn":     {"list|describe transactions and their producers", runTxn},
+		"serve":     {"run a broker", runServe},
+		"topic":     {"create|list|describe|alter|add-partitions|delete topics", runTopic},
+		"produce":   {"write stdin lines as records", runProduce},
+		"consume":   {"print record values", runConsume},
+		"bench":     {"produce|consume benchmarks", runBench},
+		"version":   {"print the version", runVersion},
+		"group":     {"list|describe|lag|reset|delete|delete-offsets consumer groups", runGroup},
+		"quota":     {"set|describe client quotas", runQuota},
+		"tier":      {"tiered storage status", runTier},
+		"replay":    {"print a range of a topic from the bucket, no broker needed", runReplay},
+		"restore":   {"restore topics, configs and group offsets from the bucket into a running cluster", runRestore},
+		"acl":       {"create|list|delete Kafka ACLs", runACL},
+		"user":      {"create|delete|list SCRAM users", runUser},
+		"cluster":   {"cluster info (brokers, features, health) and broker configs", runCluster},
+		"txn":       {"list|describe transactions and their producers", runTxn},
+		"partition": {"reassign partitions and list ongoing reassignments", runPartition},
+		"broker":    {"drain a broker of its replicas before stopping it", runBroker},
 	}
 }
 
@@ -120,7 +122,7 @@ func printUsage(w io.Writer, cmds map[string]command) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", name, cmds[name].summary)
+		fmt.Fprintf(w, "  %-9s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'strata <command> -h' for a command's flags.")
 }
