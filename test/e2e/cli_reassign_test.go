@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // planJSON is what `cluster balance --json` and `broker drain --json` print.
@@ -150,4 +154,79 @@ func waitBrokerCount(t *testing.T, b *Broker, n int) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// The same cluster, for real: `cluster balance` moves replicas onto the
+// fourth broker until each holds 9 (±1) replicas and leads 3 (±1), then
+// `broker drain 2` empties broker 2 and says it is safe to stop; every
+// record produced before reads back.
+func TestCLIBalanceAndDrain(t *testing.T) {
+	etcd := clusterEtcd(t)
+	common := []string{"--durability", "replication", "--offsets-topic-replication-factor", "3"}
+	b1 := StartBroker(t, withArgs(common...), withEtcd(etcd))
+	for id := 2; id <= 3; id++ {
+		StartBroker(t, withArgs(common...), withEtcd(etcd), func(b *Broker) { b.NodeID, b.Cluster = id, b1.Cluster })
+	}
+	adm := b1.Admin()
+	waitBrokerCount(t, b1, 3)
+	two := "2"
+	if resp, err := adm.CreateTopic(testCtx(t, 30*time.Second), 12, 3, map[string]*string{"min.insync.replicas": &two}, "orders"); err != nil || resp.Err != nil {
+		t.Fatalf("create orders: %v %v", err, resp.Err)
+	}
+	const records = 1200
+	cl := b1.Client(kgo.DefaultProduceTopic("orders"))
+	var recs []*kgo.Record
+	for i := range records {
+		recs = append(recs, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(testCtx(t, 60*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	StartBroker(t, withArgs(common...), withEtcd(etcd), func(b *Broker) { b.NodeID, b.Cluster = 4, b1.Cluster })
+	waitBrokerCount(t, b1, 4)
+
+	out := runStrata(t, "cluster", "balance", "--timeout", "2m", "--brokers", b1.Addr)
+	t.Logf("cluster balance:\n%s", out)
+	replicas, leaders := assignmentCounts(t, adm, "orders")
+	for id := int32(1); id <= 4; id++ {
+		if replicas[id] < 8 || replicas[id] > 10 || leaders[id] < 2 || leaders[id] > 4 {
+			t.Fatalf("after balance: replicas %v, leaders %v; want 9±1 and 3±1 each", replicas, leaders)
+		}
+	}
+
+	out = runStrata(t, "broker", "drain", "2", "--timeout", "2m", "--brokers", b1.Addr)
+	if !strings.Contains(out, "broker 2 holds no replicas: safe to stop") {
+		t.Fatalf("broker drain 2 printed:\n%s", out)
+	}
+	if replicas, leaders = assignmentCounts(t, adm, "orders"); replicas[2] != 0 || leaders[2] != 0 {
+		t.Fatalf("after drain: replicas %v, leaders %v; want none on broker 2", replicas, leaders)
+	}
+	consumer := b1.Client(kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer consumer.Close()
+	seen := map[string]bool{}
+	ctx := testCtx(t, 60*time.Second)
+	for len(seen) < records && ctx.Err() == nil {
+		consumer.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	if len(seen) != records {
+		t.Fatalf("read %d distinct records of %d after the moves", len(seen), records)
+	}
+}
+
+// assignmentCounts is each broker's replicas and leaderships of topic.
+func assignmentCounts(t *testing.T, adm *kadm.Client, topic string) (replicas, leaders map[int32]int) {
+	t.Helper()
+	md, err := adm.Metadata(testCtx(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas, leaders = map[int32]int{}, map[int32]int{}
+	for _, p := range md.Topics[topic].Partitions {
+		leaders[p.Leader]++
+		for _, r := range p.Replicas {
+			replicas[r]++
+		}
+	}
+	return replicas, leaders
 }
