@@ -12,8 +12,13 @@ import (
 
 // handleDescribeLogDirs describes this broker's one log directory (v0-4):
 // the local partitions asked for (null: all) with the bytes of their local
-// segments (the bucket's part is not on this disk), offset lag 0 (there are
-// no future replicas), and (v4) the file system's total and usable bytes.
+// segments, offset lag 0 (there are no future replicas), and (v4) the file
+// system's total and usable bytes. Kafka's response has no field for
+// tiered bytes, so with tiering on a second directory named
+// "tiered:bucket" lists, for the partitions this broker leads, the bytes of
+// their objects in the bucket (total and usable bytes -1: a bucket has no
+// capacity). Only the leader lists a partition there, so summing the
+// directories of every broker counts each object once.
 // Describe on the Cluster is needed: without it v3+ answers
 // CLUSTER_AUTHORIZATION_FAILED, older versions an empty list, as Kafka.
 func (b *Broker) handleDescribeLogDirs(_ context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -52,7 +57,40 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, rc *requestContext, kr
 		dir.Topics[i].Partitions = append(dir.Topics[i].Partitions, dp)
 	}
 	resp.Dirs = append(resp.Dirs, dir)
+	if b.objects != nil {
+		resp.Dirs = append(resp.Dirs, b.tieredLogDir(wanted))
+	}
 	return resp, nil
+}
+
+// tieredLogDirName names the pseudo directory of the bucket's bytes.
+const tieredLogDirName = "tiered:bucket"
+
+// tieredLogDir is the bucket's bytes of the partitions this broker leads.
+func (b *Broker) tieredLogDir(wanted map[logDirKey]bool) kmsg.DescribeLogDirsResponseDir {
+	dir := kmsg.NewDescribeLogDirsResponseDir()
+	dir.Dir, dir.TotalBytes, dir.UsableBytes = tieredLogDirName, -1, -1
+	byTopic := map[string]int{}
+	for _, p := range b.parts.localPartitions() {
+		if (wanted != nil && !wanted[logDirKey{p.topic, p.index}]) || !p.isLeader() {
+			continue
+		}
+		i, ok := byTopic[p.topic]
+		if !ok {
+			i = len(dir.Topics)
+			byTopic[p.topic] = i
+			t := kmsg.NewDescribeLogDirsResponseDirTopic()
+			t.Topic = p.topic
+			dir.Topics = append(dir.Topics, t)
+		}
+		dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+		dp.Partition = p.index
+		for _, e := range p.manifest.Segments(p.topicID, p.index) {
+			dp.Size += e.Size
+		}
+		dir.Topics[i].Partitions = append(dir.Topics[i].Partitions, dp)
+	}
+	return dir
 }
 
 type logDirKey struct {

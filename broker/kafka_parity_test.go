@@ -459,7 +459,7 @@ func TestElectLeadersPreferred(t *testing.T) {
 	}
 }
 
-// ListPartitionReassignments answers an empty list; DescribeLogDirs lists
+// ListPartitionReassignments answers an empty list when nothing moves; DescribeLogDirs lists
 // the local partitions with their sizes; DescribeTopicPartitions pages
 // through partitions with a cursor.
 func TestReassignmentsLogDirsAndTopicPartitions(t *testing.T) {

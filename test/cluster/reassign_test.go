@@ -132,6 +132,30 @@ func TestReassignMovesOnlyTheTail(t *testing.T) {
 	t.Logf("moved %s-0 %v→%v: copied %.0f bytes for a %d-byte local tail (history %.0f bytes, %d records); new replica starts at offset %d",
 		topic, m.Replicas, target, moved, tail, historyBytes, produced, bases[0])
 	readNumbered(t, c, added, topic, 0, produced)
+
+	// DescribeLogDirs: the new leader lists the partition's local bytes in
+	// its data dir and the bucket's bytes in the "tiered:bucket" dir.
+	final := mustPartition(t, c, topic, 0)
+	dirs, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var local, tiered int64
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		if d.Broker != final.Leader {
+			return
+		}
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			if d.Dir == "tiered:bucket" {
+				tiered += p.Size
+			} else {
+				local += p.Size
+			}
+		})
+	})
+	if local <= 0 || tiered <= 0 || float64(tiered) < historyBytes/4 {
+		t.Fatalf("DescribeLogDirs of the leader %d: local %d, tiered %d bytes (history %.0f)", final.Leader, local, tiered, historyBytes)
+	}
 }
 
 // TestReassignSurvivesKills: moves are submitted, then the controller is
