@@ -94,7 +94,9 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 	}
 	b.metrics.recordFetchBytes(resp, slots, results, b.parts.topicName)
 	if replica := fetchReplicaID(req); replica >= 0 {
-		b.metrics.recordMoveBytes(replica, slots, results)
+		if n := b.metrics.recordMoveBytes(replica, slots, results); n > 0 {
+			b.moves.charge(n)
+		}
 	}
 	fs.finish(resp)
 	b.addFetchLeaders(req, resp)
@@ -174,7 +176,12 @@ func (b *Broker) planFetch(rc *requestContext, req *kmsg.FetchRequest, resp *kms
 				p, code := b.followerFetchPartition(req.Version, replicaID, rt, rp)
 				if code != 0 {
 					sp.ErrorCode, sp.HighWatermark = code, -1
+				} else if ok, limit := b.moves.allow(p, replicaID); !ok {
+					fillFollowerPositions(&sp, p) // positions only: this move's bytes wait for the throttle
 				} else {
+					if limit > 0 && (pr.MaxBytes <= 0 || limit < pr.MaxBytes) {
+						pr.MaxBytes = limit
+					}
 					pr.Partition, slot.follower = followerSource{p, rc.reads, b.cold}, p
 				}
 			} else if p, code := b.fetchablePartition(req.Version, rt, rp); code != 0 {

@@ -145,6 +145,11 @@ type Config struct {
 	// with auto.leader.rebalance.enable): how often the controller moves
 	// leadership back to preferred replicas. Default 5m; negative: never.
 	LeaderRebalanceInterval time.Duration
+	// ReassignmentBytesPerSecond bounds the bytes a leader serves to
+	// replicas being added by reassignments (the static value of
+	// leader.replication.throttled.rate and
+	// follower.replication.throttled.rate; 0: unlimited).
+	ReassignmentBytesPerSecond int64
 	// ControllerDebounce is how long the active controller waits after a
 	// metadata change before it plans (controller.Config.Debounce).
 	// Default 50ms.
@@ -399,6 +404,9 @@ type Broker struct {
 
 	// metrics are the topic byte counters (metrics.go; atomics).
 	metrics brokerMetrics
+	// moves throttles what this broker serves, as leader, to replicas
+	// being added (moveThrottle.go).
+	moves moveThrottle
 	// quotas are the client quotas and their rates (quotas.go; loads
 	// from store, attached by New).
 	quotas quota.Manager

@@ -34,6 +34,8 @@ var dynamicBrokerConfigs = map[string]struct{ min int64 }{
 	"log.cleaner.backoff.ms":              {0},
 	"log.cleaner.io.max.bytes.per.second": {0},
 	"log.cleaner.dedupe.buffer.size":      {1 << 10},
+	"leader.replication.throttled.rate":   {0},
+	"follower.replication.throttled.rate": {0},
 }
 
 // ignoredBrokerConfigs are broker configs Kafka 4 accepts and ignores
@@ -110,6 +112,7 @@ func (b *Broker) applyDynamicConfigs() {
 	}
 	b.connLimits.SetLimits(wire.ConnLimits{MaxConnections: int(num("max.connections")),
 		MaxConnectionsPerIP: int(num("max.connections.per.ip"))})
+	b.moves.setRate(throttleRate(num("leader.replication.throttled.rate"), num("follower.replication.throttled.rate")))
 	if b.cleaner != nil {
 		t := compaction.Tuning{Backoff: time.Duration(num("log.cleaner.backoff.ms")) * time.Millisecond,
 			IOBytesPerSecond: num("log.cleaner.io.max.bytes.per.second"), DedupeBufferBytes: num("log.cleaner.dedupe.buffer.size")}

@@ -67,8 +67,8 @@ type brokerMetrics struct {
 }
 
 // recordMoveBytes counts the record bytes a follower fetch of replica
-// returned for partitions it is being added to.
-func (m *brokerMetrics) recordMoveBytes(replica int32, slots []fetchSlot, results []fetch.Result) {
+// returned for partitions it is being added to, and returns them.
+func (m *brokerMetrics) recordMoveBytes(replica int32, slots []fetchSlot, results []fetch.Result) int {
 	var n int
 	for i, res := range results {
 		if i < len(slots) && len(res.Records) > 0 && slots[i].follower != nil &&
@@ -79,6 +79,7 @@ func (m *brokerMetrics) recordMoveBytes(replica int32, slots []fetchSlot, result
 	if n > 0 {
 		m.moveBytesOut.Add(uint64(n))
 	}
+	return n
 }
 
 // recordProduceBytes adds, per topic, the record bytes of the partitions

@@ -75,6 +75,7 @@ type serveFlags struct {
 	offsetsTopicReplicationFactor int
 	controlledShutdownTimeout     time.Duration
 	leaderImbalanceCheckInterval  time.Duration
+	reassignmentBytesPerSecond    int64
 	// Idempotence and transactions (hotlog producer state, broker/txn).
 	producerIDExpiration      time.Duration
 	transactionalIDExpiration time.Duration
@@ -218,6 +219,9 @@ func (f *serveFlags) registerReplication(fs *flag.FlagSet) {
 		"replication factor of __consumer_offsets, capped by the live brokers (offsets.topic.replication.factor)")
 	fs.DurationVar(&f.controlledShutdownTimeout, "controlled-shutdown-timeout", 30*time.Second,
 		"how long SIGTERM waits for leadership to move to other brokers before exiting")
+	fs.Int64Var(&f.reassignmentBytesPerSecond, "reassignment-bytes-per-second", 0,
+		"bytes per second a leader serves to replicas being added by partition moves, so moves never starve live followers\n"+
+			"(the default of the dynamic leader.replication.throttled.rate / follower.replication.throttled.rate; 0: unlimited)")
 	fs.DurationVar(&f.leaderImbalanceCheckInterval, "leader-imbalance-check-interval", 5*time.Minute,
 		"how often leadership moves back to preferred replicas after failovers (leader.imbalance.check.interval.seconds; 0: never)")
 }
@@ -227,6 +231,8 @@ func (f *serveFlags) replicationConfig(cfg *broker.Config) error {
 	switch {
 	case f.leaseTTL < time.Second:
 		return usageErrorf("--lease-ttl %s: want ≥ 1s", f.leaseTTL)
+	case f.reassignmentBytesPerSecond < 0:
+		return usageErrorf("--reassignment-bytes-per-second %d: want ≥ 0 (0: unlimited)", f.reassignmentBytesPerSecond)
 	case f.leaderImbalanceCheckInterval < 0:
 		return usageErrorf("--leader-imbalance-check-interval %s: want ≥ 0 (0: never)", f.leaderImbalanceCheckInterval)
 	case f.replicaLagTimeMax <= 0 || f.replicaFetchMaxWait <= 0 || f.controlledShutdownTimeout <= 0:
@@ -246,6 +252,7 @@ func (f *serveFlags) replicationConfig(cfg *broker.Config) error {
 	cfg.DefaultReplicationFactor = int16(f.defaultReplicationFactor)
 	cfg.OffsetsTopicReplicationFactor = int16(f.offsetsTopicReplicationFactor)
 	cfg.ControlledShutdownTimeout = f.controlledShutdownTimeout
+	cfg.ReassignmentBytesPerSecond = f.reassignmentBytesPerSecond
 	cfg.LeaderRebalanceInterval = f.leaderImbalanceCheckInterval
 	if f.leaderImbalanceCheckInterval == 0 {
 		cfg.LeaderRebalanceInterval = -1 // 0 means "default" in broker.Config

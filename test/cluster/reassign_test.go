@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -229,4 +230,53 @@ func TestReassignSurvivesKills(t *testing.T) {
 	for p := int32(0); p < 2; p++ {
 		readNumbered(t, c, added, topic, p, records)
 	}
+}
+
+// TestReassignThrottled: with leader.replication.throttled.rate set
+// cluster-wide (as kafka-reassign-partitions --throttle does), a move
+// copies its tail no faster than the rate (plus one second's burst and one
+// batch, the throttle's grain), and still completes.
+func TestReassignThrottled(t *testing.T) {
+	defer timed(t, "TestReassignThrottled")()
+	c := Start(t, Config{Spare: 1})
+	const (
+		topic   = "throttled"
+		records = 300 // about 1.2 MiB
+		rate    = 256 << 10
+	)
+	replicatedTopic(t, c, topic, 1, map[string]string{"internal.segment.bytes": "65536", "retention.ms": "-1"})
+	for i := 0; i < records; i += 10 { // small batches: the throttle's grain is one batch
+		produceNumbered(t, c, topic, 0, i, 10)
+	}
+	adm := c.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	v := strconv.Itoa(rate)
+	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "leader.replication.throttled.rate", Value: &v}}); err != nil {
+		t.Fatal(err)
+	}
+	added := c.AddBroker().ID
+	m := mustPartition(t, c, topic, 0)
+	target := slices.Clone(m.Replicas)
+	target[slices.Index(target, followers(m)[0])] = added
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign(topic, 0, target)
+	start := time.Now()
+	if resp, err := adm.AlterPartitionAssignments(ctx, req); err != nil || resp.Error() != nil {
+		t.Fatalf("AlterPartitionAssignments: %v %v", err, resp.Error())
+	}
+	c.WaitFor(fmt.Sprintf("%s-0 moved to %v", topic, target), 90*time.Second, func() (bool, string) {
+		got, err := c.Partition(topic, 0)
+		return err == nil && slices.Equal(got.Replicas, target), fmt.Sprint(got, err)
+	})
+	elapsed := time.Since(start)
+	moved, err := c.Broker(m.Leader).MetricSum(ctx, "strata_reassignment_bytes_out_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := float64(rate)*elapsed.Seconds() + rate + 64<<10; moved > limit || moved < records*4096 {
+		t.Fatalf("moved %.0f bytes in %v at %d B/s: want at least the %d-byte tail, at most %.0f", moved, elapsed, rate, records*4096, limit)
+	}
+	t.Logf("moved %.0f bytes in %v under a %d B/s throttle (%.0f B/s)", moved, elapsed.Round(time.Millisecond), rate, moved/elapsed.Seconds())
+	readNumbered(t, c, added, topic, 0, records)
 }
