@@ -169,7 +169,7 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 func TestPrintTierStatusBucketLag(t *testing.T) {
 	var out strings.Builder
 	printBrokerTierStatus(t, &out,
-		broker.PartitionTierStatus{Topic: "led", Partition: 0, Leader: true, BucketLagMs: 12_400, BucketLagBytes: 4096, UploadMaxLagMs: 60_000},
+		broker.PartitionTierStatus{Topic: "led", Partition: 0, Leader: true, RemoteStorage: true, BucketLagMs: 12_400, BucketLagBytes: 4096, UploadMaxLagMs: 60_000},
 		broker.PartitionTierStatus{Topic: "followed", Partition: 1},
 	)
 	lines := strings.Split(out.String(), "\n")

@@ -41,8 +41,8 @@ func (h *httpServer) serveTier(b *broker.Broker, bucket *tier.Bucket) {
 }
 
 // tierStatus answers GET /v1/tier/status[?topic=T][&scope=broker|cluster]:
-// by default (scope=broker) a JSON array of this broker's
-// broker.PartitionTierStatus; with scope=cluster every live broker's rows
+// by default (scope=broker) a JSON array of broker.PartitionTierStatus, one
+// per partition this broker holds a replica of (led or followed); with scope=cluster every live broker's rows
 // (tier_cluster.go).
 func (h *httpServer) tierStatus(w http.ResponseWriter, r *http.Request) {
 	src := h.tier.Load()
@@ -59,7 +59,7 @@ func (h *httpServer) tierStatus(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("scope %q: want broker or cluster", scope), http.StatusBadRequest)
 		return
 	}
-	status := src.broker.TierStatus(r.URL.Query().Get("topic"))
+	status := src.broker.ReplicaTierStatus(r.URL.Query().Get("topic"))
 	if status == nil {
 		status = []broker.PartitionTierStatus{}
 	}
@@ -143,7 +143,7 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.src.broker.TierStatus("") {
 		part := fmt.Sprint(p.Partition)
 		ch <- prometheus.MustNewConstMetric(tierLagDesc, prometheus.GaugeValue, float64(p.UploadLagBytes), p.Topic, part)
-		if p.Leader {
+		if p.Leader && p.RemoteStorage {
 			lag := float64(p.BucketLagMs) / 1000
 			maxBucketLag = max(maxBucketLag, lag)
 			ch <- prometheus.MustNewConstMetric(bucketLagDesc, prometheus.GaugeValue, lag, p.Topic, part)

@@ -71,7 +71,7 @@ type brokerAnswer struct {
 type tierStatusSource interface {
 	NodeID() int32
 	LiveBrokers() []metadata.BrokerInfo
-	TierStatus(topic string) []broker.PartitionTierStatus
+	ReplicaTierStatus(topic string) []broker.PartitionTierStatus
 }
 
 // gatherTierStatus asks every live broker for its status of topic ("":
@@ -84,7 +84,7 @@ func gatherTierStatus(ctx context.Context, src tierStatusSource, topic string) c
 		answers[i].info = info
 		switch {
 		case info.NodeID == src.NodeID():
-			answers[i].status = src.TierStatus(topic)
+			answers[i].status = src.ReplicaTierStatus(topic)
 		case info.HTTP == "":
 			answers[i].err = errNoHTTPAddress
 		default:

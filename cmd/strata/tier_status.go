@@ -256,9 +256,9 @@ func viewColumns(view tierStatusView, r tierRow) string {
 
 // bucketLagColumn is how far the bucket is behind a partition this broker
 // leads (time, bytes, and the bound), or "-" on a follower, which does not
-// upload and cannot tell.
+// upload and cannot tell, and for a topic that is not tiered.
 func bucketLagColumn(p broker.PartitionTierStatus) string {
-	if !p.Leader {
+	if !p.Leader || !p.RemoteStorage {
 		return "-"
 	}
 	bound := "no bound"

@@ -145,7 +145,7 @@ type fakeTierSource struct {
 
 func (f *fakeTierSource) NodeID() int32                      { return f.self }
 func (f *fakeTierSource) LiveBrokers() []metadata.BrokerInfo { return f.brokers }
-func (f *fakeTierSource) TierStatus(topic string) []broker.PartitionTierStatus {
+func (f *fakeTierSource) ReplicaTierStatus(topic string) []broker.PartitionTierStatus {
 	var out []broker.PartitionTierStatus
 	for _, st := range f.status {
 		if topic == "" || st.Topic == topic {
