@@ -41,7 +41,12 @@ type Config struct {
 	Listen string
 	// Advertise is the host:port given to clients in Metadata. Default: the bound listen address.
 	Advertise string
-	Rack      string
+	// AdvertiseHTTP is the host:port of this broker's HTTP server that
+	// other brokers reach, registered as metadata.BrokerInfo.HTTP. An
+	// empty host (":9644") takes the first listener's advertised host.
+	// Empty: no HTTP address is registered.
+	AdvertiseHTTP string
+	Rack          string
 	// DataDir holds <topic>-<partition>/ directories.
 	DataDir    string
 	Durability hotlog.Durability
@@ -302,6 +307,11 @@ func (c Config) Validate() error {
 	if c.Advertise != "" {
 		if _, _, err := listeners.SplitHostPort(c.Advertise); err != nil {
 			return fmt.Errorf("%w: advertise: %v", ErrInvalidConfig, err)
+		}
+	}
+	if c.AdvertiseHTTP != "" {
+		if _, port, err := listeners.SplitHostPort(c.AdvertiseHTTP); err != nil || port == 0 {
+			return fmt.Errorf("%w: advertised HTTP address %q: want host:port with a port", ErrInvalidConfig, c.AdvertiseHTTP)
 		}
 	}
 	if c.MaxConnections < 0 || c.MaxConnectionsPerIP < 0 {
@@ -601,6 +611,14 @@ func (b *Broker) watchLost(lost <-chan struct{}) {
 
 // registration is the current registration; Epoch 0 while unregistered.
 func (b *Broker) registration() metadata.Registration { return b.reg.Current() }
+
+// NodeID is this broker's id.
+func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
+
+// LiveBrokers lists the registered brokers as this broker last saw them
+// (refreshed on every change of the registrations), sorted by node id and
+// always including this one.
+func (b *Broker) LiveBrokers() []metadata.BrokerInfo { return b.liveBrks.all() }
 
 // Addr is the bound Kafka listener address (valid after Start).
 func (b *Broker) Addr() net.Addr {

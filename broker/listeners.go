@@ -72,11 +72,27 @@ func (c Config) validateListeners() error {
 type listener = listeners.Bound
 
 // registrationInfo is this broker's registration: every listener's
-// endpoint, the first one also as Host/Port.
+// endpoint, the first one also as Host/Port, and the HTTP address.
 func (b *Broker) registrationInfo() (metadata.BrokerInfo, error) {
 	info := metadata.BrokerInfo{NodeID: b.cfg.NodeID, Rack: b.cfg.Rack}
-	err := listeners.Register(&info, b.listeners)
-	return info, err
+	if err := listeners.Register(&info, b.listeners); err != nil {
+		return info, err
+	}
+	info.HTTP = advertisedHTTP(b.cfg.AdvertiseHTTP, info.Host)
+	return info, nil
+}
+
+// advertisedHTTP is the HTTP address to register: advertise, with
+// kafkaHost when advertise names no host. Config.Validate checked its form.
+func advertisedHTTP(advertise, kafkaHost string) string {
+	host, port, err := net.SplitHostPort(advertise)
+	if err != nil {
+		return ""
+	}
+	if host == "" {
+		host = kafkaHost
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // ListenerAddr is the bound address of the named listener (nil before

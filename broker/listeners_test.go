@@ -147,3 +147,26 @@ func TestPeerDialerSpeaksTheInterBrokerListenersProtocol(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvertisedHTTP: the registered HTTP address takes the Kafka host
+// when the configured one names none; a bad or portless one is refused.
+func TestAdvertisedHTTP(t *testing.T) {
+	for _, c := range []struct{ advertise, kafkaHost, want string }{
+		{"", "k1", ""},
+		{":9644", "k1", "k1:9644"},
+		{":9644", "::1", "[::1]:9644"},
+		{"h1:9644", "k1", "h1:9644"},
+	} {
+		if got := advertisedHTTP(c.advertise, c.kafkaHost); got != c.want {
+			t.Errorf("advertisedHTTP(%q, %q) = %q, want %q", c.advertise, c.kafkaHost, got, c.want)
+		}
+	}
+	base := Config{NodeID: 1, DataDir: t.TempDir()}
+	for _, bad := range []string{"h1", "h1:0", "h1:x"} {
+		cfg := base
+		cfg.AdvertiseHTTP = bad
+		if err := cfg.withDefaults().Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("AdvertiseHTTP %q: %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+}

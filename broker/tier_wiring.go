@@ -161,9 +161,21 @@ func (b *Broker) TierCounters() TierCounters { return b.tiering.Counters() }
 // deletion.
 func (b *Broker) TierManifest() TierManifestView { return b.tiering.ManifestView() }
 
-// TierStatus describes every local partition (of topic, if not empty),
-// sorted by topic and partition.
+// TierStatus describes every partition this broker leads (of topic, if
+// not empty), sorted by topic and partition.
 func (b *Broker) TierStatus(topic string) []PartitionTierStatus {
+	return b.tierStatus(topic, false)
+}
+
+// ReplicaTierStatus is TierStatus of every partition this broker holds a
+// replica of, led or followed (PartitionTierStatus.Leader tells which).
+func (b *Broker) ReplicaTierStatus(topic string) []PartitionTierStatus {
+	return b.tierStatus(topic, true)
+}
+
+// tierStatus lists the status of topic's partitions ("": every topic's)
+// that this broker leads, and with followed those it follows too.
+func (b *Broker) tierStatus(topic string, followed bool) []PartitionTierStatus {
 	var out []PartitionTierStatus
 	for _, t := range b.parts.allTopics() {
 		if topic != "" && t.topic.Name != topic {
@@ -171,10 +183,12 @@ func (b *Broker) TierStatus(topic string) []PartitionTierStatus {
 		}
 		for i := range t.topic.Replicas {
 			p, code := b.parts.lookup(t.topic.Name, int32(i))
-			if code != 0 {
-				continue
+			if code != 0 && followed {
+				p, _ = b.parts.hosted(t.topic.Name, int32(i))
 			}
-			out = append(out, b.partitionTierStatus(p))
+			if p != nil {
+				out = append(out, b.partitionTierStatus(p))
+			}
 		}
 	}
 	return out

@@ -190,6 +190,11 @@ type BrokerInfo struct {
 	// no listener names. Nil for brokers registered before listeners had
 	// names. At most MaxBrokerEndpoints entries.
 	Endpoints map[string]string
+	// HTTP is the advertised host:port of the broker's HTTP server
+	// (/v1/tier/status and the like), which other brokers fan out to.
+	// Empty for brokers registered before it was advertised, or that
+	// serve no HTTP: such a broker is reachable only over Kafka.
+	HTTP string
 }
 
 // Endpoint is where the broker listens on the listener named name: its

@@ -19,6 +19,8 @@ const (
 	MaxReplicationFactor = 64
 	// maxBrokerHost bounds a registered host name (DNS names are ≤ 253).
 	maxBrokerHost = 255
+	// maxBrokerAddr bounds a registered host:port.
+	maxBrokerAddr = maxBrokerHost + len(":65535")
 )
 
 // keys builds the keys of one cluster; prefix is "/strata/<cluster>/".
@@ -255,6 +257,8 @@ type brokerRecord struct {
 	Draining bool   `json:"draining,omitempty"`
 	// Endpoints: listener name -> advertised host:port.
 	Endpoints map[string]string `json:"endpoints,omitempty"`
+	// HTTP: advertised host:port of the HTTP server (absent before).
+	HTTP string `json:"http,omitempty"`
 }
 
 func encodeBroker(b BrokerInfo) ([]byte, error) {
@@ -278,14 +282,14 @@ func decodeBroker(value []byte) (BrokerInfo, error) {
 
 func checkBroker(b BrokerInfo) error {
 	if b.NodeID < 0 || b.Port < 0 || b.Port > 65535 || b.Host == "" ||
-		len(b.Host) > maxBrokerHost || len(b.Rack) > maxBrokerHost {
+		len(b.Host) > maxBrokerHost || len(b.Rack) > maxBrokerHost || len(b.HTTP) > maxBrokerAddr {
 		return fmt.Errorf("metadata: invalid broker registration %+v", b)
 	}
 	if len(b.Endpoints) > MaxBrokerEndpoints {
 		return fmt.Errorf("metadata: broker %d registers %d listeners (max %d)", b.NodeID, len(b.Endpoints), MaxBrokerEndpoints)
 	}
 	for name, addr := range b.Endpoints {
-		if name == "" || len(name) > maxBrokerHost || addr == "" || len(addr) > maxBrokerHost+6 {
+		if name == "" || len(name) > maxBrokerHost || addr == "" || len(addr) > maxBrokerAddr {
 			return fmt.Errorf("metadata: broker %d: invalid listener endpoint %q=%q", b.NodeID, name, addr)
 		}
 	}

@@ -152,3 +152,28 @@ func TestBrokerEndpointByListenerName(t *testing.T) {
 		t.Fatalf("unnamed endpoint: %q", got)
 	}
 }
+
+// TestBrokerHTTPAddress: the advertised HTTP address round-trips, a
+// registration written before it existed still decodes (no address), and
+// an address longer than any host:port is refused.
+func TestBrokerHTTPAddress(t *testing.T) {
+	in := BrokerInfo{NodeID: 1, Host: "h", Port: 9092, HTTP: "h:9644"}
+	value, err := encodeBroker(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := decodeBroker(value); err != nil || out.HTTP != "h:9644" {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	old, err := decodeBroker([]byte(`{"nodeId":2,"host":"h","port":9092,"endpoints":{"PLAINTEXT":"h:9092"}}`))
+	if err != nil || old.HTTP != "" || old.NodeID != 2 {
+		t.Fatalf("registration without http: %+v %v", old, err)
+	}
+	long := `{"nodeId":1,"host":"h","port":1,"http":"` + strings.Repeat("a", maxBrokerAddr) + `:1"}`
+	if _, err := decodeBroker([]byte(long)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("overlong http address: %v, want ErrCorrupt", err)
+	}
+	if _, err := encodeBroker(BrokerInfo{NodeID: 1, Host: "h", Port: 1, HTTP: strings.Repeat("a", maxBrokerAddr+1)}); err == nil {
+		t.Fatal("encoded an overlong http address")
+	}
+}

@@ -51,10 +51,13 @@
 // Broker (brokers/<nodeId>):
 //
 //	{"nodeId":1,"host":"127.0.0.1","port":9092,"rack":"",
-//	 "endpoints":{"SASL_SSL":"b1.example:9093","INTERNAL":"10.0.0.1:9094"}}
+//	 "endpoints":{"SASL_SSL":"b1.example:9093","INTERNAL":"10.0.0.1:9094"},
+//	 "http":"b1.example:9644"}
 //
 // host:port is the first listener's endpoint; endpoints (absent
-// before) name every listener's advertised endpoint.
+// before) name every listener's advertised endpoint; http (absent before,
+// and for brokers without an HTTP server) is the advertised host:port of
+// the broker's HTTP server, where other brokers read its tier status.
 //
 // Tier manifest entry (tier/<topicId>/<partition:05>/<baseOffset:020>), one
 // per segment object that was uploaded, verified and committed (DESIGN.md

@@ -26,9 +26,12 @@ type PartitionStatus struct {
 	Objects        int    `json:"objects"`
 	TieredBytes    int64  `json:"tieredBytes"`
 	UploadLagBytes int64  `json:"uploadLagBytes"`
-	// Leader: this broker leads the partition; only a leader uploads, so
-	// the bucket lag below is known only there (zero elsewhere).
+	// Leader: this broker leads the partition. Only a leader uploads, so
+	// the bucket lag below is known only on the leader of a partition of a
+	// tiered topic (zero elsewhere).
 	Leader bool `json:"leader"`
+	// RemoteStorage: the partition's topic is tiered (remote.storage.enable).
+	RemoteStorage bool `json:"remoteStorage"`
 	// BucketEnd is where the bucket's contiguous history ends (exclusive).
 	// BucketLagMs is the age of the oldest committed, stable record not in
 	// the bucket (0: the bucket holds everything below the high watermark
@@ -65,7 +68,8 @@ func (s *Service) Status(p Partition) PartitionStatus {
 	k, log := p.Key(), p.Log()
 	st := PartitionStatus{Topic: p.Topic(), Partition: k.Partition, LogStartOffset: s.logStart(p),
 		LocalStart: log.LogStartOffset(), LocalEnd: log.LogEndOffset(), LocalBytes: log.Size(),
-		LocalSegments: len(log.SealedSegments()) + 1, UploadLagBytes: p.UploadLag().Load()}
+		LocalSegments: len(log.SealedSegments()) + 1, UploadLagBytes: p.UploadLag().Load(),
+		Leader: p.Leads(), RemoteStorage: p.Tiered()}
 	entries := s.manifest.Segments(k.TopicID, k.Partition)
 	if n := len(entries); n > 0 {
 		st.Tiered, st.TieredStart, st.TieredEnd = true, entries[0].BaseOffset, entries[n-1].LastOffset+1
@@ -93,7 +97,6 @@ func (s *Service) addBucketLag(p Partition, st *PartitionStatus) {
 		return
 	}
 	k := p.Key()
-	st.Leader = true
 	st.BucketEnd, _ = s.manifest.ContiguousEnd(k.TopicID, k.Partition)
 	lag, bytes := s.bucketLag(p, time.Now())
 	st.BucketLagMs, st.BucketLagBytes = lag.Milliseconds(), bytes

@@ -196,6 +196,7 @@ func aclCreate(ctx context.Context, c *cli, args []string) error {
 func aclList(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("acl list", c)
 	f := newACLFlags(fs, c, "any")
+	asJSON := jsonFlag(fs)
 	if rest, err := parseArgs(fs, args); err != nil || len(rest) > 0 {
 		return firstErr(err, usageErrorf("acl list takes no arguments"))
 	}
@@ -225,11 +226,15 @@ func aclList(ctx context.Context, c *cli, args []string) error {
 			}
 		}
 	}
+	sort.Slice(acls, func(i, j int) bool { return describedKey(acls[i]) < describedKey(acls[j]) })
+	if *asJSON {
+		return printACLsJSON(c.stdout, acls)
+	}
 	return printACLs(c, acls)
 }
 
+// printACLs prints acls (sorted) as a table.
 func printACLs(c *cli, acls []kadm.DescribedACL) error {
-	sort.Slice(acls, func(i, j int) bool { return describedKey(acls[i]) < describedKey(acls[j]) })
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PRINCIPAL\tHOST\tPERMISSION\tOPERATION\tRESOURCE\tNAME\tPATTERN")
 	for _, d := range acls {

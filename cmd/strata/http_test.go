@@ -133,13 +133,13 @@ func TestColdReaderMetrics(t *testing.T) {
 
 func TestPrintTierStatusCleanedRanges(t *testing.T) {
 	var out strings.Builder
-	printTierStatus(&out, []broker.PartitionTierStatus{
-		{Topic: "plain", Partition: 0, LocalEnd: 10},
-		{Topic: "keyed", Partition: 1, LocalStart: 500, LocalEnd: 900, Tiered: true, TieredStart: 0, TieredEnd: 600,
+	printBrokerTierStatus(t, &out,
+		broker.PartitionTierStatus{Topic: "plain", Partition: 0, LocalEnd: 10},
+		broker.PartitionTierStatus{Topic: "keyed", Partition: 1, LocalStart: 500, LocalEnd: 900, Tiered: true, TieredStart: 0, TieredEnd: 600,
 			Compacted: true, CleanedLocalEnd: 700, CleanedTieredEnd: 450, DirtyRatio: 0.25, DirtyBytes: 1024},
-	})
+	)
 	text := out.String()
-	for _, want := range []string{"tiered [0, 450) local [500, 700)", "25% (1024 B)", "CLEANED"} {
+	for _, want := range []string{"tiered [0, 450) local [500, 700)", "25% (1.0 KiB)", "CLEANED"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("tier status output lacks %q:\n%s", want, text)
 		}
@@ -168,15 +168,27 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 
 func TestPrintTierStatusBucketLag(t *testing.T) {
 	var out strings.Builder
-	printTierStatus(&out, []broker.PartitionTierStatus{
-		{Topic: "led", Partition: 0, Leader: true, BucketLagMs: 12_400, BucketLagBytes: 4096, UploadMaxLagMs: 60_000},
-		{Topic: "followed", Partition: 1},
-	})
+	printBrokerTierStatus(t, &out,
+		broker.PartitionTierStatus{Topic: "led", Partition: 0, Leader: true, RemoteStorage: true, BucketLagMs: 12_400, BucketLagBytes: 4096, UploadMaxLagMs: 60_000},
+		broker.PartitionTierStatus{Topic: "followed", Partition: 1},
+	)
 	lines := strings.Split(out.String(), "\n")
-	if !strings.Contains(lines[0], "BUCKET-LAG") || !strings.Contains(lines[1], "12s 4096B (bound 1m0s)") {
+	if !strings.Contains(lines[0], "BUCKET-LAG") || !strings.Contains(lines[1], "12s 4.0 KiB (bound 1m)") {
 		t.Errorf("leader's bucket lag missing:\n%s", out.String())
 	}
 	if strings.Contains(lines[2], "bound") {
 		t.Errorf("a follower cannot know the bucket lag: %q", lines[2])
+	}
+}
+
+// printBrokerTierStatus prints one broker's rows as --broker-only does.
+func printBrokerTierStatus(t *testing.T, w io.Writer, status ...broker.PartitionTierStatus) {
+	t.Helper()
+	rows := make([]tierRow, len(status))
+	for i, st := range status {
+		rows[i] = tierRow{nodeTierStatus: nodeTierStatus{Node: -1, PartitionTierStatus: st}}
+	}
+	if err := printTierStatus(w, viewBroker, rows); err != nil {
+		t.Fatal(err)
 	}
 }

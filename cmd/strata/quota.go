@@ -136,6 +136,7 @@ func quotaDescribe(ctx context.Context, c *cli, args []string) error {
 	var ent quotaEntityFlags
 	ent.register(fs)
 	strict := fs.Bool("strict", false, "only entities with exactly the given entity types")
+	asJSON := jsonFlag(fs)
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -158,6 +159,9 @@ func quotaDescribe(ctx context.Context, c *cli, args []string) error {
 	quotas, err := adm.DescribeClientQuotas(ctx, *strict, filter)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		return printQuotasJSON(c.stdout, quotas)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENTITY\tQUOTAS")

@@ -98,6 +98,7 @@ func (s *server) start(ctx context.Context) error {
 	if s.cfg.pprof {
 		s.http.servePprof()
 	}
+	s.cfg.broker.AdvertiseHTTP = httpAdvertisement(s.cfg.advertiseHTTP, s.cfg.http, s.http.addr)
 	s.log.Info("opening the object store", "object_store", s.cfg.objectStore.String())
 	if s.bucket, err = tier.OpenURL(ctx, s.cfg.objectStoreRaw, s.log.With("component", "objstore")); err != nil {
 		return fmt.Errorf("object store: %w", err)

@@ -32,6 +32,7 @@ type serveFlags struct {
 	durability             string
 	flushInterval          time.Duration
 	http                   string
+	advertiseHTTP          string
 	rack                   string
 	logLevel               string
 	logFormat              string
@@ -107,6 +108,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"with --durability fsync: while a partition's writes keep arriving, its flushes start this far apart and the writes between share one fdatasync; "+
 			"a partition whose producer waits for each ack flushes at once. 0: flush as soon as the previous flush finished")
 	fs.StringVar(&f.http, "http", "127.0.0.1:9644", "`host:port` serving /metrics, /healthz and /readyz")
+	fs.StringVar(&f.advertiseHTTP, "advertise-http", "",
+		"`host:port` where other brokers reach --http, registered in etcd for cluster-wide `strata tier status` "+
+			"(default: the --http address, or the advertised Kafka host with the --http port when --http binds every interface)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go profiles on the --http address under /debug/pprof/")
 	fs.StringVar(&f.rack, "rack", "", "rack id for replica placement")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -331,9 +335,12 @@ type serveConfig struct {
 	objectStoreRaw string
 	durabilityName string // as given: "fsync" or "replication"
 	http           string
-	pprof          bool // --pprof: /debug/pprof/ on the http address
-	logLevel       slog.Level
-	logJSON        bool
+	// advertiseHTTP is --advertise-http ("": derived from the bound
+	// --http address by httpAdvertisement once it is bound).
+	advertiseHTTP string
+	pprof         bool // --pprof: /debug/pprof/ on the http address
+	logLevel      slog.Level
+	logJSON       bool
 	// saslBootstrapUsers is the --sasl-bootstrap-users file ("": none).
 	saslBootstrapUsers string
 }
@@ -357,7 +364,7 @@ func parseServe(args []string, getenv func(string) string, usage *flag.FlagSet) 
 }
 
 func (f *serveFlags) resolve() (serveConfig, error) {
-	cfg := serveConfig{http: f.http, pprof: f.pprof, etcdEndpoints: splitList(f.etcd), durabilityName: f.durability}
+	cfg := serveConfig{http: f.http, advertiseHTTP: f.advertiseHTTP, pprof: f.pprof, etcdEndpoints: splitList(f.etcd), durabilityName: f.durability}
 	var err error
 	if f.dataDir == "" {
 		return cfg, usageErrorf("--data-dir is empty")
@@ -547,11 +554,37 @@ func (f *serveFlags) coldConfig() (tier.ColdConfig, error) {
 	return c, nil
 }
 
-// checkAddresses validates --listen, --advertise, --http and --etcd.
+// httpAdvertisement is the HTTP address the broker registers for its
+// peers: --advertise-http when given, else the --http host with the bound
+// port (port 0 picks one). A host that binds every interface (or none) is
+// no address to reach, so it is left empty and the broker fills in its
+// advertised Kafka host (broker.Config.AdvertiseHTTP).
+func httpAdvertisement(advertiseHTTP, httpFlag string, bound net.Addr) string {
+	if advertiseHTTP != "" {
+		return advertiseHTTP
+	}
+	host, _, err := net.SplitHostPort(httpFlag)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = ""
+	}
+	_, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return ""
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// checkAddresses validates --listen, --advertise, --advertise-http, --http
+// and --etcd.
 func (f *serveFlags) checkAddresses() error {
 	checks := []struct{ flag, value string }{{"listen", f.listen}, {"http", f.http}}
-	if f.advertise != "" {
-		checks = append(checks, struct{ flag, value string }{"advertise", f.advertise})
+	for _, c := range []struct{ flag, value string }{{"advertise", f.advertise}, {"advertise-http", f.advertiseHTTP}} {
+		if c.value != "" {
+			checks = append(checks, c)
+		}
 	}
 	for _, c := range checks {
 		if _, port, err := net.SplitHostPort(c.value); err != nil || port == "" {
@@ -560,6 +593,9 @@ func (f *serveFlags) checkAddresses() error {
 	}
 	if host, port, _ := net.SplitHostPort(f.advertise); f.advertise != "" && (host == "" || port == "0") {
 		return usageErrorf("--advertise %q: clients need a concrete host and port", f.advertise)
+	}
+	if host, port, _ := net.SplitHostPort(f.advertiseHTTP); f.advertiseHTTP != "" && (host == "" || port == "0") {
+		return usageErrorf("--advertise-http %q: other brokers need a concrete host and port", f.advertiseHTTP)
 	}
 	if strings.TrimSpace(f.etcd) != "" && len(splitList(f.etcd)) == 0 {
 		return usageErrorf("--etcd %q: no endpoints", f.etcd)

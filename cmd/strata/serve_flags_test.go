@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,6 +107,9 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"negative node id", []string{"--node-id", "-1"}, nil, "--node-id"},
 		{"listen without port", []string{"--listen", "localhost"}, nil, "--listen"},
 		{"advertise port 0", []string{"--advertise", "example.com:0"}, nil, "--advertise"},
+		{"advertise-http port 0", []string{"--advertise-http", "example.com:0"}, nil, "--advertise-http"},
+		{"advertise-http without host", []string{"--advertise-http", ":9644"}, nil, "--advertise-http"},
+		{"advertise-http without port", []string{"--advertise-http", "example.com"}, nil, "--advertise-http"},
 		{"zero partitions", []string{"--num-partitions", "0"}, nil, "--num-partitions"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level"},
 		{"bad cluster", []string{"--cluster", "a/b"}, nil, "--cluster"},
@@ -331,6 +335,25 @@ func TestServeRetentionHoldFlags(t *testing.T) {
 	for _, args := range [][]string{{"--retention-hold", "-1s"}, {"--retention-hold-bytes", "-1"}} {
 		if _, err := parseServeForTest(t, args, nil); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("%v: err = %v, want a usage error naming the flag", args, err)
+		}
+	}
+}
+
+// TestHTTPAdvertisement: peers get --advertise-http, else the --http host
+// with the bound port; an every-interface host is left for the broker to
+// replace with its advertised Kafka host.
+func TestHTTPAdvertisement(t *testing.T) {
+	bound := &net.TCPAddr{IP: net.IPv4zero, Port: 41234}
+	for _, c := range []struct{ advertise, http, want string }{
+		{"b1.example:9644", "0.0.0.0:9644", "b1.example:9644"},
+		{"", "10.0.0.1:0", "10.0.0.1:41234"},
+		{"", "b1.example:9644", "b1.example:41234"},
+		{"", "0.0.0.0:9644", ":41234"},
+		{"", "[::]:9644", ":41234"},
+		{"", ":9644", ":41234"},
+	} {
+		if got := httpAdvertisement(c.advertise, c.http, bound); got != c.want {
+			t.Errorf("httpAdvertisement(%q, %q) = %q, want %q", c.advertise, c.http, got, c.want)
 		}
 	}
 }

@@ -1,15 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,8 +11,14 @@ import (
 	"github.com/strata-log/strata/tier"
 )
 
-// maxTierStatusBytes bounds the /v1/tier/status answer `strata tier status` reads.
+// maxTierStatusBytes bounds a /v1/tier/status answer read from a broker.
 const maxTierStatusBytes = 64 << 20
+
+// The scopes of /v1/tier/status.
+const (
+	tierScopeBroker  = "broker"  // this broker's partitions (the default)
+	tierScopeCluster = "cluster" // every live broker's (tier_cluster.go)
+)
 
 // tierSource is what the HTTP server reads tier status and metrics from.
 type tierSource struct {
@@ -40,15 +40,26 @@ func (h *httpServer) serveTier(b *broker.Broker, bucket *tier.Bucket) {
 	h.serveLagMetrics(b)
 }
 
-// tierStatus answers GET /v1/tier/status[?topic=T] with a JSON array of
-// broker.PartitionTierStatus.
+// tierStatus answers GET /v1/tier/status[?topic=T][&scope=broker|cluster]:
+// by default (scope=broker) a JSON array of broker.PartitionTierStatus, one
+// per partition this broker holds a replica of (led or followed); with scope=cluster every live broker's rows
+// (tier_cluster.go).
 func (h *httpServer) tierStatus(w http.ResponseWriter, r *http.Request) {
 	src := h.tier.Load()
 	if src == nil {
 		http.Error(w, "broker not started", http.StatusServiceUnavailable)
 		return
 	}
-	status := src.broker.TierStatus(r.URL.Query().Get("topic"))
+	switch scope := r.URL.Query().Get("scope"); scope {
+	case "", tierScopeBroker:
+	case tierScopeCluster:
+		serveClusterTierStatus(w, r, src.broker)
+		return
+	default:
+		http.Error(w, fmt.Sprintf("scope %q: want broker or cluster", scope), http.StatusBadRequest)
+		return
+	}
+	status := src.broker.ReplicaTierStatus(r.URL.Query().Get("topic"))
 	if status == nil {
 		status = []broker.PartitionTierStatus{}
 	}
@@ -132,7 +143,7 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.src.broker.TierStatus("") {
 		part := fmt.Sprint(p.Partition)
 		ch <- prometheus.MustNewConstMetric(tierLagDesc, prometheus.GaugeValue, float64(p.UploadLagBytes), p.Topic, part)
-		if p.Leader {
+		if p.Leader && p.RemoteStorage {
 			lag := float64(p.BucketLagMs) / 1000
 			maxBucketLag = max(maxBucketLag, lag)
 			ch <- prometheus.MustNewConstMetric(bucketLagDesc, prometheus.GaugeValue, lag, p.Topic, part)
@@ -160,140 +171,6 @@ func (c *tierCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(objErrorsDesc, prometheus.CounterValue, float64(v.Errors), op, k.Topic)
 		ch <- prometheus.MustNewConstMetric(objBytesDesc, prometheus.CounterValue, float64(v.Bytes), op, k.Topic)
 	}
-}
-
-// runTier is `strata tier status [--topic T] [--http host:port]`: per
-// partition, the local range, the tiered range, objects and bytes, read
-// from the broker's HTTP port.
-func runTier(ctx context.Context, c *cli, args []string) error {
-	if len(args) > 0 && args[0] == "verify" {
-		return runTierVerify(ctx, c, args[1:])
-	}
-	if len(args) == 0 || args[0] != "status" {
-		return usageErrorf("usage: strata tier status [--topic T] [--http host:port] | strata tier verify --object-store URL [--http host:port] [--full]")
-	}
-	fs := newFlagSet("tier status", c)
-	topic := fs.String("topic", "", "only this topic")
-	httpAddr := fs.String("http", "127.0.0.1:9644", "the broker's --http `host:port`")
-	asJSON := fs.Bool("json", false, "print the broker's JSON as is")
-	positional, err := parseArgs(fs, args[1:])
-	if err != nil {
-		return err
-	}
-	if len(positional) > 0 {
-		return usageErrorf("unexpected arguments %q", positional)
-	}
-	body, err := fetchTierStatus(ctx, *httpAddr, *topic)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := c.stdout.Write(body)
-		return err
-	}
-	var status []broker.PartitionTierStatus
-	if err := json.Unmarshal(body, &status); err != nil {
-		return fmt.Errorf("tier status: %w", err)
-	}
-	if *topic != "" && len(status) == 0 {
-		return fmt.Errorf("tier status: no partition of topic %q on this broker", *topic)
-	}
-	printTierStatus(c.stdout, status)
-	return nil
-}
-
-func fetchTierStatus(ctx context.Context, addr, topic string) ([]byte, error) {
-	return fetchBrokerJSON(ctx, addr, "/v1/tier/status", topic)
-}
-
-// fetchBrokerJSON GETs path (with ?topic= when set) from the broker's
-// HTTP port, bounded by maxTierStatusBytes.
-func fetchBrokerJSON(ctx context.Context, addr, path, topic string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	u := url.URL{Scheme: "http", Host: addr, Path: path}
-	if topic != "" {
-		u.RawQuery = url.Values{"topic": {topic}}.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, usageErrorf("--http %q: %v", addr, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTierStatusBytes))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", path, resp.Status, body)
-	}
-	return body, nil
-}
-
-func printTierStatus(w io.Writer, status []broker.PartitionTierStatus) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START\tLOCAL-RANGE\tLOCAL-BYTES\tTIERED-RANGE\tOBJECTS\tTIERED-BYTES\tUPLOAD-LAG\tBUCKET-LAG\tHELD\tCLEANED\tDIRTY\tERROR")
-	for _, p := range status {
-		tiered := "-"
-		if p.Tiered {
-			tiered = fmt.Sprintf("[%d, %d)", p.TieredStart, p.TieredEnd)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t[%d, %d)\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.LogStartOffset,
-			p.LocalStart, p.LocalEnd, p.LocalBytes, tiered, p.Objects, p.TieredBytes, p.UploadLagBytes,
-			bucketLagColumn(p), heldColumn(p.Held), cleanedRanges(p), dirtyColumn(p), p.LastError)
-	}
-	tw.Flush()
-}
-
-// bucketLagColumn is how far the bucket is behind a partition this broker
-// leads (time, bytes, and the bound), or "-" on a follower, which does not
-// upload and cannot tell.
-func bucketLagColumn(p broker.PartitionTierStatus) string {
-	if !p.Leader {
-		return "-"
-	}
-	bound := "no bound"
-	if p.UploadMaxLagMs > 0 {
-		bound = "bound " + (time.Duration(p.UploadMaxLagMs) * time.Millisecond).String()
-	}
-	lag := (time.Duration(p.BucketLagMs) * time.Millisecond).Round(time.Second)
-	return fmt.Sprintf("%v %dB (%s)", lag, p.BucketLagBytes, bound)
-}
-
-// heldColumn says what the retention hold keeps past retention, and for
-// which groups (at their committed offsets).
-func heldColumn(h tier.HeldStatus) string {
-	if h.Objects == 0 {
-		return "-"
-	}
-	groups := make([]string, len(h.By))
-	for i, g := range h.By {
-		groups[i] = fmt.Sprintf("%s@%d", g.Group, g.Offset)
-	}
-	return fmt.Sprintf("%d objects %dB for %s", h.Objects, h.Bytes, strings.Join(groups, ","))
-}
-
-// cleanedRanges names the cleaned ranges of a compacted partition.
-func cleanedRanges(p broker.PartitionTierStatus) string {
-	if !p.Compacted {
-		return "-"
-	}
-	local := fmt.Sprintf("local [%d, %d)", p.LocalStart, max(p.CleanedLocalEnd, p.LocalStart))
-	if !p.Tiered {
-		return local
-	}
-	return fmt.Sprintf("tiered [%d, %d) %s", p.TieredStart, p.CleanedTieredEnd, local)
-}
-
-func dirtyColumn(p broker.PartitionTierStatus) string {
-	if !p.Compacted {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f%% (%d B)", 100*p.DirtyRatio, p.DirtyBytes)
 }
 
 // boolGauge is a gauge's value for a flag: 1 when set.

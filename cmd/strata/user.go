@@ -157,6 +157,7 @@ func userMechanisms(ctx context.Context, adm *kadm.Client, user string) ([]kadm.
 func userList(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("user list [NAME...]", c)
 	admin := adminFlags(fs, c)
+	asJSON := jsonFlag(fs)
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -170,8 +171,7 @@ func userList(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "USER\tMECHANISM\tITERATIONS")
+	users := []userJSON{}
 	var first error
 	for _, d := range described.Sorted() {
 		if err := withMessage(d.Err, d.ErrMessage); err != nil {
@@ -179,8 +179,16 @@ func userList(ctx context.Context, c *cli, args []string) error {
 			continue
 		}
 		for _, info := range d.CredInfos {
-			fmt.Fprintf(tw, "%s\t%s\t%d\n", d.User, info.Mechanism, info.Iterations)
+			users = append(users, userJSON{User: d.User, Mechanism: info.Mechanism.String(), Iterations: info.Iterations})
 		}
+	}
+	if *asJSON {
+		return firstErr(writeJSON(c.stdout, users), first)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "USER\tMECHANISM\tITERATIONS")
+	for _, u := range users {
+		fmt.Fprintf(tw, "%s\t%s\t%d\n", u.User, u.Mechanism, u.Iterations)
 	}
 	return firstErr(tw.Flush(), first)
 }
