@@ -118,13 +118,17 @@ var brokerConfigs = []brokerConfig{
 	{"default.replication.factor", metadata.ConfigInt, "Replication factor of automatically created topics.",
 		func(c *Config, _ metadata.BrokerInfo) string { return strconv.Itoa(int(c.DefaultReplicationFactor)) }},
 	{"follower.replication.throttled.rate", metadata.ConfigLong, "Bytes per second replicas being added by reassignments may copy (0: unlimited; Strata applies the lower of this and leader.replication.throttled.rate on the leader).",
-		func(c *Config, _ metadata.BrokerInfo) string { return strconv.FormatInt(c.ReassignmentBytesPerSecond, 10) }},
+		func(c *Config, _ metadata.BrokerInfo) string {
+			return strconv.FormatInt(c.ReassignmentBytesPerSecond, 10)
+		}},
 	{"leader.imbalance.check.interval.seconds", metadata.ConfigLong, "How often the controller moves leadership back to preferred replicas (negative: never).",
 		func(c *Config, _ metadata.BrokerInfo) string {
 			return strconv.FormatInt(int64(c.LeaderRebalanceInterval/time.Second), 10)
 		}},
 	{"leader.replication.throttled.rate", metadata.ConfigLong, "Bytes per second a leader serves to replicas being added by reassignments (0: unlimited; the lower of this and follower.replication.throttled.rate applies).",
-		func(c *Config, _ metadata.BrokerInfo) string { return strconv.FormatInt(c.ReassignmentBytesPerSecond, 10) }},
+		func(c *Config, _ metadata.BrokerInfo) string {
+			return strconv.FormatInt(c.ReassignmentBytesPerSecond, 10)
+		}},
 	{"listeners", metadata.ConfigString, "Address the Kafka listener binds.",
 		boundListeners},
 	{"log.cleaner.backoff.ms", metadata.ConfigLong, "How long the log cleaner sleeps when there is no log to clean.",
