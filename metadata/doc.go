@@ -48,6 +48,13 @@
 //
 //	{"leader":1,"leaderEpoch":0,"replicas":[1,2],"isr":[1,2]}
 //
+// While a reassignment runs (KIP-455) it also names the replicas being
+// added and removed; replicas is then the target followed by the leaving
+// ones, and the topic record's replicas[p] is the same list
+// (CASAssignment writes both in one transaction):
+//
+//	{"leader":1,"leaderEpoch":3,"replicas":[4,2,3,1],"isr":[1,2,3],"addingReplicas":[4],"removingReplicas":[1]}
+//
 // Broker (brokers/<nodeId>):
 //
 //	{"nodeId":1,"host":"127.0.0.1","port":9092,"rack":"",
@@ -157,6 +164,9 @@
 //	CASPartitionStateGuarded  the same, and guard key CreateRevision == guard's
 //	                    (the controller's election key)        Else → ErrFenced if the guard failed,
 //	                                                               else ErrCASFailed
+//	CASAssignment       If topics/<name> ModRevision == read and
+//	                    partitions/<id>/<p> ModRevision == st.Version
+//	                    (and the guard, when given)            Then put both      Else → ErrFenced / ErrCASFailed
 //	AllocateProducerIDs If producer-ids/next ModRevision == read Then put next+count Else retry
 //	CommitTierEntry     If tier/<id>/<p>/<base> CreateRevision == 0
 //	                    and topic-ids/<id> exists              Then put   Else same key: ok;
