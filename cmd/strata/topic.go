@@ -318,6 +318,10 @@ type describedPartition struct {
 	ISR         []int32 `json:"isr"`
 	StartOffset int64   `json:"start_offset"`
 	EndOffset   int64   `json:"end_offset"`
+	// Adding and Removing are set while the partition is being
+	// reassigned (ListPartitionReassignments).
+	Adding   []int32 `json:"adding,omitempty"`
+	Removing []int32 `json:"removing,omitempty"`
 }
 
 // describedConfig is one config of a topic or a broker with where its
@@ -357,11 +361,22 @@ func describeTopic(ctx context.Context, adm *kadm.Client, name string) (describe
 	if err != nil {
 		return describedTopic{}, err
 	}
+	// Moves are shown when the brokers can list them; an older or
+	// restricted cluster just shows none.
+	asked := kadm.TopicsSet{}
+	for _, p := range td.Partitions {
+		asked.Add(name, p.Partition)
+	}
+	moving, _ := adm.ListPartitionReassignments(ctx, asked)
 	d := describedTopic{Topic: name, ID: topicIDString(td.ID), Internal: td.IsInternal, Partitions: []describedPartition{}}
 	for _, p := range td.Partitions.Sorted() {
-		d.Partitions = append(d.Partitions, describedPartition{Partition: p.Partition, Leader: p.Leader,
+		dp := describedPartition{Partition: p.Partition, Leader: p.Leader,
 			LeaderEpoch: p.LeaderEpoch, Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR),
-			StartOffset: offsetOrNone(starts, name, p.Partition), EndOffset: offsetOrNone(ends, name, p.Partition)})
+			StartOffset: offsetOrNone(starts, name, p.Partition), EndOffset: offsetOrNone(ends, name, p.Partition)}
+		if m, ok := moving[name][p.Partition]; ok {
+			dp.Adding, dp.Removing = m.AddingReplicas, m.RemovingReplicas
+		}
+		d.Partitions = append(d.Partitions, dp)
 	}
 	d.Configs, err = topicConfigs(ctx, adm, name)
 	return d, err
@@ -387,10 +402,14 @@ func nonNil[T any](s []T) []T {
 func printDescribedTopic(w io.Writer, d describedTopic) {
 	fmt.Fprintf(w, "topic %s  id %s  partitions %d\n", d.Topic, d.ID, len(d.Partitions))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND")
+	fmt.Fprintln(tw, "  PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND\tMOVING")
 	for _, p := range d.Partitions {
-		fmt.Fprintf(tw, "  %d\t%d\t%d\t%v\t%v\t%d\t%d\n", p.Partition, p.Leader, p.LeaderEpoch,
-			p.Replicas, p.ISR, p.StartOffset, p.EndOffset)
+		moving := "-"
+		if len(p.Adding)+len(p.Removing) > 0 {
+			moving = fmt.Sprintf("adding %v removing %v", nonNil(p.Adding), nonNil(p.Removing))
+		}
+		fmt.Fprintf(tw, "  %d\t%d\t%d\t%v\t%v\t%d\t%d\t%s\n", p.Partition, p.Leader, p.LeaderEpoch,
+			p.Replicas, p.ISR, p.StartOffset, p.EndOffset, moving)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "  configs:")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,6 +265,11 @@ func TestReassignThrottled(t *testing.T) {
 	start := time.Now()
 	if resp, err := adm.AlterPartitionAssignments(ctx, req); err != nil || resp.Error() != nil {
 		t.Fatalf("AlterPartitionAssignments: %v %v", err, resp.Error())
+	}
+	// While it runs (throttled, seconds), topic describe shows the move.
+	out, err := c.runStrata(30*time.Second, "topic", "describe", "--brokers", strings.Join(c.Addrs(), ","), topic)
+	if want := fmt.Sprintf("adding [%d] removing [%d]", added, followers(m)[0]); err != nil || !strings.Contains(out, want) {
+		t.Fatalf("topic describe during the move (%v):\n%s\nwant %q", err, out, want)
 	}
 	c.WaitFor(fmt.Sprintf("%s-0 moved to %v", topic, target), 90*time.Second, func() (bool, string) {
 		got, err := c.Partition(topic, 0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
 )
 
 // planJSON is what `cluster balance --json` and `broker drain --json` print.
@@ -201,6 +204,11 @@ func TestCLIBalanceAndDrain(t *testing.T) {
 	}
 	if replicas, leaders = assignmentCounts(t, adm, "orders"); replicas[2] != 0 || leaders[2] != 0 {
 		t.Fatalf("after drain: replicas %v, leaders %v; want none on broker 2", replicas, leaders)
+	}
+	// librdkafka's view (kcat -L) has the new assignments too.
+	listing := runKcat(t, testkit.NeedBinary(t, "kcat"), "", "-b", b1.Addr, "-L", "-t", "orders")
+	if strings.Count(listing, "partition ") != 12 || regexp.MustCompile(`replicas: [0-9,]*\b2\b`).MatchString(listing) {
+		t.Fatalf("kcat -L after draining broker 2:\n%s", listing)
 	}
 	consumer := b1.Client(kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	defer consumer.Close()
