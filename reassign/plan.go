@@ -54,6 +54,28 @@ func Balance(c Cluster) []Move {
 	return p.moves()
 }
 
+// BalanceEachTopic balances every topic on its own (Balance over that
+// topic's partitions): each topic's replicas and preferred leaderships end
+// within ±1 of its even share per broker, which is what its producers and
+// consumers feel, and the cluster as a whole within ±1 per topic. Moves
+// come in topic order.
+func BalanceEachTopic(c Cluster) []Move {
+	byTopic := map[string][]Partition{}
+	var names []string
+	for _, p := range c.Partitions {
+		if _, ok := byTopic[p.Topic]; !ok {
+			names = append(names, p.Topic)
+		}
+		byTopic[p.Topic] = append(byTopic[p.Topic], p)
+	}
+	slices.Sort(names)
+	var moves []Move
+	for _, name := range names {
+		moves = append(moves, Balance(Cluster{Brokers: c.Brokers, Partitions: byTopic[name]})...)
+	}
+	return moves
+}
+
 // Drain plans moving every replica off node onto the other brokers of c,
 // each to the least loaded broker that keeps the partition's rack spread,
 // and hands node's preferred leaderships to the moved partitions' least

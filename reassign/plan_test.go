@@ -322,3 +322,26 @@ func shuffled(c Cluster) Cluster {
 	slices.Reverse(out.Partitions)
 	return out
 }
+
+// With a big internal topic beside it, the cluster-wide Balance can even
+// the counts by moving the internal topic alone; BalanceEachTopic spreads
+// each topic, the 12-partition one included.
+func TestBalanceEachTopic(t *testing.T) {
+	brokers := []Broker{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}
+	old := []int32{1, 2, 3}
+	c := Cluster{Brokers: brokers, Partitions: append(roundRobin("__consumer_offsets", 50, 3, old), roundRobin("orders", 12, 3, old)...)}
+	moves := BalanceEachTopic(c)
+	after := Apply(c, moves)
+	for _, topic := range []string{"__consumer_offsets", "orders"} {
+		var parts []Partition
+		for _, p := range after.Partitions {
+			if p.Topic == topic {
+				parts = append(parts, p)
+			}
+		}
+		checkBalanced(t, Cluster{Brokers: brokers, Partitions: parts})
+	}
+	if again := BalanceEachTopic(after); len(again) != 0 {
+		t.Fatalf("a balanced cluster planned %d more moves", len(again))
+	}
+}

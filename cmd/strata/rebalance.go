@@ -110,7 +110,7 @@ func clusterBalanceCmd(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	report := newPlanReport(cluster, reassign.Balance(cluster))
+	report := newPlanReport(cluster, reassign.BalanceEachTopic(cluster))
 	if err := showPlan(c.stdout, report, *asJSON); err != nil || *dryRun || len(report.Moves) == 0 {
 		return err
 	}
