@@ -328,7 +328,8 @@ func TestSaramaAdmin(t *testing.T) {
 	if err := adm.DeleteRecords("sarama-admin", map[int32]int64{0: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if dirs, err := adm.DescribeLogDirs([]int32{1}); err != nil || len(dirs[1]) != 1 {
+	// The data directory, then the bucket's bytes as a "tiered:bucket" directory.
+	if dirs, err := adm.DescribeLogDirs([]int32{1}); err != nil || len(dirs[1]) != 2 || dirs[1][1].Path != "tiered:bucket" {
 		t.Fatalf("DescribeLogDirs: %v %+v", err, dirs)
 	}
 	if reassign, err := adm.ListPartitionReassignments("sarama-admin", []int32{0}); err != nil || len(reassign) != 0 {
