@@ -75,7 +75,7 @@ func (b *Broker) reassign(ctx context.Context, topic string, p int32, replicas [
 		if p < 0 || int(p) >= len(states) {
 			return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("%s-%d does not exist", topic, p)
 		}
-		next, err := controller.Reassign(states[p], replicas)
+		next, err := controller.Reassign(states[p], replicas, time.Now().UnixMilli())
 		switch {
 		case errors.Is(err, controller.ErrNoReassignment):
 			return kerr.NoReassignmentInProgress.Code, fmt.Sprintf("%s-%d is not being reassigned", topic, p)

@@ -469,7 +469,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 	b.parts.init()
 	b.parts.configure(registryDeps{node: cfg.NodeID, dataDir: cfg.DataDir, durability: cfg.Durability, flushInterval: cfg.FlushInterval,
 		producerIDExpiration: cfg.ProducerIDExpiration, manifest: b.manifest, tiered: b.tieringEnabled,
-		replicas: b, coords: b, log: b.log})
+		replicas: b, coords: b, moveDone: b.metrics.moveDurations.observe, log: b.log})
 	b.liveBrks.setSelf(metadata.BrokerInfo{NodeID: cfg.NodeID})
 	b.lifetime, b.lifetimeCancel = context.WithCancel(context.Background())
 	b.initReplicaShell()

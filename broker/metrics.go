@@ -9,7 +9,9 @@ package broker
 import (
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -64,6 +66,53 @@ type brokerMetrics struct {
 	// moveBytesOut counts record bytes served as leader to replicas being
 	// added by a reassignment.
 	moveBytesOut atomic.Uint64
+	// moveDurations is the time each completed move this broker led took.
+	moveDurations durationHistogram
+}
+
+// MoveDurationBuckets are the upper bounds, in seconds, of the move
+// duration histogram: a tail-only move takes seconds, a throttled or
+// Kafka-sized one hours.
+func MoveDurationBuckets() []float64 {
+	return []float64{1, 5, 15, 60, 300, 900, 3600, 4 * 3600}
+}
+
+// durationHistogram counts durations into MoveDurationBuckets.
+type durationHistogram struct {
+	mu      sync.Mutex
+	buckets []uint64 // cumulative-free counts per bucket, then +Inf
+	sum     float64
+	count   uint64
+}
+
+func (h *durationHistogram) observe(d time.Duration) {
+	secs := d.Seconds()
+	bounds := MoveDurationBuckets()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.buckets == nil {
+		h.buckets = make([]uint64, len(bounds)+1)
+	}
+	i, _ := slices.BinarySearch(bounds, secs)
+	h.buckets[i]++
+	h.sum += secs
+	h.count++
+}
+
+// snapshot returns cumulative counts per bound (Prometheus' form), the sum
+// and the count.
+func (h *durationHistogram) snapshot() (cumulative []uint64, sum float64, count uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cumulative = make([]uint64, len(MoveDurationBuckets()))
+	var run uint64
+	for i := range cumulative {
+		if i < len(h.buckets) {
+			run += h.buckets[i]
+		}
+		cumulative[i] = run
+	}
+	return cumulative, h.sum, h.count
 }
 
 // recordMoveBytes counts the record bytes a follower fetch of replica

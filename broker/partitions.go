@@ -193,6 +193,9 @@ type registryDeps struct {
 	tiered   func(topic string, cfg metadata.TopicConfig) bool
 	replicas replicaDriver
 	coords   coordinatorHooks
+	// moveDone is told how long each reassignment this broker leads at
+	// its completion took (nil: not told).
+	moveDone func(time.Duration)
 	log      *slog.Logger
 }
 

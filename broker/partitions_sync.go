@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/strata-log/strata/broker/datadir"
 	"github.com/strata-log/strata/hotlog"
@@ -339,6 +340,10 @@ func (m *partitionManager) recordPartitionState(id metadata.TopicID, index int32
 	}
 	if st.Version != 0 && st.Version < e.states[index].Version {
 		return replicaUpdate{}, false
+	}
+	if old := e.states[index]; old.Reassigning() && !st.Reassigning() && old.ReassignStartMs > 0 &&
+		st.Leader == m.deps.node && m.deps.moveDone != nil {
+		m.deps.moveDone(time.Since(time.UnixMilli(old.ReassignStartMs)))
 	}
 	e.states[index] = st
 	m.deps.coords.offsetsLeadershipLocked(e)

@@ -179,12 +179,18 @@ type ReplicaStats struct {
 	// leader, to replicas being added (what moves copy: the hot tail).
 	ReassignmentsLed     int
 	ReassignmentBytesOut uint64
+	// MoveDurations are the completed moves this broker led at their end:
+	// cumulative counts per MoveDurationBuckets bound, sum of seconds, count.
+	MoveDurations     []uint64
+	MoveDurationSum   float64
+	MoveDurationCount uint64
 }
 
 // ReplicaStats returns the replication shell's counters.
 func (b *Broker) ReplicaStats() ReplicaStats {
 	stats := ReplicaStats{MissedProgress: b.parts.repl.Stats().MissedProgress,
 		ReassignmentBytesOut: b.metrics.moveBytesOut.Load()}
+	stats.MoveDurations, stats.MoveDurationSum, stats.MoveDurationCount = b.metrics.moveDurations.snapshot()
 	for _, p := range b.parts.localPartitions() {
 		if p.isLeader() && p.replicatedState().Reassigning() {
 			stats.ReassignmentsLed++

@@ -42,7 +42,8 @@ var (
 // runs: the original replicas stay the base). A nil target cancels the
 // running one. A target equal to the original replicas in the same order
 // is a cancel too; in another order it only changes the preferred leader.
-func Reassign(st metadata.PartitionState, target []int32) (metadata.PartitionState, error) {
+// nowMs stamps a move that begins (metadata.PartitionState.ReassignStartMs).
+func Reassign(st metadata.PartitionState, target []int32, nowMs int64) (metadata.PartitionState, error) {
 	original := st.OriginalReplicas()
 	if target == nil {
 		if !st.Reassigning() {
@@ -66,6 +67,12 @@ func Reassign(st metadata.PartitionState, target []int32) (metadata.PartitionSta
 			next.Replicas = append(next.Replicas, r)
 			next.RemovingReplicas = append(next.RemovingReplicas, r)
 		}
+	}
+	switch {
+	case !next.Reassigning():
+		next.ReassignStartMs = 0
+	case !st.Reassigning():
+		next.ReassignStartMs = nowMs
 	}
 	next.ISR = intersect(st.ISR, next.Replicas)
 	if !slices.Contains(next.Replicas, st.Leader) || len(next.ISR) == 0 {
@@ -115,7 +122,7 @@ func completeReassignment(st metadata.PartitionState, live liveness) (metadata.P
 	}
 	next := st
 	next.Replicas, next.ISR = target, isr
-	next.AddingReplicas, next.RemovingReplicas = nil, nil
+	next.AddingReplicas, next.RemovingReplicas, next.ReassignStartMs = nil, nil, 0
 	if !slices.Contains(target, st.Leader) {
 		leader := int32(-1)
 		for _, r := range target {

@@ -139,6 +139,10 @@ type PartitionState struct {
 	// otherwise. The topic record's assignment of the partition equals
 	// Replicas throughout (brokers host what the assignment names).
 	AddingReplicas, RemovingReplicas []int32
+	// ReassignStartMs is when the running reassignment began (unix ms, by
+	// the clock of the broker that received it; 0 when none runs), for
+	// the time a move takes.
+	ReassignStartMs int64
 	// Version is the etcd mod revision of this record; CAS compares on it.
 	Version int64 `json:"-"`
 }

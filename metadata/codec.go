@@ -150,6 +150,7 @@ type partitionRecord struct {
 	LeaderBrokerEpoch int64   `json:"leaderBrokerEpoch,omitempty"`
 	AddingReplicas    []int32 `json:"addingReplicas,omitempty"`
 	RemovingReplicas  []int32 `json:"removingReplicas,omitempty"`
+	ReassignStartMs   int64   `json:"reassignStartMs,omitempty"`
 }
 
 func encodePartitionState(st PartitionState) ([]byte, error) {
@@ -161,7 +162,8 @@ func encodePartitionState(st PartitionState) ([]byte, error) {
 		isr = []int32{}
 	}
 	return json.Marshal(partitionRecord{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, Replicas: st.Replicas, ISR: isr,
-		LeaderBrokerEpoch: st.LeaderBrokerEpoch, AddingReplicas: st.AddingReplicas, RemovingReplicas: st.RemovingReplicas})
+		LeaderBrokerEpoch: st.LeaderBrokerEpoch, AddingReplicas: st.AddingReplicas, RemovingReplicas: st.RemovingReplicas,
+		ReassignStartMs: st.ReassignStartMs})
 }
 
 // decodePartitionState decodes and checks a state; rev is the key's ModRevision.
@@ -172,7 +174,7 @@ func decodePartitionState(value []byte, rev int64) (PartitionState, error) {
 	}
 	st := PartitionState{Leader: rec.Leader, LeaderEpoch: rec.LeaderEpoch, Replicas: rec.Replicas, ISR: rec.ISR,
 		LeaderBrokerEpoch: rec.LeaderBrokerEpoch, AddingReplicas: rec.AddingReplicas, RemovingReplicas: rec.RemovingReplicas,
-		Version: rev}
+		ReassignStartMs: rec.ReassignStartMs, Version: rev}
 	if err := checkPartitionState(st); err != nil {
 		return PartitionState{}, fmt.Errorf("%w: partition state: %v", ErrCorrupt, err)
 	}

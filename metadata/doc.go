@@ -53,7 +53,10 @@
 // ones, and the topic record's replicas[p] is the same list
 // (CASAssignment writes both in one transaction):
 //
-//	{"leader":1,"leaderEpoch":3,"replicas":[4,2,3,1],"isr":[1,2,3],"addingReplicas":[4],"removingReplicas":[1]}
+//	{"leader":1,"leaderEpoch":3,"replicas":[4,2,3,1],"isr":[1,2,3],"addingReplicas":[4],"removingReplicas":[1],
+//	 "reassignStartMs":1796461200000}
+//
+// reassignStartMs is when the move began (unix ms), for the time it takes.
 //
 // Broker (brokers/<nodeId>):
 //

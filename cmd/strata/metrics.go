@@ -67,6 +67,8 @@ var (
 		"Partitions this broker leads that are being reassigned (replicas being added or removed).", nil, nil)
 	reassignmentBytesDesc = prometheus.NewDesc("strata_reassignment_bytes_out_total",
 		"Record bytes this broker served, as leader, to replicas being added by a reassignment: what moves copy.", nil, nil)
+	reassignmentDurationDesc = prometheus.NewDesc("strata_reassignment_duration_seconds",
+		"Time from submission to completion of each partition move this broker led when it completed.", nil, nil)
 	connectionsDesc = prometheus.NewDesc("strata_connections",
 		"Client connections being served.", nil, nil)
 	connectionsRefusedDesc = prometheus.NewDesc("strata_connections_refused_total",
@@ -82,7 +84,8 @@ func (c brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		topicBytesInDesc, topicBytesOutDesc, topicReplicationBytesOutDesc,
 		underReplicatedDesc, underMinISRDesc, leaderCountDesc, partitionCountDesc, isrShrinksDesc, isrExpandsDesc,
 		partitionUnderReplicatedDesc, partitionISRSizeDesc, logSizeDesc, tieredLogSizeDesc, logStartOffsetDesc, logEndOffsetDesc,
-		replicaMissedProgressDesc, reassignmentsDesc, reassignmentBytesDesc, connectionsDesc, connectionsRefusedDesc} {
+		replicaMissedProgressDesc, reassignmentsDesc, reassignmentBytesDesc, reassignmentDurationDesc,
+		connectionsDesc, connectionsRefusedDesc} {
 		ch <- d
 	}
 }
@@ -93,6 +96,13 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(replicaMissedProgressDesc, prometheus.CounterValue, float64(replicas.MissedProgress))
 	ch <- prometheus.MustNewConstMetric(reassignmentsDesc, prometheus.GaugeValue, float64(replicas.ReassignmentsLed))
 	ch <- prometheus.MustNewConstMetric(reassignmentBytesDesc, prometheus.CounterValue, float64(replicas.ReassignmentBytesOut))
+	moveBuckets := map[float64]uint64{}
+	for i, bound := range broker.MoveDurationBuckets() {
+		if i < len(replicas.MoveDurations) {
+			moveBuckets[bound] = replicas.MoveDurations[i]
+		}
+	}
+	ch <- prometheus.MustNewConstHistogram(reassignmentDurationDesc, replicas.MoveDurationCount, replicas.MoveDurationSum, moveBuckets)
 	conns := c.src.ConnStats()
 	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(conns.Open))
 	ch <- prometheus.MustNewConstMetric(connectionsRefusedDesc, prometheus.CounterValue, float64(conns.RefusedTotal), "total")

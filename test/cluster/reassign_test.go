@@ -116,13 +116,19 @@ func TestReassignMovesOnlyTheTail(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(leader.DataDir, topic+"-0")); !os.IsNotExist(err) {
 		t.Fatalf("the old leader %d still has the partition's directory (%v)", m.Leader, err)
 	}
-	var moved float64
+	var moved, moves, moveSeconds float64
 	for _, id := range c.Up() {
-		n, err := c.Broker(id).MetricSum(ctx, "strata_reassignment_bytes_out_total")
-		if err != nil {
-			t.Fatal(err)
+		for name, sum := range map[string]*float64{"strata_reassignment_bytes_out_total": &moved,
+			"strata_reassignment_duration_seconds_count": &moves, "strata_reassignment_duration_seconds_sum": &moveSeconds} {
+			n, err := c.Broker(id).MetricSum(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			*sum += n
 		}
-		moved += n
+	}
+	if moves != 1 || moveSeconds <= 0 || moveSeconds > 120 {
+		t.Fatalf("strata_reassignment_duration_seconds: %v moves taking %v s, want the one move", moves, moveSeconds)
 	}
 	// The tail to copy: the leader's local records when the move began,
 	// and those produced while it ran.
@@ -133,8 +139,8 @@ func TestReassignMovesOnlyTheTail(t *testing.T) {
 		t.Fatalf("the move copied %.0f bytes (strata_reassignment_bytes_out_total): want (0, 1.5 × the %d-byte local tail], well under the %.0f-byte history",
 			moved, tail, historyBytes)
 	}
-	t.Logf("moved %s-0 %v→%v: copied %.0f bytes for a %d-byte local tail (history %.0f bytes, %d records); new replica starts at offset %d",
-		topic, m.Replicas, target, moved, tail, historyBytes, produced, bases[0])
+	t.Logf("moved %s-0 %v→%v in %.2f s: copied %.0f bytes for a %d-byte local tail (history %.0f bytes, %d records); new replica starts at offset %d",
+		topic, m.Replicas, target, moveSeconds, moved, tail, historyBytes, produced, bases[0])
 	readNumbered(t, c, added, topic, 0, produced)
 
 	// DescribeLogDirs: the new leader lists the partition's local bytes in
