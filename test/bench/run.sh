@@ -17,6 +17,7 @@
 #   cold.sh       (d) cold catch-up from MinIO vs raw MinIO GETs; (e) hot-tail consumer latency
 #                 with and without a cold backfill
 #   node.sh       (f) ready time after kill -9 with GiBs local; (g) RSS with 1,000 partitions
+#   move.sh       (h) moving a partition with its history in the bucket vs all local (Kafka's way)
 #
 # Environment: BENCH_CASES (space-separated subset, default all), BENCH_NO_INSTALL=1 (do not run
 # the installers), BENCH_OUT=FILE (also write the tables there), BENCH_DIR (/tmp: the disk measured),
@@ -25,7 +26,7 @@ set -euo pipefail
 export LC_ALL=C
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-cases=${BENCH_CASES:-baselines produce cluster cold node}
+cases=${BENCH_CASES:-baselines produce cluster cold node move}
 trap cleanup_work EXIT
 ensure_work
 results="$BENCH_WORK/results.txt"
@@ -65,7 +66,7 @@ measurements() {
 	while read -r line; do
 		row=$(field "$line" row)
 		other=""
-		for k in gbit_per_sec seconds rss_mib local_gib broker_cpu_s client_cpu_s; do
+		for k in gbit_per_sec seconds copied_mb history_mb rss_mib local_gib broker_cpu_s client_cpu_s; do
 			v=$(field "$line" "$k")
 			[[ -n "$v" ]] && other+="$k=$v "
 		done
@@ -97,6 +98,7 @@ targets=(
 	"cold-backfill-rss rss_over_cache_mib - le 128"
 	"restart-after-kill9 seconds - le 5"
 	"rss-1000-partitions rss_mib - le 512"
+	"move-tiered seconds move-full le 0.25"
 )
 
 target_table() {
