@@ -39,23 +39,9 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, rc *requestContext, kr
 		dir.ErrorCode = kerr.KafkaStorageError.Code
 	}
 	wanted := wantedLogDirPartitions(req)
-	byTopic := map[string]int{}
-	for _, p := range b.parts.localPartitions() {
-		if wanted != nil && !wanted[logDirKey{p.topic, p.index}] {
-			continue
-		}
-		i, ok := byTopic[p.topic]
-		if !ok {
-			i = len(dir.Topics)
-			byTopic[p.topic] = i
-			t := kmsg.NewDescribeLogDirsResponseDirTopic()
-			t.Topic = p.topic
-			dir.Topics = append(dir.Topics, t)
-		}
-		dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		dp.Partition, dp.Size = p.index, p.log.Size()
-		dir.Topics[i].Partitions = append(dir.Topics[i].Partitions, dp)
-	}
+	fillLogDir(&dir, b.parts.localPartitions(), func(p *partition) bool {
+		return wanted == nil || wanted[logDirKey{p.topic, p.index}]
+	}, func(p *partition) int64 { return p.log.Size() })
 	resp.Dirs = append(resp.Dirs, dir)
 	if b.objects != nil {
 		resp.Dirs = append(resp.Dirs, b.tieredLogDir(wanted))
@@ -70,9 +56,24 @@ const tieredLogDirName = "tiered:bucket"
 func (b *Broker) tieredLogDir(wanted map[logDirKey]bool) kmsg.DescribeLogDirsResponseDir {
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir, dir.TotalBytes, dir.UsableBytes = tieredLogDirName, -1, -1
+	fillLogDir(&dir, b.parts.localPartitions(), func(p *partition) bool {
+		return (wanted == nil || wanted[logDirKey{p.topic, p.index}]) && p.isLeader()
+	}, func(p *partition) int64 {
+		var size int64
+		for _, e := range p.manifest.Segments(p.topicID, p.index) {
+			size += e.Size
+		}
+		return size
+	})
+	return dir
+}
+
+// fillLogDir lists in dir, grouped by topic, the partitions include
+// accepts with their size.
+func fillLogDir(dir *kmsg.DescribeLogDirsResponseDir, parts []*partition, include func(*partition) bool, size func(*partition) int64) {
 	byTopic := map[string]int{}
-	for _, p := range b.parts.localPartitions() {
-		if (wanted != nil && !wanted[logDirKey{p.topic, p.index}]) || !p.isLeader() {
+	for _, p := range parts {
+		if !include(p) {
 			continue
 		}
 		i, ok := byTopic[p.topic]
@@ -84,13 +85,9 @@ func (b *Broker) tieredLogDir(wanted map[logDirKey]bool) kmsg.DescribeLogDirsRes
 			dir.Topics = append(dir.Topics, t)
 		}
 		dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		dp.Partition = p.index
-		for _, e := range p.manifest.Segments(p.topicID, p.index) {
-			dp.Size += e.Size
-		}
+		dp.Partition, dp.Size = p.index, size(p)
 		dir.Topics[i].Partitions = append(dir.Topics[i].Partitions, dp)
 	}
-	return dir
 }
 
 type logDirKey struct {
