@@ -35,6 +35,64 @@
 // references is garbage once it is older than the sweeper's grace (a PUT
 // whose commit failed, or a broker that died between the two).
 //
+// # Shared-object format (part of the in-bucket format; never change)
+//
+// All integers are big-endian. EncodeObject writes it, ParseFooter and
+// ReadBatch read it (object.go).
+//
+//	+------------------------------+ 0
+//	| batches                      |  RecordBatch v2 batches, back to back
+//	+------------------------------+ size - TrailerSize - footerLength
+//	| footer                       |  EntrySize (40) bytes per batch
+//	+------------------------------+ size - TrailerSize
+//	| trailer                      |  TrailerSize (24) bytes
+//	+------------------------------+ size
+//
+// The batches are stored as produced (see "Offsets inside the object"),
+// grouped by partition: partitions in the order of their topic id's bytes,
+// then partition number; the batches of one partition in the order the
+// appender was given them, so in the order their offsets are assigned.
+// Footer entry i describes batch i:
+//
+//	offset  size  field
+//	     0    16  topicId
+//	    16     4  partition     int32 >= 0
+//	    20     8  position      int64: the batch's first byte in the object
+//	    28     4  length        int32: the whole batch, 12 + batchLength
+//	    32     4  records       int32: lastOffsetDelta + 1, the offsets it takes
+//	    36     4  crc           the batch header's CRC field (bytes 17-20)
+//
+// Trailer:
+//
+//	offset  size  field
+//	     0     4  entryCount    u32 >= 1
+//	     4     4  footerLength  u32 = entryCount × EntrySize
+//	     8     2  version       u16 = ObjectVersion (1)
+//	    10     2  flags         u16 = 0
+//	    12     4  footerCRC     CRC-32C of the footer entries, then trailer bytes 0-11
+//	    16     8  magic         "STRATAsh"
+//
+// Invariants, all checked by ParseFooter (a failure wraps ErrCorrupt):
+// magic, version and flags as above; every footer byte but the magic is
+// under footerCRC; entries are in (topicId, partition) order, with a
+// non-zero topicId, a partition >= 0 and records >= 1; batch i starts
+// where batch i-1 ends (batch 0 at 0), is at least the 61-byte batch
+// header long, and the last one ends where the footer starts. So the
+// entries tile the batch area exactly and no two overlap. entryCount ×
+// (EntrySize + 61) <= size - TrailerSize bounds the count, so no trailer
+// can make a reader allocate more than the object's own size.
+//
+// Each batch passed recordbatch.Validate when the object was written (magic
+// 2, CRC-32C, recordCount == lastOffsetDelta+1 >= 1, a known codec).
+// ReadBatch checks it again, and that its header's length, lastOffsetDelta+1
+// and CRC field equal the entry's, before it is served; a batch that fails
+// is never served.
+//
+// A reader needs only the tail: ParseFooter takes the object's last n bytes
+// and its size, and when n < TrailerSize + footerLength says how many to
+// read (FooterIncompleteError). A 64 KiB tail holds the footer of an object
+// of up to 1,637 batches.
+//
 // # etcd layout (values are JSON; see metadata/doc.go for the key rules)
 //
 //	/strata/<cluster>/diskless/heads/<topicId>/<partition:05>
@@ -84,6 +142,6 @@
 // Batches are stored as produced: their baseOffset is whatever the producer
 // sent (0) and partitionLeaderEpoch is unset. The reader patches baseOffset
 // (bytes 0-7) from the run and partitionLeaderEpoch (bytes 12-15) to 0 in
-// the copy it serves; neither field is covered by the batch CRC, which the
-// reader checks before serving.
+// the copy it serves (AppendPatched); neither field is covered by the batch
+// CRC, which the reader checks before serving (ReadBatch).
 package diskless
