@@ -50,6 +50,18 @@ type Run struct {
 	// against the batch before it is served.
 	Batches      [][4]int64 `json:"batches"`
 	MaxTimestamp int64      `json:"maxTimestamp"`
+	// CommittedMs is the committing broker's clock at the commit: the
+	// merge leaves runs younger than its age alone.
+	CommittedMs int64 `json:"committedMs"`
+}
+
+// bytes is the size of the run's batches.
+func (r Run) bytes() int64 {
+	var n int64
+	for _, b := range r.Batches {
+		n += b[1]
+	}
+	return n
 }
 
 // Records is how many offsets the run covers.
@@ -174,7 +186,7 @@ func planChunk(objectID string, objectSize int64, batches []staged, chunk []part
 			hdrs[j] = batches[i].hdr
 		}
 		next, outcomes := Decide(head, hdrs, nowMs)
-		run := Run{Object: objectID, Size: objectSize, MaxTimestamp: -1}
+		run := Run{Object: objectID, Size: objectSize, MaxTimestamp: -1, CommittedMs: nowMs}
 		runBase := int64(-1)
 		for j, i := range g.indexes {
 			out[i] = outcomes[j]
@@ -198,4 +210,48 @@ func planChunk(objectID string, objectSize int64, batches []staged, chunk []part
 			Head: next.encode(), RunBase: runBase, Run: value})
 	}
 	return writes, nil
+}
+
+// ErrOffsetOutOfRange: DeleteRecords past the log end.
+var ErrOffsetOutOfRange = errors.New("diskless: offset out of range")
+
+// HeadStore is the slice of etcd RaiseStart needs (*metadata.Store).
+type HeadStore interface {
+	DisklessHeads(ctx context.Context, parts []metadata.TierPartition) ([]metadata.DisklessHead, error)
+	PutDisklessHead(ctx context.Context, p metadata.TierPartition, seen int64, head []byte) (bool, error)
+}
+
+// RaiseStart moves a partition's log start up to offset (DeleteRecords;
+// -1: the log end), never down, with a compare-and-swap on its head, and
+// returns the new start. The runs wholly below it stay until the merge or
+// retention removes them; readers no longer see their records.
+func RaiseStart(ctx context.Context, store HeadStore, tp metadata.TierPartition, offset int64) (int64, error) {
+	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
+		heads, err := store.DisklessHeads(ctx, []metadata.TierPartition{tp})
+		if err != nil {
+			return -1, err
+		}
+		head, err := decodeHead(heads[0].Value)
+		if err != nil {
+			return -1, err
+		}
+		if offset == -1 {
+			offset = head.Next
+		}
+		if offset < 0 || offset > head.Next {
+			return -1, fmt.Errorf("%w: %d outside [0, %d]", ErrOffsetOutOfRange, offset, head.Next)
+		}
+		if offset <= head.Start {
+			return head.Start, nil
+		}
+		head.Start = offset
+		ok, err := store.PutDisklessHead(ctx, tp, heads[0].Version, head.encode())
+		if err != nil {
+			return -1, err
+		}
+		if ok {
+			return offset, nil
+		}
+	}
+	return -1, fmt.Errorf("%w: too many concurrent commits", ErrCommit)
 }

@@ -181,6 +181,58 @@ func (ix *Index) runsFrom(tp metadata.TierPartition, offset int64, n int) []inde
 	return append([]indexedRun(nil), p.runs[i:min(i+n, len(p.runs))]...)
 }
 
+// runsOf returns copies of the partition's first n runs.
+func (ix *Index) runsOf(tp metadata.TierPartition, n int) []indexedRun {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	p, ok := ix.parts[tp]
+	if !ok {
+		return nil
+	}
+	return append([]indexedRun(nil), p.runs[:min(n, len(p.runs))]...)
+}
+
+// firstRunBase is the base offset of the partition's first run; ok false
+// when it has none. Offsets below it (and at or above the log start) were
+// merged into the bucket's segment objects.
+func (ix *Index) firstRunBase(tp metadata.TierPartition) (int64, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	p, ok := ix.parts[tp]
+	if !ok || len(p.runs) == 0 {
+		return 0, false
+	}
+	return p.runs[0].base, true
+}
+
+// dropRuns forgets runs the merge deleted, before the watch reports it.
+func (ix *Index) dropRuns(tp metadata.TierPartition, bases []int64) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	p, ok := ix.parts[tp]
+	if !ok {
+		return
+	}
+	gone := map[int64]bool{}
+	for _, b := range bases {
+		gone[b] = true
+	}
+	kept := p.runs[:0]
+	for _, r := range p.runs {
+		if !gone[r.base] {
+			kept = append(kept, r)
+		}
+	}
+	p.runs = kept
+}
+
+// Loaded reports whether the index holds a full snapshot.
+func (ix *Index) Loaded() bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.loaded
+}
+
 // Objects returns the ids of every object a run references.
 func (ix *Index) Objects() map[string]bool {
 	ix.mu.RLock()

@@ -33,6 +33,13 @@ type Reader struct {
 	cluster string
 	stats   *Stats
 	cache   *objectCache
+	merged  Merged
+}
+
+// Merged reads offsets the merge moved into ordinary segment objects (the
+// broker's cold reader over the tier manifest).
+type Merged interface {
+	ReadMerged(ctx context.Context, tp metadata.TierPartition, offset int64, maxBytes int, upTo int64) ([]byte, error)
 }
 
 // NewReader returns a reader over ix; cacheBytes <= 0 means
@@ -43,6 +50,9 @@ func NewReader(ix *Index, bucket objstore.ObjectStore, cluster string, cacheByte
 	}
 	return &Reader{ix: ix, bucket: bucket, cluster: cluster, stats: stats, cache: newObjectCache(cacheBytes)}
 }
+
+// SetMerged gives the reader its way to merged offsets; call before use.
+func (r *Reader) SetMerged(m Merged) { r.merged = m }
 
 // Partition is tp as package fetch reads it.
 func (r *Reader) Partition(tp metadata.TierPartition) fetch.Partition { return fetchPartition{r, tp} }
@@ -73,7 +83,8 @@ func (p fetchPartition) Read(offset int64, maxBytes int, upTo int64) ([]byte, er
 // Read returns whole batches, base offsets patched, from the batch holding
 // offset on and ending before upTo, at most maxBytes except that the first
 // batch is returned even if larger (KIP-74). An offset outside [start, next]
-// is hotlog.ErrOffsetOutOfRange; at next the answer is empty.
+// is hotlog.ErrOffsetOutOfRange; at next the answer is empty. Offsets below
+// the first run were merged: Merged reads them, up to that run.
 func (r *Reader) Read(ctx context.Context, tp metadata.TierPartition, offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	start, next, _ := r.ix.Positions(tp)
 	if offset < start || offset > next {
@@ -82,6 +93,15 @@ func (r *Reader) Read(ctx context.Context, tp metadata.TierPartition, offset int
 	upTo = min(upTo, next)
 	if offset >= upTo {
 		return nil, nil
+	}
+	if first, ok := r.ix.firstRunBase(tp); !ok || offset < first {
+		if !ok {
+			first = upTo
+		}
+		if r.merged == nil {
+			return nil, fmt.Errorf("%w: offset %d of %v was merged and no merged reader is set", hotlog.ErrOffsetOutOfRange, offset, tp)
+		}
+		return r.merged.ReadMerged(ctx, tp, offset, maxBytes, min(upTo, first))
 	}
 	runs := r.ix.runsFrom(tp, offset, maxRunsPerRead)
 	if len(runs) == 0 {

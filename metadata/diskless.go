@@ -115,20 +115,22 @@ func (s *Store) PutDisklessHead(ctx context.Context, p TierPartition, seen int64
 	return s.CommitDiskless(ctx, []DisklessWrite{{Partition: p, Seen: seen, Head: head}})
 }
 
-// DeleteDisklessRuns deletes runs (by base offset) of one partition if its
-// head is still at version seen, and puts the new head in the same
-// transaction. false, nil: the head changed meanwhile.
-func (s *Store) DeleteDisklessRuns(ctx context.Context, p TierPartition, seen int64, head []byte, bases []int64) (bool, error) {
-	head0 := s.keys.disklessHead(p)
-	ops := []clientv3.Op{clientv3.OpPut(head0, string(head))}
+// DeleteDisklessRuns deletes runs (by base offset) of one partition, in
+// one transaction. Runs are immutable once committed, so no guard is needed:
+// the merge deletes only runs it has copied into a committed segment object.
+func (s *Store) DeleteDisklessRuns(ctx context.Context, p TierPartition, bases []int64) error {
+	ops := make([]clientv3.Op, 0, len(bases))
 	for _, b := range bases {
 		ops = append(ops, clientv3.OpDelete(s.keys.disklessRun(p, b)))
 	}
-	tr, err := s.txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(head0), "=", seen)}, ops)
-	if err != nil {
-		return false, err
+	for len(ops) > 0 {
+		n := min(len(ops), 100) // under etcd's default --max-txn-ops (128)
+		if _, err := s.txn(ctx, nil, ops[:n]); err != nil {
+			return err
+		}
+		ops = ops[n:]
 	}
-	return tr.Succeeded, nil
+	return nil
 }
 
 // DeleteDiskless removes every head and run of a topic (its deletion).
