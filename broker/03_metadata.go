@@ -40,17 +40,18 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *requestContext, kreq km
 		resp.AuthorizedOperations = b.authz.clusterOperations(rc)
 	}
 	defer b.authz.addTopicOperations(rc, req, resp)
+	rack := clientRack(rc.clientID)
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range b.parts.allTopics() {
 			if b.authz.allowedQuiet(rc, auth.OpDescribe, auth.ResourceTopic, t.topic.Name) {
-				resp.Topics = append(resp.Topics, metadataTopic(t, view))
+				resp.Topics = append(resp.Topics, metadataTopic(t, view, rack))
 			}
 		}
 		return resp, nil
 	}
 	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && !b.cfg.DisableAutoCreateTopics
 	for _, rt := range req.Topics {
-		resp.Topics = append(resp.Topics, b.metadataForRequested(ctx, rc, rt, autoCreate, view))
+		resp.Topics = append(resp.Topics, b.metadataForRequested(ctx, rc, rt, autoCreate, view, rack))
 	}
 	return resp, nil
 }
@@ -78,11 +79,13 @@ func (z *authorizer) addTopicOperations(rc *requestContext, req *kmsg.MetadataRe
 }
 
 // metadataForRequested answers one requested topic, by name or (v10+) id.
-func (b *Broker) metadataForRequested(ctx context.Context, rc *requestContext, rt kmsg.MetadataRequestTopic, autoCreate bool, view brokerView) kmsg.MetadataResponseTopic {
+func (b *Broker) metadataForRequested(ctx context.Context, rc *requestContext, rt kmsg.MetadataRequestTopic, autoCreate bool,
+	view brokerView, rack string,
+) kmsg.MetadataResponseTopic {
 	if rt.Topic == nil {
 		t, ok := b.parts.topicByID(rt.TopicID)
 		if ok && b.authz.allowedTopic(rc, auth.OpDescribe, t.topic.Name) {
-			return metadataTopic(t, view)
+			return metadataTopic(t, view, rack)
 		}
 		code := kerr.UnknownTopicID.Code
 		if ok {
@@ -104,7 +107,7 @@ func (b *Broker) metadataForRequested(ctx context.Context, rc *requestContext, r
 		return errTopic(kerr.TopicAuthorizationFailed.Code)
 	}
 	if t, ok := b.parts.topic(name); ok {
-		return metadataTopic(t, view)
+		return metadataTopic(t, view, rack)
 	}
 	if validateTopicName(name) != nil {
 		return errTopic(kerr.InvalidTopicException.Code)
@@ -140,13 +143,19 @@ func (b *Broker) autoCreateTopic(ctx context.Context, name string) error {
 	return err
 }
 
-// metadataTopic describes one known topic.
-func metadataTopic(t topicView, view brokerView) kmsg.MetadataResponseTopic {
+// metadataTopic describes one known topic; rack is the client's
+// (clientRack), which places a diskless topic's partitions
+// (disklessMetadataPartitions).
+func metadataTopic(t topicView, view brokerView, rack string) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.topic.Name)
 	mt.TopicID = t.topic.ID
 	mt.IsInternal = t.topic.Internal
 	mt.AuthorizedOperations = authorizedOperationsUnknown
+	if t.cfg.DisklessEnable {
+		mt.Partitions = disklessMetadataPartitions(t, view, rack)
+		return mt
+	}
 	for i, st := range t.states {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = int32(i)

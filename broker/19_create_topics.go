@@ -67,7 +67,13 @@ func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequest
 	if code != 0 {
 		return createTopicError(rt.Topic, code, msg)
 	}
-	replicas, code, msg := placeReplicas(spec, b.liveBrks.view())
+	diskless := metadata.DisklessConfigs(spec.configs)
+	var replicas [][]int32
+	if diskless {
+		replicas, code, msg = disklessReplicas(spec, b.objects != nil)
+	} else {
+		replicas, code, msg = placeReplicas(spec, b.liveBrks.view())
+	}
 	if code != 0 {
 		return createTopicError(rt.Topic, code, msg)
 	}
@@ -90,6 +96,9 @@ func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequest
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic, st.TopicID = spec.name, id
 	st.NumPartitions, st.ReplicationFactor = int32(len(replicas)), int16(len(replicas[0]))
+	if diskless {
+		st.ReplicationFactor = 1 // as Metadata shows it: the advertised leader alone
+	}
 	for _, e := range topicConfigEntries(spec.configs, b.cfg.topicDefaults()) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.Source, c.ReadOnly, c.IsSensitive = e.name, kmsg.StringPtr(e.value), int8(e.source), e.readOnly, e.sensitive

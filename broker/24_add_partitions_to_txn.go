@@ -15,7 +15,10 @@ import (
 // already in the ongoing transaction, KIP-890 part 1). Every partition
 // gets its transaction's code; partitions of unknown topics get
 // UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, as in
-// Kafka. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+// Kafka. Partitions of diskless topics, which take no transactions yet,
+// get UNSUPPORTED_FOR_MESSAGE_FORMAT and the others again
+// OPERATION_NOT_ATTEMPTED (disklessTxnAnswer). PRODUCER_FENCED is
+// INVALID_PRODUCER_EPOCH before v2.
 //
 // Authorization: v4+ is the brokers' form and needs ClusterAction on the
 // Cluster (top-level CLUSTER_AUTHORIZATION_FAILED). v0-3 need Write on the
@@ -32,6 +35,10 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, rc *requestContext,
 	}
 	if req.Version >= 4 {
 		for _, rt := range req.Transactions {
+			if refused := b.parts.disklessTxnAnswer(rt); refused != nil {
+				resp.Transactions = append(resp.Transactions, *refused)
+				continue
+			}
 			resp.Transactions = append(resp.Transactions, b.txnRouter.AddPartitions(req.Version, rt))
 		}
 		return resp, nil
@@ -44,6 +51,8 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, rc *requestContext,
 	var res kmsg.AddPartitionsToTxnResponseTransaction
 	if denied := b.addPartitionsAuthCodes(rc, rt); denied != nil {
 		res = *denied
+	} else if refused := b.parts.disklessTxnAnswer(rt); refused != nil {
+		res = *refused
 	} else {
 		res = b.txnRouter.AddPartitions(req.Version, rt)
 	}

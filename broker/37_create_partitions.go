@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-log/strata/auth"
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/metadata"
 )
 
 // handleCreatePartitions raises topics' partition counts. Alter on the
@@ -52,7 +53,14 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	case rt.Count > maxPartitions:
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("at most %d partitions", maxPartitions)
 	}
-	added, code, msg := newPartitionReplicas(rt, current, len(t.topic.Replicas[0]), b.liveBrks.view())
+	var added [][]int32
+	var code int16
+	var msg string
+	if t.cfg.DisklessEnable {
+		added, code, msg = newDisklessPartitions(rt, current)
+	} else {
+		added, code, msg = newPartitionReplicas(rt, current, len(t.topic.Replicas[0]), b.liveBrks.view())
+	}
 	if code != 0 || validateOnly {
 		return code, msg
 	}
@@ -66,6 +74,15 @@ func (b *Broker) createPartitions(ctx context.Context, rt kmsg.CreatePartitionsR
 	b.parts.awaitLeaders(ctx, updated.ID, current, leaderElectionWait, &b.liveBrks, b.log)
 	b.log.Info("partitions added", "topic", rt.Topic, "partitions", len(updated.Replicas))
 	return 0, ""
+}
+
+// newDisklessPartitions is the assignment of partitions added to a
+// diskless topic: empty lists, and no manual assignment.
+func newDisklessPartitions(rt kmsg.CreatePartitionsRequestTopic, current int) ([][]int32, int16, string) {
+	if rt.Assignment != nil {
+		return nil, kerr.InvalidReplicaAssignment.Code, disklessAssignmentMessage
+	}
+	return metadata.DisklessAssignment(int(rt.Count) - current), 0, ""
 }
 
 // newPartitionReplicas checks the manual assignment of the new partitions

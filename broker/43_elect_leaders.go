@@ -20,7 +20,8 @@ import (
 // (controller.ElectPreferred/ElectUnclean); the broker writes it with a
 // compare-and-swap on the partition state, as the controller would, so a
 // concurrent change is never overwritten. Per partition:
-// ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+// ELECTION_NOT_NEEDED (always for a diskless partition, which has no
+// elected leader), PREFERRED_LEADER_NOT_AVAILABLE,
 // ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION. Null topics
 // mean every partition, and then only the partitions that needed an
 // election are listed, as Kafka does. Alter on the Cluster is needed
@@ -82,6 +83,9 @@ func (b *Broker) electLeader(ctx context.Context, topic string, p int32, unclean
 	t, ok := b.parts.topic(topic)
 	if !ok || p < 0 || int(p) >= len(t.topic.Replicas) {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("%s-%d does not exist", topic, p)
+	}
+	if t.cfg.DisklessEnable {
+		return kerr.ElectionNotNeeded.Code, disklessNoElectionMessage
 	}
 	elect := controller.ElectPreferred
 	if unclean {

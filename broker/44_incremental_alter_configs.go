@@ -167,7 +167,9 @@ func editList(list, items []string, add bool) []string {
 
 // alterTopicConfigs runs mutate on the topic's overrides: on a copy when
 // validating only, else through a CAS in metadata, then applies the result
-// locally before answering (read-your-writes).
+// locally before answering (read-your-writes). Either way the result must
+// pass metadata.ValidateTopicConfigChange, which holds the rules between
+// the old and the new overrides (diskless.enable is fixed at creation).
 func (b *Broker) alterTopicConfigs(ctx context.Context, name string, mutate func(map[string]string) error, validateOnly bool) (int16, string) {
 	t, ok := b.parts.topic(name)
 	if !ok {
@@ -179,6 +181,9 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, name string, mutate func
 			m = map[string]string{}
 		}
 		if err := mutate(m); err != nil {
+			return errorCode(err)
+		}
+		if err := metadata.ValidateTopicConfigChange(t.topic.Configs, m); err != nil {
 			return errorCode(err)
 		}
 		return 0, ""

@@ -19,8 +19,9 @@ import (
 // them; the controller completes each once its new replicas are in the
 // ISR (controller.Reassign tells the steps). A new replica copies only the
 // leader's local tail; the history stays in the bucket. Per partition:
-// UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT (a bad list, or a
-// broker that is not registered), NO_REASSIGNMENT_IN_PROGRESS (a cancel
+// UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT (a bad list, a
+// broker that is not registered, or a diskless partition, which has no
+// replicas to move), NO_REASSIGNMENT_IN_PROGRESS (a cancel
 // with none running). Alter on the Cluster is needed
 // (CLUSTER_AUTHORIZATION_FAILED). TimeoutMillis bounds the etcd work.
 func (b *Broker) handleAlterPartitionReassignments(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -55,6 +56,9 @@ func (b *Broker) handleAlterPartitionReassignments(ctx context.Context, rc *requ
 // reassign begins (or changes, or with nil replicas cancels) one
 // partition's move, a compare-and-swap of its assignment and state.
 func (b *Broker) reassign(ctx context.Context, topic string, p int32, replicas []int32) (int16, string) {
+	if _, _, ok := b.parts.disklessTopic(topic); ok {
+		return kerr.InvalidReplicaAssignment.Code, disklessNoReplicasMessage
+	}
 	for _, r := range replicas {
 		if !b.liveBrks.view().live(r) {
 			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("broker %d is not registered", r)
@@ -67,6 +71,9 @@ func (b *Broker) reassign(ctx context.Context, topic string, p int32, replicas [
 		}
 		if err != nil {
 			return errorCode(err)
+		}
+		if t.Diskless() { // metadata.CASAssignment refuses it too
+			return kerr.InvalidReplicaAssignment.Code, disklessNoReplicasMessage
 		}
 		states, err := b.store.PartitionStates(ctx, t.ID)
 		if err != nil {

@@ -90,7 +90,7 @@ func (b *Broker) describeTopicPartitions(rc *requestContext, name string, first 
 		rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return rt, -1, named
 	}
-	mt := metadataTopic(t, view)
+	mt := metadataTopic(t, view, clientRack(rc.clientID))
 	rt.TopicID, rt.IsInternal = mt.TopicID, mt.IsInternal
 	for _, mp := range mt.Partitions {
 		if mp.Partition < first {

@@ -141,9 +141,13 @@ func (m *partitionManager) awaitLeaders(ctx context.Context, id metadata.TopicID
 }
 
 // leadersElected: every partition of topic id from index from on has a
-// leader that view serves (brokerView.leaderOf).
+// leader that view serves (brokerView.leaderOf). A diskless topic has no
+// elections to wait for: any broker serves it.
 func (m *partitionManager) leadersElected(id metadata.TopicID, from int, view brokerView) bool {
 	t, ok := m.topicByID(id)
+	if ok && t.cfg.DisklessEnable {
+		return true
+	}
 	if !ok || len(t.states) < len(t.topic.Replicas) {
 		return false
 	}

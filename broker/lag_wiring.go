@@ -158,8 +158,8 @@ func (b *Broker) publishRetentionHolds() {
 			continue
 		}
 		t, ok := b.parts.topic(o.Topic)
-		if !ok || !b.cfg.Tier.Holds(t.cfg) {
-			continue
+		if !ok || !b.cfg.Tier.Holds(t.cfg) || t.cfg.DisklessEnable {
+			continue // diskless topics have no tier manifest for a hold to keep
 		}
 		holds = append(holds, metadata.RetentionHold{TopicID: t.topic.ID, Partition: o.Partition, Group: o.Group,
 			Offset: o.Offset, CommitMs: o.CommitTimestamp})

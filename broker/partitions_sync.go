@@ -88,6 +88,7 @@ func (m *partitionManager) applyTopic(t metadata.Topic, states []metadata.Partit
 	if err != nil {
 		m.deps.log.Error("topic configs do not parse; using defaults", "topic", t.Name, "err", err)
 		cfg, _ = metadata.ParseTopicConfig(nil)
+		cfg.DisklessEnable = t.Diskless() // the record's shape depends on it, not a default
 	}
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
@@ -212,6 +213,9 @@ func (m *partitionManager) missingPartitions(t metadata.Topic) []int32 {
 	e := m.byName[t.Name]
 	if e != nil && (e.topic.ID != t.ID || t.Revision < e.topic.Revision) {
 		return nil // a newer topic owns the name (dropReplacedTopic ran), or a stale event
+	}
+	if t.Diskless() {
+		return nil // no replicas anywhere: nothing opens locally
 	}
 	var missing []int32
 	for i, replicas := range t.Replicas {

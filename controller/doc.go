@@ -97,6 +97,13 @@
 //     leaves LeaderEpoch alone (only Version moves).
 //  3. Preferred-leader rebalance: not done yet.
 //
+// Diskless topics (diskless.enable=true, package diskless) are outside all
+// of this: their partitions have no replicas, so the controller keeps no
+// states for them, Plan and Rebalance skip them, and neither elections
+// nor reassignments apply (the broker answers ELECTION_NOT_NEEDED and
+// INVALID_REPLICA_ASSIGNMENT). Which broker clients are pointed at is
+// diskless.Leader, computed by every broker alone.
+//
 // Idempotence: applying a plan's changes and planning again yields
 // nothing (the elected leader is live with the recorded Epoch; every
 // remaining ISR member is serving or the leader or the kept last member).

@@ -111,7 +111,11 @@ func (l *leader) follow(ctx context.Context) error {
 func (l *leader) load(snap metadata.Snapshot) {
 	l.topics = make(map[metadata.TopicID]*TopicView, len(snap.Topics))
 	for _, t := range snap.Topics {
-		l.topics[t.ID] = &TopicView{Topic: t, States: snap.Partitions[t.ID]}
+		tv := &TopicView{Topic: t, States: snap.Partitions[t.ID]}
+		if t.Diskless() {
+			tv.States = nil // nothing to keep led (Plan skips the topic too)
+		}
+		l.topics[t.ID] = tv
 	}
 	l.brokers, l.brokersStale = snap.Brokers, false
 }
@@ -134,7 +138,7 @@ func (l *leader) apply(ev metadata.Event) bool {
 }
 
 // putTopic stores a newer topic record; partitions it adds start in their
-// initial state.
+// initial state. A diskless topic's partitions get no state at all.
 func (l *leader) putTopic(t metadata.Topic) {
 	tv, ok := l.topics[t.ID]
 	if !ok {
@@ -144,6 +148,9 @@ func (l *leader) putTopic(t metadata.Topic) {
 		return
 	}
 	tv.Topic = t
+	if t.Diskless() {
+		return
+	}
 	for p := len(tv.States); p < len(t.Replicas); p++ {
 		tv.States = append(tv.States, metadata.InitialPartitionState(t.Replicas[p]))
 	}

@@ -79,6 +79,8 @@ func (l liveness) serving(id int32) bool { b, ok := l[id]; return ok && !b.Drain
 // Plan returns the partition state writes that keep every partition led
 // (see doc.go, "Plan rules"), in topic name then partition order. It is
 // pure and idempotent: once its changes are applied, Plan returns none.
+// Diskless topics are skipped whatever their States hold: their
+// partitions have no replicas and no state in etcd.
 func Plan(v View) []Change {
 	live := liveness{}
 	for _, b := range v.Brokers {
@@ -88,6 +90,9 @@ func Plan(v View) []Change {
 	slices.SortFunc(topics, func(a, b TopicView) int { return cmp.Compare(a.Topic.Name, b.Topic.Name) })
 	var changes []Change
 	for _, tv := range topics {
+		if tv.Topic.Diskless() {
+			continue // no replicas, no states, no leader to elect
+		}
 		unclean := uncleanElection(tv.Topic)
 		for p, st := range tv.States {
 			next, reason, changed := planPartition(st, live, unclean)

@@ -16,7 +16,8 @@ const DefaultImbalancePercentage = 10
 // ones it does not lead; when that share is above percent, every such
 // partition whose preferred replica is serving and in the ISR, and whose
 // current leader is properly elected (Plan has nothing to do for it), moves
-// back to it with the leader epoch raised. Pure; idempotent once applied.
+// back to it with the leader epoch raised. Diskless topics have no
+// preferred replica and are skipped. Pure; idempotent once applied.
 func Rebalance(v View, percent int) []Change {
 	live := liveness{}
 	for _, b := range v.Brokers {
@@ -30,6 +31,9 @@ func Rebalance(v View, percent int) []Change {
 	moves := map[int32][]candidate{}
 	for i := range v.Topics {
 		tv := &v.Topics[i]
+		if tv.Topic.Diskless() {
+			continue
+		}
 		for p, st := range tv.States {
 			if len(st.Replicas) == 0 {
 				continue

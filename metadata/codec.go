@@ -95,7 +95,7 @@ func decodeTopic(name string, value []byte, rev int64) (Topic, error) {
 	if id.IsZero() {
 		return Topic{}, fmt.Errorf("%w: topic %q has the zero id", ErrCorrupt, name)
 	}
-	if err := validateAssignment(rec.Replicas); err != nil {
+	if err := validateTopicAssignment(rec.Replicas, DisklessConfigs(rec.Configs)); err != nil {
 		return Topic{}, fmt.Errorf("%w: topic %q: %v", ErrCorrupt, name, err)
 	}
 	if rec.Configs == nil {
@@ -104,8 +104,36 @@ func decodeTopic(name string, value []byte, rev int64) (Topic, error) {
 	return Topic{Name: name, ID: id, Internal: rec.Internal, Replicas: rec.Replicas, Configs: rec.Configs, Revision: rev}, nil
 }
 
-// validateAssignment checks a topic's replica assignment: 1..MaxPartitions
-// partitions, each a valid replica list.
+// validateTopicAssignment checks a topic record's assignment: a classic
+// topic's (validateAssignment), or a diskless topic's, which is
+// 1..MaxPartitions empty lists: its partitions have no replicas.
+func validateTopicAssignment(replicas [][]int32, diskless bool) error {
+	if !diskless {
+		return validateAssignment(replicas)
+	}
+	if len(replicas) == 0 || len(replicas) > MaxPartitions {
+		return fmt.Errorf("%w: %d partitions, want 1..%d", ErrInvalidPartitions, len(replicas), MaxPartitions)
+	}
+	for p, list := range replicas {
+		if len(list) != 0 {
+			return fmt.Errorf("%w: partition %d: diskless partitions have no replicas, %v given", ErrInvalidReplicas, p, list)
+		}
+	}
+	return nil
+}
+
+// DisklessAssignment is the assignment of a diskless topic's partitions
+// (or of partitions added to one): n empty replica lists.
+func DisklessAssignment(n int) [][]int32 {
+	out := make([][]int32, n)
+	for i := range out {
+		out[i] = []int32{}
+	}
+	return out
+}
+
+// validateAssignment checks a classic topic's replica assignment:
+// 1..MaxPartitions partitions, each a valid replica list.
 func validateAssignment(replicas [][]int32) error {
 	if len(replicas) == 0 || len(replicas) > MaxPartitions {
 		return fmt.Errorf("%w: %d partitions, want 1..%d", ErrInvalidPartitions, len(replicas), MaxPartitions)
@@ -240,8 +268,12 @@ func containsID(list []int32, id int32) bool {
 // initialPartitionState is the state of a partition whose key was never
 // written: first replica leads at epoch 0, every replica in sync.
 func initialPartitionState(replicas []int32) PartitionState {
+	leader := int32(-1) // a diskless partition: no replicas, so nobody leads it
+	if len(replicas) > 0 {
+		leader = replicas[0]
+	}
 	return PartitionState{
-		Leader:      replicas[0],
+		Leader:      leader,
 		LeaderEpoch: 0,
 		Replicas:    append([]int32(nil), replicas...),
 		ISR:         append([]int32(nil), replicas...),

@@ -52,7 +52,7 @@ func (s *Store) CASPartitionStateGuarded(ctx context.Context, id TopicID, partit
 // InitialPartitionState is the state of a partition whose key was never
 // written (Version 0): leader = first replica, epoch 0, ISR = replicas,
 // LeaderBrokerEpoch 0 (so nobody leads it until the controller writes it).
-// replicas must not be empty.
+// Empty replicas (a diskless partition) give leader -1.
 func InitialPartitionState(replicas []int32) PartitionState {
 	return initialPartitionState(replicas)
 }

@@ -44,6 +44,13 @@
 // replicas[p] lists the broker ids of partition p, preferred leader first; the
 // partition count is len(replicas). configs holds only the overrides.
 //
+// A diskless topic (configs "diskless.enable":"true", fixed at creation)
+// has an empty list per partition and never a partition state key: its
+// partitions have no replicas, no ISR and no elected leader (package
+// diskless):
+//
+//	{"id":"<topicId>","replicas":[[],[],[]],"configs":{"diskless.enable":"true"}}
+//
 // Partition state (partitions/<topicId>/<partition:05>):
 //
 //	{"leader":1,"leaderEpoch":0,"replicas":[1,2],"isr":[1,2]}

@@ -19,6 +19,9 @@ func (s *Store) CASAssignment(ctx context.Context, t Topic, partition int32, st 
 	if partition < 0 || int(partition) >= len(t.Replicas) {
 		return 0, fmt.Errorf("%w: topic %q has no partition %d", ErrInvalidPartitions, t.Name, partition)
 	}
+	if t.Diskless() {
+		return 0, fmt.Errorf("%w: %s-%d: diskless partitions have no replicas to move", ErrInvalidReplicas, t.Name, partition)
+	}
 	stateValue, err := encodePartitionState(st)
 	if err != nil {
 		return 0, err

@@ -37,10 +37,15 @@ func (r RestoreTopicRequest) validate() error {
 	if r.Topic.ID.IsZero() {
 		return fmt.Errorf("%w: restore of %q without a topic id", ErrInvalidPartitions, r.Topic.Name)
 	}
-	if err := validateAssignment(r.Topic.Replicas); err != nil {
+	if err := ValidateTopicConfigs(r.Topic.Configs); err != nil {
 		return err
 	}
-	if err := ValidateTopicConfigs(r.Topic.Configs); err != nil {
+	if r.Topic.Diskless() {
+		// A restore rebuilds a topic from its tiered segments; a
+		// diskless topic has none (its history is in shared objects).
+		return fmt.Errorf("%w: %q is diskless: restore rebuilds classic topics from tiered segments", ErrInvalidConfig, r.Topic.Name)
+	}
+	if err := validateAssignment(r.Topic.Replicas); err != nil {
 		return err
 	}
 	if len(r.LeaderEpochs) != len(r.Topic.Replicas) {

@@ -76,6 +76,7 @@ var storeCases = []storeCase{
 	{"WatchCompacted", testWatchCompacted},
 	{"ProducerIDs", testProducerIDs},
 	{"TopicIDKnown", testTopicIDKnown},
+	{"DisklessTopic", testDisklessTopic},
 }
 
 func runStoreCases(t *testing.T, endpoints []string) {

@@ -6,6 +6,13 @@ package metadata
 // defaults: remote.storage.enable is true (the bucket is the system of record), and local.retention.ms/bytes keep a small hot tail (1 hour,
 // 1 GiB) instead of -2.
 //
+// diskless.enable (KIP-1150's name) makes a topic diskless (package
+// diskless): no local log, no replicas, and the bucket holds every batch.
+// It is fixed at creation (ValidateTopicConfigChange), a diskless topic
+// keeps remote.storage.enable=true and has no compaction in this version
+// (checkCrossRules), and it has no broker-wide default: a topic is diskless
+// only when it says so.
+//
 // segment.bytes follows Kafka 4.0 (KIP-1030): minimum 1 MiB. Tests that need
 // tiny segments set internal.segment.bytes (minimum 14 bytes, Kafka's old
 // minimum), which Kafka 4.1 added for the same purpose; when set it overrides
@@ -100,6 +107,9 @@ type TopicConfig struct {
 	// bound off, and the hold is off when both bounds are.
 	RetentionHoldMs    int64
 	RetentionHoldBytes int64
+	// DisklessEnable (diskless.enable) marks a diskless topic: set at
+	// creation only, never changed afterwards.
+	DisklessEnable bool
 }
 
 // HasCompact reports whether the cleanup policy includes compaction.
@@ -263,6 +273,10 @@ var topicConfigDefs = []ConfigDef{
 		Doc: "zstd level when compression.type is zstd", Validate: between(-131072, 22)},
 	{Name: "delete.retention.ms", Type: ConfigLong, Default: "86400000", ServerDefault: "log.cleaner.delete.retention.ms",
 		Doc: "how long tombstones are kept on compacted topics", Validate: atLeast(0)},
+	{Name: "diskless.enable", Type: ConfigBoolean, Default: "false",
+		Doc: "true: the topic has no local log, no replicas and no leader election; any broker accepts its writes " +
+			"and serves its reads from shared objects in the bucket. Set only at creation; needs remote.storage.enable=true " +
+			"and a cleanup.policy without compact"},
 	{Name: "file.delete.delay.ms", Type: ConfigLong, Default: "60000", ServerDefault: "log.segment.delete.delay.ms",
 		Doc: "delay before a deleted segment file is removed", Validate: atLeast(0)},
 	{Name: "flush.messages", Type: ConfigLong, Default: maxLong, ServerDefault: "log.flush.interval.messages",
@@ -434,11 +448,15 @@ func ParseTopicConfig(overrides map[string]string) (TopicConfig, error) {
 	return c, nil
 }
 
-// checkCrossRules enforces the rules that span configs (Kafka's
-// LogConfig.validateValues for tiered topics) on explicitly set local
-// retentions; Strata's defaults are capped by the total retention instead
-// (EffectiveLocalRetentionMs), so a small retention.ms alone stays valid.
+// checkCrossRules enforces the rules that span configs: Kafka's
+// LogConfig.validateValues for tiered topics on explicitly set local
+// retentions (Strata's defaults are capped by the total retention instead,
+// EffectiveLocalRetentionMs, so a small retention.ms alone stays valid),
+// and the diskless rules (checkDiskless).
 func checkCrossRules(c TopicConfig, overrides map[string]string) error {
+	if err := checkDiskless(c); err != nil {
+		return err
+	}
 	if _, set := overrides["local.retention.ms"]; !set {
 		c.LocalRetentionMs = -2
 	}
@@ -456,6 +474,55 @@ func checkCrossRules(c TopicConfig, overrides map[string]string) error {
 			ErrInvalidConfig, c.LocalRetentionBytes, c.RetentionBytes)
 	}
 	return nil
+}
+
+// checkDiskless refuses the combinations a diskless topic cannot honour:
+// remote.storage.enable=false (the bucket is where its batches live, so
+// there is nothing to turn off) and a cleanup.policy with compact (shared
+// objects are not compacted in this version). Everything else is accepted;
+// configs about local logs and replicas (local.retention.*,
+// min.insync.replicas, segment.*) have no effect on a diskless topic.
+func checkDiskless(c TopicConfig) error {
+	if !c.DisklessEnable {
+		return nil
+	}
+	if !c.RemoteStorageEnable {
+		return fmt.Errorf("%w: diskless.enable=true needs remote.storage.enable=true: a diskless topic's data lives only in the bucket",
+			ErrInvalidConfig)
+	}
+	if c.HasCompact() {
+		return fmt.Errorf("%w: diskless.enable=true does not support cleanup.policy=%s: diskless topics are not compacted",
+			ErrInvalidConfig, c.CleanupPolicy)
+	}
+	return nil
+}
+
+// DisklessConfigs reports whether a topic's overrides make it diskless
+// (diskless.enable=true; false when unset, as the default is). The
+// overrides need not have been validated: anything but true is classic.
+func DisklessConfigs(overrides map[string]string) bool {
+	return strings.EqualFold(strings.TrimSpace(overrides["diskless.enable"]), "true")
+}
+
+// Diskless reports whether t is a diskless topic (DisklessConfigs of its
+// overrides).
+func (t Topic) Diskless() bool { return DisklessConfigs(t.Configs) }
+
+// disklessFixedMessage is the reason a change of diskless.enable is refused.
+const disklessFixedMessage = "diskless.enable cannot be changed after the topic is created"
+
+// ValidateTopicConfigChange checks a topic's overrides after an
+// alteration (AlterConfigs, IncrementalAlterConfigs): it must not change
+// whether the topic is diskless, since a diskless topic's record has no
+// replicas and a classic one's data is on its replicas' disks, neither of
+// which an alteration can convert; and after must be valid on its own
+// (ValidateTopicConfigs). Setting diskless.enable to the value it already
+// has is no change. Errors wrap ErrInvalidConfig.
+func ValidateTopicConfigChange(before, after map[string]string) error {
+	if DisklessConfigs(before) != DisklessConfigs(after) {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, disklessFixedMessage)
+	}
+	return ValidateTopicConfigs(after)
 }
 
 // configParser reads validated values; every name it asks for is in the
@@ -515,6 +582,7 @@ func (p configParser) build() TopicConfig {
 		CompressionZstdLevel:        p.int("compression.zstd.level"),
 		RetentionHoldMs:             p.long("retention.hold.ms"),
 		RetentionHoldBytes:          p.long("retention.hold.bytes"),
+		DisklessEnable:              p.bool("diskless.enable"),
 	}
 	if _, ok := p.overrides["internal.segment.bytes"]; ok {
 		c.SegmentBytes = p.long("internal.segment.bytes")

@@ -14,15 +14,17 @@ import (
 // CreateTopic writes the topic record and its id index in one transaction
 // guarded by "topic key absent" (ErrTopicExists otherwise). Partition states
 // start as their initial state (doc.go): leader = first replica, epoch 0,
-// ISR = replicas. The topic gets a fresh random id.
+// ISR = replicas. A diskless topic (diskless.enable=true) has one empty
+// replica list per partition (DisklessAssignment) and no partition states
+// ever. The topic gets a fresh random id.
 func (s *Store) CreateTopic(ctx context.Context, req CreateTopicRequest) (Topic, error) {
 	if err := ValidateTopicName(req.Name); err != nil {
 		return Topic{}, err
 	}
-	if err := validateAssignment(req.Replicas); err != nil {
+	if err := ValidateTopicConfigs(req.Configs); err != nil {
 		return Topic{}, err
 	}
-	if err := ValidateTopicConfigs(req.Configs); err != nil {
+	if err := validateTopicAssignment(req.Replicas, DisklessConfigs(req.Configs)); err != nil {
 		return Topic{}, err
 	}
 	id, err := newTopicID()
@@ -134,27 +136,29 @@ func (s *Store) Topics(ctx context.Context) ([]Topic, error) {
 // AlterTopicConfigs applies mutate to a copy of the topic's override map and
 // writes it back with a CAS on the topic's revision, retrying on conflict:
 // mutate may run more than once and must depend only on its argument. The
-// result must pass ValidateTopicConfigs (ErrInvalidConfig otherwise); an
-// error from mutate is returned as is.
+// result must pass ValidateTopicConfigChange against the stored overrides
+// (ErrInvalidConfig otherwise: invalid, or diskless.enable changed); an
+// error from mutate is returned as is. Nothing is written on an error.
 func (s *Store) AlterTopicConfigs(ctx context.Context, name string, mutate func(map[string]string) error) (Topic, error) {
 	return s.updateTopic(ctx, name, func(t *Topic) error {
+		before := maps.Clone(t.Configs)
 		if err := mutate(t.Configs); err != nil {
 			return err
 		}
-		return ValidateTopicConfigs(t.Configs)
+		return ValidateTopicConfigChange(before, t.Configs)
 	})
 }
 
 // AddPartitions appends partitions with the given replica lists (CAS on the
 // topic's revision, retried on conflict). The new partitions start in their
-// initial state.
+// initial state; a diskless topic's new lists must be empty.
 func (s *Store) AddPartitions(ctx context.Context, name string, replicas [][]int32) (Topic, error) {
 	if len(replicas) == 0 {
 		return Topic{}, fmt.Errorf("%w: no partitions to add", ErrInvalidPartitions)
 	}
 	return s.updateTopic(ctx, name, func(t *Topic) error {
 		t.Replicas = append(t.Replicas, cloneAssignment(replicas)...)
-		return validateAssignment(t.Replicas)
+		return validateTopicAssignment(t.Replicas, t.Diskless())
 	})
 }
 
