@@ -81,6 +81,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 	b.cold.NoteHot() // the cold-read governor protects produce latency
 	now := time.Now().UnixMilli()
 	var pending []pendingAck
+	var disklessAcks []disklessAck
 	var leaders leaderEndpoints
 	failed := false
 	for ti := range req.Topics {
@@ -89,6 +90,15 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		denied := b.produceAuthCode(rc, req, rt)
 		for pi := range rt.Partitions {
+			if ack, sp, ok := b.produceDisklessPartition(req, rt, &rt.Partitions[pi], now, denied); ok {
+				failed = failed || sp.ErrorCode != 0
+				if ack.pending != nil {
+					ack.topic, ack.partition = ti, pi
+					disklessAcks = append(disklessAcks, ack)
+				}
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			sp, wait, flush := b.producePartition(ctx, req, rt, &rt.Partitions[pi], now, denied)
 			failed = failed || sp.ErrorCode != 0
 			if wait != nil || flush != nil {
@@ -114,6 +124,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *requestContext, kreq kms
 	case -1:
 		waitAcks(ctx, b.log, req.TimeoutMillis, resp, pending)
 	}
+	b.waitDiskless(ctx, req.TimeoutMillis, resp, disklessAcks)
 	b.addProduceLeaders(req, resp, &leaders)
 	return resp, nil
 }

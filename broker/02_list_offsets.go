@@ -35,6 +35,12 @@ import (
 // Only the leader answers (NOT_LEADER_OR_FOLLOWER). A replica id >= 0
 // (a follower or a debugging tool) gets the LEO for -1.
 //
+// Diskless topics (diskless_wiring.go) are answered by any broker from the
+// committed coordinates: every committed offset is stable, so latest is the
+// log end under both isolation levels; earliest and earliest-local are the
+// log start (nothing is local); latest-tiered is the last committed offset
+// (everything is in the bucket); leader epoch 0.
+//
 // Every answer but latest-tiered carries the partition's current leader
 // epoch, which is >= the epoch of the returned offset's batch, so a
 // client's OffsetForLeaderEpoch validation of it never reports truncation
@@ -77,6 +83,9 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *requestContext, kreq
 func (b *Broker) listPartitionOffset(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition,
 	iso fetch.IsolationLevel, replica bool,
 ) kmsg.ListOffsetsResponseTopicPartition {
+	if tp, _, code, ok := b.disklessPart(false, topic, [16]byte{}, rp.Partition); ok {
+		return b.listDisklessOffset(ctx, tp, code, rp)
+	}
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition = rp.Partition
 	p, code := b.parts.lookup(topic, rp.Partition)

@@ -25,6 +25,8 @@ import (
 //     then object), and the answer is the new low watermark. With replicas Kafka waits, up to
 //     the request timeout, until every replica's log start got there; a
 //     single node is done once its own log moved.
+//   - a diskless partition's log start is raised in its head in etcd
+//     (diskless.RaiseStart), by any broker.
 
 // deleteRecordsToHighWatermark is the offset meaning "up to the HW".
 const deleteRecordsToHighWatermark = -1
@@ -54,6 +56,9 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, rc *requestContext, kr
 // deleteRecords moves one partition's log start; it returns the new low
 // watermark (-1 on error) and a Kafka error code.
 func (b *Broker) deleteRecords(ctx context.Context, topic string, index int32, offset int64) (int64, int16) {
+	if tp, cfg, code, ok := b.disklessPart(false, topic, [16]byte{}, index); ok {
+		return b.deleteDisklessRecords(ctx, tp, cfg, code, offset)
+	}
 	p, code := b.parts.lookup(topic, index)
 	if code != 0 {
 		return -1, code

@@ -117,6 +117,9 @@ type Config struct {
 	// Tier configures the uploader, local/remote retention and upload-lag
 	// throttling (tier.Config). Zero values get defaults.
 	Tier TierConfig
+	// Diskless configures diskless topics (diskless_wiring.go). Unused
+	// when ObjectStore is nil.
+	Diskless DisklessConfig
 	// Cold configures the cold reader that serves offsets below the local
 	// log start from the bucket (cold_wiring.go; tier.ColdConfig documents
 	// fields and defaults). Unused when ObjectStore is nil.
@@ -384,6 +387,9 @@ type Broker struct {
 	// tiering runs the uploader, retention across tiers, the sweeper and
 	// the merge pass (package tier; tier_wiring.go). Set by New.
 	tiering *tier.Service
+	// diskless appends, indexes and reads diskless topics (nil when
+	// tiering is off). Set by New (diskless_wiring.go).
+	diskless *disklessService
 
 	// reg holds the live etcd registration (its Epoch decides which
 	// partition states this broker may lead). Set by New.
@@ -451,6 +457,7 @@ func New(cfg Config, store *metadata.Store) (*Broker, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b.tiering = b.newTierService()
+	b.initDiskless()
 	groups, err := b.newCoordinator()
 	if err != nil {
 		return nil, err
@@ -574,6 +581,13 @@ func (b *Broker) startBackground(ctx context.Context) error {
 			b.tiering.Run(b.lifetime)
 		}()
 	}
+	if b.diskless != nil {
+		b.loops.Add(1)
+		go func() {
+			defer b.loops.Done()
+			b.runDiskless(b.lifetime)
+		}()
+	}
 	if !b.cfg.Cleaner.Disable {
 		b.loops.Add(1)
 		go func() {
@@ -656,6 +670,9 @@ func (b *Broker) shutdown(ctx context.Context) error {
 	b.lifetimeCancel()
 	b.loops.Wait()
 	b.followers.Close()
+	if b.diskless != nil {
+		b.diskless.appender.Close() // after the drain: answered produces are committed
+	}
 	b.closeColdReader()
 	closeErr := b.parts.closeAll(b.log)
 	b.log.Info("broker stopped")

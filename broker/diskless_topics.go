@@ -166,3 +166,16 @@ func (m *partitionManager) disklessTxnAnswer(rt kmsg.AddPartitionsToTxnRequestTr
 	res := txn.AddPartitionsAnswer(rt.TransactionalID, tps, codes)
 	return &res
 }
+
+// disklessTopics lists the diskless topics (record and config).
+func (m *partitionManager) disklessTopics() []metadata.Topic {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []metadata.Topic
+	for _, e := range m.byName {
+		if t, _, ok := disklessEntry(e); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -133,18 +133,6 @@ func (s *Store) DeleteDisklessRuns(ctx context.Context, p TierPartition, bases [
 	return nil
 }
 
-// DeleteDiskless removes every head and run of a topic (its deletion).
-func (s *Store) DeleteDiskless(ctx context.Context, id TopicID) error {
-	ctx, cancel := s.requestCtx(ctx)
-	defer cancel()
-	for _, prefix := range []string{s.keys.disklessHeads() + id.String() + "/", s.keys.disklessRuns() + id.String() + "/"} {
-		if _, err := s.client.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
-			return s.wrapErr(err)
-		}
-	}
-	return nil
-}
-
 // DisklessSnapshot is every head and run at one revision.
 type DisklessSnapshot struct {
 	Heads    []DisklessHead

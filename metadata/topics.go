@@ -56,8 +56,8 @@ func (s *Store) CreateTopic(ctx context.Context, req CreateTopicRequest) (Topic,
 	return t, nil
 }
 
-// DeleteTopic removes the topic, its id index, its partition states and its
-// tier manifest in one transaction (CAS on the topic's revision, retried if a
+// DeleteTopic removes the topic, its id index, its partition states, its
+// tier manifest and its diskless heads and runs in one transaction (CAS on the topic's revision, retried if a
 // concurrent alter got in between), and records the id under
 // deleted-topics/ (value: unix ms of the deletion), so the orphan sweeper
 // can tell a deleted topic's objects from those of an id etcd never knew
@@ -76,6 +76,8 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 				clientv3.OpDelete(s.keys.topicID(t.ID)),
 				clientv3.OpDelete(s.keys.partitionsOf(t.ID), clientv3.WithPrefix()),
 				clientv3.OpDelete(s.keys.tier(t.ID), clientv3.WithPrefix()),
+				clientv3.OpDelete(s.keys.disklessHeads()+t.ID.String()+"/", clientv3.WithPrefix()),
+				clientv3.OpDelete(s.keys.disklessRuns()+t.ID.String()+"/", clientv3.WithPrefix()),
 				clientv3.OpPut(s.keys.deletedTopic(t.ID), strconv.FormatInt(time.Now().UnixMilli(), 10)),
 			})
 		if err != nil {

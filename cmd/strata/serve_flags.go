@@ -14,6 +14,7 @@ import (
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/compaction"
+	"github.com/strata-log/strata/diskless"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
@@ -59,7 +60,13 @@ type serveFlags struct {
 	tierUploadInterval    time.Duration
 	tierSweepInterval     time.Duration
 	// Cold reader (tier.ColdConfig): reads below the local log start.
-	coldCacheBytes     int64
+	coldCacheBytes int64
+	// diskless topics (registerDiskless)
+	disklessLinger     time.Duration
+	disklessMaxBytes   int
+	disklessCacheBytes int64
+	disklessMergeAge   time.Duration
+	disklessMergeEvery time.Duration
 	coldFetchSize      int64
 	coldWorkers        int
 	coldReadAhead      int
@@ -150,6 +157,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"how often the orphan sweeper lists the bucket")
 	f.consumerGroups.register(fs)
 	f.registerCold(fs)
+	f.registerDiskless(fs)
 	f.registerReplication(fs)
 	f.registerTxn(fs)
 	f.registerCleaner(fs)
@@ -279,6 +287,21 @@ func parsePeerAddresses(s string) (map[int32]string, error) {
 		out[int32(n)] = addr
 	}
 	return out, nil
+}
+
+// registerDiskless registers the flags of diskless topics; defaults are
+// diskless's (KIP-1150's diskless.append.* names).
+func (f *serveFlags) registerDiskless(fs *flag.FlagSet) {
+	fs.DurationVar(&f.disklessLinger, "diskless-append-linger", diskless.DefaultLinger,
+		"diskless topics: how long a produced batch waits for others before the broker writes them as one shared object (diskless.append.linger.ms)")
+	fs.IntVar(&f.disklessMaxBytes, "diskless-append-max-bytes", diskless.DefaultMaxBytes,
+		"diskless topics: the shared object is written at once when the buffered batches reach this size (diskless.append.max.bytes)")
+	fs.Int64Var(&f.disklessCacheBytes, "diskless-cache-bytes", diskless.DefaultCacheBytes,
+		"diskless topics: bytes of whole shared objects the broker caches for fetches (one GET feeds every partition in an object)")
+	fs.DurationVar(&f.disklessMergeAge, "diskless-merge-age", diskless.DefaultMergeAge,
+		"diskless topics: batches committed this long ago are merged from shared objects into ordinary per-partition segment objects")
+	fs.DurationVar(&f.disklessMergeEvery, "diskless-merge-interval", diskless.DefaultMergeInterval,
+		"diskless topics: how often a broker merges the partitions it fronts and sweeps unreferenced shared objects")
 }
 
 // registerCold registers the cold reader's flags; defaults are tier's.
@@ -476,6 +499,13 @@ func (f *serveFlags) resolve() (serveConfig, error) {
 			RetentionHoldBytes: f.retentionHoldBytes,
 		},
 		Cold: cold,
+		Diskless: broker.DisklessConfig{
+			Linger: f.disklessLinger, MaxBytes: f.disklessMaxBytes, CacheBytes: f.disklessCacheBytes,
+			MergeAge: f.disklessMergeAge, MergeInterval: f.disklessMergeEvery,
+		},
+	}
+	if f.disklessLinger <= 0 || f.disklessMaxBytes <= 0 || f.disklessCacheBytes <= 0 || f.disklessMergeAge <= 0 || f.disklessMergeEvery <= 0 {
+		return cfg, usageErrorf("--diskless-append-linger, --diskless-append-max-bytes, --diskless-cache-bytes, --diskless-merge-age, --diskless-merge-interval: want each > 0")
 	}
 	if err := f.replicationConfig(&cfg.broker); err != nil {
 		return cfg, err

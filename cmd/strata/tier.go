@@ -36,6 +36,9 @@ func (h *httpServer) serveTier(b *broker.Broker, bucket *tier.Bucket) {
 		h.log.Warn("registering tier metrics", "err", err)
 	}
 	h.serveCold(b.ColdStats)
+	if err := h.reg.Register(disklessCollector{stats: b.DisklessStats}); err != nil {
+		h.log.Warn("registering diskless metrics", "err", err)
+	}
 	h.serveBrokerMetrics(b)
 	h.serveLagMetrics(b)
 }

@@ -37,6 +37,8 @@ type Config struct {
 	ReplicaLagTimeMax time.Duration
 	// LogLevel is --log-level. Default debug.
 	LogLevel string
+	// RackPerBroker gives broker N --rack rackN (a zone per broker).
+	RackPerBroker bool
 	// ExtraArgs are appended to every broker's command line.
 	ExtraArgs []string
 }
@@ -162,6 +164,9 @@ func (c *Cluster) args(b *Broker) []string {
 	}
 	if len(peers) > 0 {
 		args = append(args, "--peer-address", strings.Join(peers, ","))
+	}
+	if c.cfg.RackPerBroker {
+		args = append(args, "--rack", fmt.Sprintf("rack%d", b.ID))
 	}
 	return append(args, c.cfg.ExtraArgs...)
 }

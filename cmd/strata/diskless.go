@@ -1,0 +1,71 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-log/strata/diskless"
+)
+
+// The cost and latency of diskless topics: what the bucket and etcd are
+// asked to do per produced byte. PUTs per GiB is
+// rate(strata_diskless_puts_total) / rate(strata_diskless_object_bytes_total) × 2^30.
+var (
+	disklessObjectsDesc = prometheus.NewDesc("strata_diskless_objects_total",
+		"Shared objects this broker wrote for diskless topics.", nil, nil)
+	disklessObjectBytesDesc = prometheus.NewDesc("strata_diskless_object_bytes_total",
+		"Bytes of the shared objects this broker wrote (bytes per object: this over strata_diskless_objects_total).", nil, nil)
+	disklessPutsDesc = prometheus.NewDesc("strata_diskless_puts_total",
+		"PUTs of shared objects, failed ones included (result=ok|error).", []string{"result"}, nil)
+	disklessGetsDesc = prometheus.NewDesc("strata_diskless_gets_total",
+		"Whole-object GETs of shared objects for fetches (result=ok|error).", []string{"result"}, nil)
+	disklessGetBytesDesc = prometheus.NewDesc("strata_diskless_get_bytes_total",
+		"Bytes of shared objects read from the bucket for fetches.", nil, nil)
+	disklessCacheHitsDesc = prometheus.NewDesc("strata_diskless_cache_hits_total",
+		"Diskless reads served from the shared-object cache without a GET.", nil, nil)
+	disklessCommitsDesc = prometheus.NewDesc("strata_diskless_commits_total",
+		"etcd commit transactions of diskless batches (result=ok|conflict|error; a conflict lost a race with another broker and was retried).",
+		[]string{"result"}, nil)
+	disklessAppendLatencyDesc = prometheus.NewDesc("strata_diskless_append_latency_seconds",
+		"From a diskless produce's arrival to its answer: linger, PUT and commit.", nil, nil)
+	disklessCommitLatencyDesc = prometheus.NewDesc("strata_diskless_commit_latency_seconds",
+		"The etcd part of writing one shared object: every commit transaction, retries included.", nil, nil)
+)
+
+// disklessCollector reads the broker's diskless counters at scrape time.
+type disklessCollector struct{ stats func() diskless.StatsSnapshot }
+
+func (c disklessCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{disklessObjectsDesc, disklessObjectBytesDesc, disklessPutsDesc, disklessGetsDesc,
+		disklessGetBytesDesc, disklessCacheHitsDesc, disklessCommitsDesc, disklessAppendLatencyDesc, disklessCommitLatencyDesc} {
+		ch <- d
+	}
+}
+
+func (c disklessCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	counter(disklessObjectsDesc, s.Objects)
+	counter(disklessObjectBytesDesc, s.ObjectBytes)
+	counter(disklessPutsDesc, s.Puts-s.PutErrors, "ok")
+	counter(disklessPutsDesc, s.PutErrors, "error")
+	counter(disklessGetsDesc, s.Gets-s.GetErrors, "ok")
+	counter(disklessGetsDesc, s.GetErrors, "error")
+	counter(disklessGetBytesDesc, s.GetBytes)
+	counter(disklessCacheHitsDesc, s.CacheHits)
+	counter(disklessCommitsDesc, s.Commits, "ok")
+	counter(disklessCommitsDesc, s.CommitConflicts, "conflict")
+	counter(disklessCommitsDesc, s.CommitErrors, "error")
+	histogram := func(d *prometheus.Desc, h diskless.HistogramSnapshot) {
+		buckets := map[float64]uint64{}
+		for i, bound := range diskless.LatencyBuckets() {
+			if i < len(h.Buckets) {
+				buckets[bound] = h.Buckets[i]
+			}
+		}
+		ch <- prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets)
+	}
+	histogram(disklessAppendLatencyDesc, s.AppendLatency)
+	histogram(disklessCommitLatencyDesc, s.CommitLatency)
+}

@@ -1,0 +1,161 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/internal/testkit"
+)
+
+// disklessZone is the client id that routes a client's diskless partitions
+// to the brokers of a zone (Inkless's convention, which Strata follows).
+func disklessZone(id int32) kgo.Opt { return kgo.ClientID(fmt.Sprintf("diskless_az=rack%d", id)) }
+
+// TestDisklessThroughEveryBroker: three brokers, one zone each, and a
+// diskless topic. Idempotent acks=all producers write the same partition
+// through every broker at once; consumers read it through every broker, and
+// kcat through one: every record once, in offset order, each producer's in
+// the order it wrote them. No broker has a directory for the topic.
+func TestDisklessThroughEveryBroker(t *testing.T) {
+	defer timed(t, "TestDisklessThroughEveryBroker")()
+	c := Start(t, Config{MinIO: true, RackPerBroker: true, ExtraArgs: []string{"--diskless-append-linger", "50ms"}})
+	const (
+		topic   = "diskless"
+		perZone = 300
+	)
+	c.CreateTopic(topic, 2, 3, map[string]string{"diskless.enable": "true"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for _, id := range c.Up() {
+		cl := c.Client(disklessZone(id), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(2*time.Millisecond))
+		leader := disklessLeader(ctx, t, cl, topic, 0)
+		if leader != id {
+			t.Fatalf("a client of zone rack%d is sent to broker %d for %s-0, want broker %d", id, leader, topic, id)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perZone; i += 10 {
+				var recs []*kgo.Record
+				for j := i; j < i+10; j++ {
+					recs = append(recs, &kgo.Record{Partition: 0, Value: fmt.Appendf(nil, "z%d-%05d", id, j)})
+				}
+				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					errs <- fmt.Errorf("produce through broker %d: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	total := perZone * len(c.Up())
+	for _, id := range c.Up() {
+		values := consumeDiskless(ctx, t, c.Client(disklessZone(id),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})), total)
+		checkZonesInOrder(t, values, perZone, fmt.Sprintf("read through broker %d", id))
+	}
+	kcat := testkit.NeedBinary(t, "kcat")
+	out := runTool(ctx, t, kcat, "-C", "-b", c.Broker(2).Addr, "-X", "client.id=diskless_az=rack2",
+		"-t", topic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o %s\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != total || !strings.HasPrefix(lines[0], "0 ") || !strings.HasPrefix(lines[total-1], fmt.Sprint(total-1)+" ") {
+		t.Fatalf("kcat read %d lines (first %q), want offsets 0..%d", len(lines), lines[0], total-1)
+	}
+	for _, b := range c.Brokers() {
+		matches, _ := filepath.Glob(filepath.Join(b.DataDir, topic+"-*"))
+		if len(matches) > 0 {
+			t.Fatalf("broker %d has local directories for the diskless topic: %v", b.ID, matches)
+		}
+	}
+}
+
+// disklessLeader is the broker cl's metadata names for topic's partition.
+func disklessLeader(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, partition int32) int32 {
+	t.Helper()
+	var leader int32 = -1
+	for leader < 0 && ctx.Err() == nil {
+		md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+		if err == nil {
+			if p, ok := md.Topics[topic].Partitions[partition]; ok && p.Err == nil {
+				leader = p.Leader
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return leader
+}
+
+// consumeDiskless polls cl until it has n records, checking that offsets
+// run from 0 without a gap, and returns their values in offset order.
+func consumeDiskless(ctx context.Context, t *testing.T, cl *kgo.Client, n int) []string {
+	t.Helper()
+	var values []string
+	for len(values) < n {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records: %v", len(values), n, fetches.Errors())
+		}
+		for _, e := range fetches.Errors() {
+			t.Logf("fetch error (retried): %v", e)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			if r.Offset != int64(len(values)) {
+				t.Fatalf("record at offset %d after %d records", r.Offset, len(values))
+			}
+			values = append(values, string(r.Value))
+		})
+	}
+	cl.Close()
+	return values
+}
+
+// checkZonesInOrder: each zone's records appear once each and in the order
+// written.
+func checkZonesInOrder(t *testing.T, values []string, perZone int, what string) {
+	t.Helper()
+	next := map[string]int{}
+	for off, v := range values {
+		zone, seq, ok := strings.Cut(v, "-")
+		var n int
+		if _, err := fmt.Sscanf(seq, "%d", &n); !ok || err != nil {
+			t.Fatalf("%s: offset %d holds %q", what, off, v)
+		}
+		if n != next[zone] {
+			t.Fatalf("%s: offset %d holds %s record %d, want %d (lost, duplicated or reordered)", what, off, zone, n, next[zone])
+		}
+		next[zone]++
+	}
+	for zone, n := range next {
+		if n != perZone {
+			t.Fatalf("%s: zone %s has %d records, want %d", what, zone, n, perZone)
+		}
+	}
+}
+
+// runTool runs a command line tool and returns its stdout; a failure fails t.
+func runTool(ctx context.Context, t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, bin, args...).Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v", filepath.Base(bin), strings.Join(args, " "), err)
+	}
+	return string(out)
+}
