@@ -71,7 +71,8 @@ func (b *Broker) disklessOwned() []diskless.MergePartition {
 	for _, t := range b.parts.disklessTopics() {
 		for p := range t.Replicas {
 			if diskless.Leader(t.ID, int32(p), brokers, "") == b.cfg.NodeID {
-				out = append(out, diskless.MergePartition{Topic: t.Name, Part: metadata.TierPartition{TopicID: t.ID, Partition: int32(p)}})
+				out = append(out, diskless.MergePartition{Topic: t.Name, Part: metadata.TierPartition{TopicID: t.ID, Partition: int32(p)},
+					Partitions: int32(len(t.Replicas)), Configs: t.Configs})
 			}
 		}
 	}

@@ -40,6 +40,10 @@ type MergeStore interface {
 type MergePartition struct {
 	Topic string
 	Part  metadata.TierPartition
+	// Partitions and Configs describe the topic for its topic.json, which
+	// replay and restore read from the bucket.
+	Partitions int32
+	Configs    map[string]string
 }
 
 // MergeConfig configures a Merger.
@@ -86,14 +90,16 @@ type Merger struct {
 	reader *Reader
 	stats  *Stats
 	// unreferenced is when each shared object was first seen with no
-	// run referencing it (owned by the Run goroutine).
+	// run referencing it; topicFiles the topic.json last written per
+	// topic (both owned by the Run goroutine).
 	unreferenced map[string]time.Time
+	topicFiles   map[metadata.TopicID]string
 }
 
 // NewMerger returns a merger reading through reader (its index and cache).
 func NewMerger(cfg MergeConfig, store MergeStore, bucket objstore.ObjectStore, reader *Reader, stats *Stats) *Merger {
 	return &Merger{cfg: cfg.withDefaults(), store: store, bucket: bucket, reader: reader, stats: stats,
-		unreferenced: map[string]time.Time{}}
+		unreferenced: map[string]time.Time{}, topicFiles: map[metadata.TopicID]string{}}
 }
 
 // Run merges the partitions owned() returns, and sweeps when sweeper()
@@ -182,6 +188,9 @@ func (m *Merger) mergeRuns(ctx context.Context, p MergePartition, runs []indexed
 		}
 		maxTs = max(maxTs, r.run.MaxTimestamp)
 	}
+	if err := m.ensureTopicFile(ctx, p); err != nil {
+		return err
+	}
 	last := runs[len(runs)-1].end - 1
 	enc, err := tier.EncodeSegmentObject(bytes.NewReader(log), int64(len(log)), tier.SegmentMeta{
 		Topic: p.Topic, TopicID: p.Part.TopicID, Partition: p.Part.Partition})
@@ -215,6 +224,26 @@ func (m *Merger) mergeRuns(ctx context.Context, p MergePartition, runs []indexed
 	m.reader.ix.dropRuns(p.Part, bases) // the watch confirms; readers go to the bucket at once
 	m.stats.merges.Add(1)
 	m.stats.mergedBytes.Add(int64(len(log)))
+	return nil
+}
+
+// ensureTopicFile writes the topic's topic.json before its first merged
+// object, as the uploader does for classic topics, and again when it
+// changed.
+func (m *Merger) ensureTopicFile(ctx context.Context, p MergePartition) error {
+	body, err := tier.EncodeTopicFile(tier.TopicFile{Topic: p.Topic, TopicID: p.Part.TopicID.String(),
+		Partitions: p.Partitions, Configs: p.Configs})
+	if err != nil {
+		return err
+	}
+	if m.topicFiles[p.Part.TopicID] == string(body) {
+		return nil
+	}
+	key := tier.TopicConfigKey(m.cfg.Cluster, p.Topic, p.Part.TopicID)
+	if err := m.bucket.Put(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	m.topicFiles[p.Part.TopicID] = string(body)
 	return nil
 }
 

@@ -64,12 +64,15 @@ func TestMergeThenSweep(t *testing.T) {
 	clock := mid.Add(time.Minute)
 	m := NewMerger(MergeConfig{Cluster: "dl-merge", Now: func() time.Time { return clock }, Age: time.Minute, SweepGrace: time.Minute},
 		r.store, r.bucket, r.reader, r.stats)
-	if err := m.MergePartition(ctx, MergePartition{Topic: "merged", Part: tp}); err != nil {
+	if err := m.MergePartition(ctx, MergePartition{Topic: "merged", Part: tp, Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := r.store.TierEntries(ctx, tp.TopicID, tp.Partition)
 	if err != nil || len(entries) != 1 || entries[0].BaseOffset != 0 || entries[0].LastOffset != 11 {
 		t.Fatalf("manifest after the merge: %+v, %v; want one entry [0, 11]", entries, err)
+	}
+	if _, err := r.bucket.Stat(ctx, tier.TopicConfigKey("dl-merge", "merged", topic.ID)); err != nil {
+		t.Fatalf("topic.json after the first merge: %v", err)
 	}
 	if first, ok := r.ix.firstRunBase(tp); !ok || first != 12 {
 		t.Fatalf("first run after the merge at %d (%v), want 12", first, ok)
