@@ -22,6 +22,8 @@
 //	P + "partitions/<topicId>/<partition:05>" JSON partition state
 //	P + "tier/<topicId>/<partition:05>/<baseOffset:020>"  JSON tier manifest entry (one per tiered segment)
 //	P + "tier/<topicId>/<partition:05>/log-start"         decimal int64: the partition's tiered log start
+//	P + "diskless/heads/<topicId>/<partition:05>"               JSON diskless head (opaque here; diskless/doc.go)
+//	P + "diskless/runs/<topicId>/<partition:05>/<baseOffset:020>" JSON diskless run (opaque here; diskless/doc.go)
 //	P + "producer-ids/next"                   decimal int64: first producer id not yet handed out
 //	P + "scram/<user>/<mechanism>"            JSON SCRAM credential (<user> path-escaped: no '/')
 //	P + "acls/<aclId>"                        JSON ACL; <aclId> = 16 hex digits of SHA-256(value)
@@ -165,7 +167,8 @@
 //	CreateTopic         If topics/<name> CreateRevision == 0   Then put topic, put topic-ids/<id>
 //	                                                          Else → ErrTopicExists
 //	DeleteTopic         If topics/<name> ModRevision == read   Then delete topic, topic-ids/<id>,
-//	                                                               partitions/<id>/ (prefix), tier/<id>/ (prefix);
+//	                                                               partitions/<id>/ (prefix), tier/<id>/ (prefix),
+//	                                                               diskless/{heads,runs}/<id>/ (prefix);
 //	                                                               put deleted-topics/<id>
 //	AlterTopicConfigs   If topics/<name> ModRevision == read   Then put           Else re-read and retry
 //	AddPartitions       If topics/<name> ModRevision == read   Then put           Else re-read and retry
@@ -190,6 +193,12 @@
 //	                                                               delete the other olds
 //	                                                          Else already applied: ok;
 //	                                                               else → ErrTierEntriesChanged
+//
+//	CommitDiskless      If each heads/<id>/<p> ModRevision == read (0: absent)
+//	                                                          Then put heads and runs  Else false (decide again)
+//	PutDisklessHead     the same for one head and no run (DeleteRecords)
+//	DeleteDisklessRuns  unguarded: runs are immutable, and only the merge deletes
+//	                    them, after their segment object's entry is committed
 //
 // Brokers are written unconditionally under their own lease: a broker that
 // restarts after a crash replaces its stale registration at once instead of
