@@ -71,6 +71,31 @@ func TestDisklessThroughEveryBroker(t *testing.T) {
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})), total)
 		checkZonesInOrder(t, values, perZone, fmt.Sprintf("read through broker %d", id))
 	}
+	// A consumer group reads the topic, commits, and its lag is zero.
+	group := c.Client(disklessZone(3), kgo.ConsumerGroup("diskless-group"), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	read := 0
+	for read < total {
+		fetches := group.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("group read %d of %d: %v", read, total, fetches.Errors())
+		}
+		read += fetches.NumRecords()
+	}
+	if err := group.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("group commit: %v", err)
+	}
+	lags, err := kadm.NewClient(c.Client()).Lag(ctx, "diskless-group")
+	if err != nil {
+		t.Fatalf("lag of the group: %v", err)
+	}
+	lag := lags["diskless-group"]
+	if err := lag.Error(); err != nil {
+		t.Fatalf("lag of the group: %v", err)
+	}
+	if l := lag.Lag.Total(); l != 0 || lag.Lag[topic][0].Commit.At != int64(total) {
+		t.Fatalf("group lag %d, committed %+v; want 0 at %d", l, lag.Lag[topic][0].Commit, total)
+	}
 	kcat := testkit.NeedBinary(t, "kcat")
 	out := runTool(ctx, t, kcat, "-C", "-b", c.Broker(2).Addr, "-X", "client.id=diskless_az=rack2",
 		"-t", topic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o %s\n")
