@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -118,14 +119,16 @@ func checkReplicas(replicas []int32) error {
 }
 
 // clusterFromMetadata is the planner's input: the brokers Metadata lists
-// (with racks) and every partition of every topic that loaded.
-func clusterFromMetadata(md kadm.Metadata) reassign.Cluster {
+// (with racks) and every partition of every topic that loaded, except
+// those of the diskless topics named in skip (they have no replicas to
+// move: Metadata shows the broker that fronts them).
+func clusterFromMetadata(md kadm.Metadata, skip map[string]bool) reassign.Cluster {
 	var c reassign.Cluster
 	for _, b := range md.Brokers {
 		c.Brokers = append(c.Brokers, reassign.Broker{ID: b.NodeID, Rack: derefOr(b.Rack, "")})
 	}
 	for _, t := range md.Topics.Sorted() {
-		if t.Err != nil {
+		if t.Err != nil || skip[t.Topic] {
 			continue
 		}
 		for _, p := range t.Partitions.Sorted() {
@@ -137,6 +140,31 @@ func clusterFromMetadata(md kadm.Metadata) reassign.Cluster {
 		}
 	}
 	return c
+}
+
+// disklessTopics names the diskless topics (diskless.enable=true) among
+// md's, from one DescribeConfigs of them all.
+func disklessTopics(ctx context.Context, adm *kadm.Client, md kadm.Metadata) (map[string]bool, error) {
+	names := md.Topics.Names()
+	out := map[string]bool{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	for _, rc := range configs {
+		if rc.Err != nil {
+			continue // a topic deleted since the Metadata: nothing to plan either way
+		}
+		for _, cfg := range rc.Configs {
+			if cfg.Key == "diskless.enable" && cfg.MaybeValue() == "true" {
+				out[rc.Name] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // planReport is a plan as `cluster balance` and `broker drain` show it:

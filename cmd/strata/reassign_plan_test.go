@@ -97,7 +97,7 @@ func TestReassignTargets(t *testing.T) {
 }
 
 // Metadata's brokers, racks and partitions become the planner's input;
-// topics that failed to load are left out.
+// topics that failed to load, and diskless topics, are left out.
 func TestClusterFromMetadata(t *testing.T) {
 	rack := "a"
 	md := kadm.Metadata{
@@ -108,6 +108,9 @@ func TestClusterFromMetadata(t *testing.T) {
 				0: {Partition: 0, Leader: 1, Replicas: []int32{1, 2}},
 			}},
 			"broken": {Topic: "broken", Err: kerr.UnknownTopicOrPartition},
+			"events": {Topic: "events", Partitions: kadm.PartitionDetails{
+				0: {Partition: 0, Leader: 2, Replicas: []int32{2}, ISR: []int32{2}},
+			}},
 		},
 	}
 	want := reassign.Cluster{
@@ -117,7 +120,8 @@ func TestClusterFromMetadata(t *testing.T) {
 			{Topic: "t", Partition: 1, Replicas: []int32{2, 1}, Leader: 2},
 		},
 	}
-	if got := clusterFromMetadata(md); !reflect.DeepEqual(got, want) {
+	// events is diskless: Metadata shows its front broker, not replicas.
+	if got := clusterFromMetadata(md, map[string]bool{"events": true}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 }

@@ -73,8 +73,12 @@ func verifyDrained(ctx context.Context, w io.Writer, adm *kadm.Client, node int3
 	if err != nil {
 		return err
 	}
+	diskless, err := disklessTopics(ctx, adm, md)
+	if err != nil {
+		return err
+	}
 	held, led := 0, 0
-	for _, p := range clusterFromMetadata(md).Partitions {
+	for _, p := range clusterFromMetadata(md, diskless).Partitions {
 		for _, id := range p.Replicas {
 			if id == node {
 				held++
@@ -126,7 +130,11 @@ func liveCluster(ctx context.Context, adm *kadm.Client) (reassign.Cluster, error
 	if err != nil {
 		return reassign.Cluster{}, err
 	}
-	return clusterFromMetadata(md), nil
+	diskless, err := disklessTopics(ctx, adm, md)
+	if err != nil {
+		return reassign.Cluster{}, err
+	}
+	return clusterFromMetadata(md, diskless), nil
 }
 
 func showPlan(w io.Writer, r planReport, asJSON bool) error {

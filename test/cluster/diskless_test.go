@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -102,6 +103,24 @@ func TestDisklessThroughEveryBroker(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != total || !strings.HasPrefix(lines[0], "0 ") || !strings.HasPrefix(lines[total-1], fmt.Sprint(total-1)+" ") {
 		t.Fatalf("kcat read %d lines (first %q), want offsets 0..%d", len(lines), lines[0], total-1)
+	}
+	// Balancing plans nothing for diskless partitions: they have no replicas.
+	plan, err := c.runStrata(time.Minute, "cluster", "balance", "--dry-run", "--json", "--brokers="+strings.Join(c.Addrs(), ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Moves []struct {
+			Topic string `json:"topic"`
+		} `json:"moves"`
+	}
+	if err := json.Unmarshal([]byte(plan), &report); err != nil {
+		t.Fatalf("cluster balance --json: %v\n%s", err, plan)
+	}
+	for _, m := range report.Moves {
+		if m.Topic == topic {
+			t.Fatalf("cluster balance plans to move a diskless partition:\n%s", plan)
+		}
 	}
 	for _, b := range c.Brokers() {
 		matches, _ := filepath.Glob(filepath.Join(b.DataDir, topic+"-*"))
