@@ -153,6 +153,14 @@ type Config struct {
 	// with auto.leader.rebalance.enable): how often the controller moves
 	// leadership back to preferred replicas. Default 5m; negative: never.
 	LeaderRebalanceInterval time.Duration
+	// AutoBalanceInterval (serve --auto-balance): how often the controller,
+	// when this broker is elected, balances replicas and preferred
+	// leaderships over the brokers itself (controller.AutoBalance). 0:
+	// never, the default.
+	AutoBalanceInterval time.Duration
+	// AutoBalanceMaxMoves bounds the moves one auto-balance round begins.
+	// Default controller.DefaultAutoBalanceMaxMoves.
+	AutoBalanceMaxMoves int
 	// ReassignmentBytesPerSecond bounds the bytes a leader serves to
 	// replicas being added by reassignments (the static value of
 	// leader.replication.throttled.rate and
@@ -562,6 +570,7 @@ func (b *Broker) startBackground(ctx context.Context) error {
 	ctrl, err := controller.Start(b.lifetime, controller.Config{
 		NodeID: b.cfg.NodeID, Store: b.store, SessionTTL: time.Duration(b.cfg.RegistrationTTL) * time.Second,
 		RebalanceInterval: b.cfg.LeaderRebalanceInterval, Debounce: b.cfg.ControllerDebounce,
+		AutoBalanceInterval: b.cfg.AutoBalanceInterval, AutoBalanceMaxMoves: b.cfg.AutoBalanceMaxMoves,
 		Logger: b.cfg.Logger,
 	})
 	if err != nil {

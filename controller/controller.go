@@ -41,6 +41,14 @@ type Config struct {
 	// ImbalancePercentage is leader.imbalance.per.broker.percentage.
 	// Default 10.
 	ImbalancePercentage int
+	// AutoBalanceInterval is how often the active controller balances
+	// replicas and preferred leaderships itself (AutoBalance, then the
+	// preferred leaders elected as Rebalance does). 0 or negative: never,
+	// the default (operators balance with `strata cluster balance`).
+	AutoBalanceInterval time.Duration
+	// AutoBalanceMaxMoves bounds the moves one auto-balance round begins.
+	// Default DefaultAutoBalanceMaxMoves.
+	AutoBalanceMaxMoves int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -68,6 +76,9 @@ func (c Config) withDefaults() Config {
 	if c.ImbalancePercentage == 0 {
 		c.ImbalancePercentage = DefaultImbalancePercentage
 	}
+	if c.AutoBalanceMaxMoves == 0 {
+		c.AutoBalanceMaxMoves = DefaultAutoBalanceMaxMoves
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -86,6 +97,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative duration", ErrInvalidConfig)
 	case c.ImbalancePercentage < 0 || c.ImbalancePercentage > 100:
 		return fmt.Errorf("%w: imbalance percentage %d", ErrInvalidConfig, c.ImbalancePercentage)
+	case c.AutoBalanceMaxMoves < 0:
+		return fmt.Errorf("%w: auto-balance max moves %d", ErrInvalidConfig, c.AutoBalanceMaxMoves)
 	}
 	return nil
 }

@@ -95,7 +95,10 @@
 //     the first member — as KRaft keeps the last ISR member, the only one
 //     that can later be elected cleanly. A shrink without a leader change
 //     leaves LeaderEpoch alone (only Version moves).
-//  3. Preferred-leader rebalance: not done yet.
+//  3. Reassignment completion: a move whose adding replicas are all in
+//     the ISR finishes (completeReassignment, reassign.go). Moving
+//     leadership back to preferred replicas is not a Plan rule: Rebalance
+//     runs every Config.RebalanceInterval.
 //
 // Diskless topics (diskless.enable=true, package diskless) are outside all
 // of this: their partitions have no replicas, so the controller keeps no
@@ -113,6 +116,19 @@
 // Rule 1 re-elects (usually itself, being first in the ISR) with
 // LeaderEpoch+1, which the replication package requires before a
 // restarted broker leads again (replication/doc.go, "Restart").
+//
+// # Auto-balance
+//
+// With Config.AutoBalanceInterval set (serve --auto-balance), the active
+// controller runs a round at that interval, once Plan has nothing to do:
+// AutoBalance (pure) waits while any partition is being reassigned, Plan
+// has changes, or a replica is on a broker that is not serving or out of
+// its ISR; otherwise it returns the first Config.AutoBalanceMaxMoves moves
+// of reassign.BalanceEachTopic over the serving brokers as Reassign
+// states. The shell writes them one at a time (CASAssignment compares the
+// topic record's revision, which each write advances), then runs the
+// preferred-leader Rebalance. A round's moves complete by Plan's rule 3;
+// the next round plans again from what they made.
 //
 // # Placement (Assign)
 //

@@ -67,12 +67,10 @@ func (l *leader) follow(ctx context.Context) error {
 	events := l.store.Watch(watchCtx, snap.Revision+1)
 	ticker := time.NewTicker(l.c.cfg.ReplanInterval)
 	defer ticker.Stop()
-	var rebalance <-chan time.Time // nil: never
-	if l.c.cfg.RebalanceInterval > 0 {
-		t := time.NewTicker(l.c.cfg.RebalanceInterval)
-		defer t.Stop()
-		rebalance = t.C
-	}
+	rebalance, stopRebalance := every(l.c.cfg.RebalanceInterval)
+	defer stopRebalance()
+	autoBalance, stopAutoBalance := every(l.c.cfg.AutoBalanceInterval)
+	defer stopAutoBalance()
 	planSoon := time.After(0)
 	for {
 		select {
@@ -103,8 +101,21 @@ func (l *leader) follow(ctx context.Context) error {
 			if err := l.rebalance(ctx); err != nil {
 				return err
 			}
+		case <-autoBalance:
+			if err := l.autoBalance(ctx); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// every ticks every d; a nil channel (never ready) when d <= 0.
+func every(d time.Duration) (<-chan time.Time, func()) {
+	if d <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTicker(d)
+	return t.C, t.Stop
 }
 
 // load replaces the view with a snapshot's.
@@ -331,4 +342,42 @@ func (l *leader) rebalance(ctx context.Context) error {
 	}
 	_, err := l.absorb(ctx, changes, l.write(ctx, changes))
 	return err
+}
+
+// autoBalance is one --auto-balance round: once Plan has nothing to do, it
+// begins the moves AutoBalance picks, then elects preferred leaders
+// (rebalance), which hands leadership to the new first replicas of the
+// moves finished since the previous round.
+func (l *leader) autoBalance(ctx context.Context) error {
+	if again, err := l.replan(ctx); err != nil || again {
+		return err
+	}
+	changes, waiting := AutoBalance(l.view(), l.c.cfg.AutoBalanceMaxMoves, time.Now().UnixMilli())
+	if waiting != "" {
+		l.c.log.Debug("auto-balance waits", "reason", waiting)
+	}
+	if err := l.beginMoves(ctx, changes); err != nil {
+		return err
+	}
+	return l.rebalance(ctx)
+}
+
+// beginMoves writes moves one at a time: each rewrites its topic's record,
+// which CASAssignment compares on its revision, so moves of one topic
+// written together would all but one lose the race. Each is rebased on the
+// view's record of its topic, which the write before it advanced. A move
+// that loses a race is dropped (absorb re-reads what changed); the next
+// round plans again.
+func (l *leader) beginMoves(ctx context.Context, changes []Change) error {
+	for _, ch := range changes {
+		tv, ok := l.topics[ch.TopicID]
+		if !ok {
+			continue
+		}
+		ch.topic = tv.Topic
+		if _, err := l.absorb(ctx, []Change{ch}, l.write(ctx, []Change{ch})); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/broker/group"
 	"github.com/strata-log/strata/compaction"
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/diskless"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/metadata"
@@ -84,6 +85,9 @@ type serveFlags struct {
 	controlledShutdownTimeout     time.Duration
 	leaderImbalanceCheckInterval  time.Duration
 	reassignmentBytesPerSecond    int64
+	autoBalance                   bool
+	autoBalanceInterval           time.Duration
+	autoBalanceMaxMoves           int
 	// Idempotence and transactions (hotlog producer state, broker/txn).
 	producerIDExpiration      time.Duration
 	transactionalIDExpiration time.Duration
@@ -236,6 +240,13 @@ func (f *serveFlags) registerReplication(fs *flag.FlagSet) {
 			"(the default of the dynamic leader.replication.throttled.rate / follower.replication.throttled.rate; 0: unlimited)")
 	fs.DurationVar(&f.leaderImbalanceCheckInterval, "leader-imbalance-check-interval", 5*time.Minute,
 		"how often leadership moves back to preferred replicas after failovers (leader.imbalance.check.interval.seconds; 0: never)")
+	fs.BoolVar(&f.autoBalance, "auto-balance", false,
+		"the controller balances replicas and preferred leaderships over the brokers itself, as 'strata cluster balance' does\n"+
+			"(set it on every broker: whichever is elected controller acts on its own flags)")
+	fs.DurationVar(&f.autoBalanceInterval, "auto-balance-interval", 5*time.Minute,
+		"with --auto-balance, how often the controller checks the balance and begins moves")
+	fs.IntVar(&f.autoBalanceMaxMoves, "auto-balance-max-moves", controller.DefaultAutoBalanceMaxMoves,
+		"with --auto-balance, the most partition moves one check begins")
 }
 
 // replicationConfig validates the replication flags into cfg.
@@ -247,6 +258,8 @@ func (f *serveFlags) replicationConfig(cfg *broker.Config) error {
 		return usageErrorf("--reassignment-bytes-per-second %d: want ≥ 0 (0: unlimited)", f.reassignmentBytesPerSecond)
 	case f.leaderImbalanceCheckInterval < 0:
 		return usageErrorf("--leader-imbalance-check-interval %s: want ≥ 0 (0: never)", f.leaderImbalanceCheckInterval)
+	case f.autoBalanceInterval <= 0 || f.autoBalanceMaxMoves < 1:
+		return usageErrorf("--auto-balance-interval %s and --auto-balance-max-moves %d: want > 0", f.autoBalanceInterval, f.autoBalanceMaxMoves)
 	case f.replicaLagTimeMax <= 0 || f.replicaFetchMaxWait <= 0 || f.controlledShutdownTimeout <= 0:
 		return usageErrorf("--replica-lag-time-max, --replica-fetch-wait-max and --controlled-shutdown-timeout must be > 0")
 	case f.defaultReplicationFactor < 1 || f.defaultReplicationFactor > 32767,
@@ -268,6 +281,9 @@ func (f *serveFlags) replicationConfig(cfg *broker.Config) error {
 	cfg.LeaderRebalanceInterval = f.leaderImbalanceCheckInterval
 	if f.leaderImbalanceCheckInterval == 0 {
 		cfg.LeaderRebalanceInterval = -1 // 0 means "default" in broker.Config
+	}
+	if f.autoBalance {
+		cfg.AutoBalanceInterval, cfg.AutoBalanceMaxMoves = f.autoBalanceInterval, f.autoBalanceMaxMoves
 	}
 	return nil
 }

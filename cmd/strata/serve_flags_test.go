@@ -117,6 +117,8 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"zero producer id expiration", []string{"--producer-id-expiration", "0s"}, nil, "--producer-id-expiration"},
 		{"tiny dedupe buffer", []string{"--log-cleaner-dedupe-buffer-size", "10"}, nil, "--log-cleaner-dedupe-buffer-size"},
 		{"bad log format", []string{"--log-format", "yaml"}, nil, "--log-format"},
+		{"zero auto-balance interval", []string{"--auto-balance", "--auto-balance-interval", "0s"}, nil, "--auto-balance-interval"},
+		{"zero auto-balance moves", []string{"--auto-balance-max-moves", "0"}, nil, "--auto-balance-max-moves"},
 		{"unknown flag", []string{"--no-such-flag"}, nil, "no-such-flag"},
 		{"positional", []string{"extra"}, nil, "unexpected"},
 	}
@@ -270,6 +272,30 @@ func TestServeRejectsBadColdReaderFlags(t *testing.T) {
 				t.Fatalf("err = %v, want a usage error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// --auto-balance is off unless set; its interval and bound apply only then.
+func TestServeAutoBalanceFlags(t *testing.T) {
+	cfg, err := parseServeForTest(t, []string{"--auto-balance-interval", "1m"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.broker; b.AutoBalanceInterval != 0 || b.AutoBalanceMaxMoves != 0 {
+		t.Errorf("without --auto-balance: interval %v, max moves %d; want it off", b.AutoBalanceInterval, b.AutoBalanceMaxMoves)
+	}
+	if cfg, err = parseServeForTest(t, nil, map[string]string{"STRATA_AUTO_BALANCE": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.broker; b.AutoBalanceInterval != 5*time.Minute || b.AutoBalanceMaxMoves != 10 {
+		t.Errorf("--auto-balance defaults: interval %v, max moves %d; want 5m and 10", b.AutoBalanceInterval, b.AutoBalanceMaxMoves)
+	}
+	args := []string{"--auto-balance", "--auto-balance-interval", "30s", "--auto-balance-max-moves", "3"}
+	if cfg, err = parseServeForTest(t, args, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.broker; b.AutoBalanceInterval != 30*time.Second || b.AutoBalanceMaxMoves != 3 {
+		t.Errorf("%v: interval %v, max moves %d", args, b.AutoBalanceInterval, b.AutoBalanceMaxMoves)
 	}
 }
 

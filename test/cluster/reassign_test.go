@@ -14,8 +14,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/strata-log/strata/test/history"
 )
 
 // TestReassignMovesOnlyTheTail: a partition with most of its history in
@@ -293,84 +291,4 @@ func TestReassignThrottled(t *testing.T) {
 	}
 	t.Logf("moved %.0f bytes in %v under a %d B/s throttle (%.0f B/s)", moved, elapsed.Round(time.Millisecond), rate, moved/elapsed.Seconds())
 	readNumbered(t, c, added, topic, 0, records)
-}
-
-// TestBalanceAndDrainUnderLoad: 3 brokers hold a 12-partition RF=3 tiered
-// topic while an idempotent acks=all producer and a consumer group run. A
-// fourth broker joins and `strata cluster balance` spreads the replicas
-// (9±1 each, 3±1 leaderships); `strata broker drain 2` empties broker 2,
-// which is then killed. The history checker finds no acknowledged record
-// lost, duplicated or reordered, and the group kept committing.
-func TestBalanceAndDrainUnderLoad(t *testing.T) {
-	defer timed(t, "TestBalanceAndDrainUnderLoad")()
-	c := Start(t, Config{MinIO: true, Spare: 1, ExtraArgs: []string{
-		"--log-retention-check-interval", "250ms", "--tier-upload-interval", "250ms"}})
-	const (
-		topic      = "balanced"
-		partitions = 12
-	)
-	replicatedTopic(t, c, topic, partitions, map[string]string{
-		"internal.segment.bytes": "16384", "local.retention.bytes": "32768", "retention.ms": "-1"})
-	h := history.New()
-	p := startTimedProducer(c, h, topic, partitions, 20, 256)
-	g := startCommittingGroup(c, "balanced-group", topic)
-	time.Sleep(5 * time.Second) // history, most of it uploaded and gone from the disks
-	c.AddBroker()
-	brokers := "--brokers=" + strings.Join(c.Addrs(), ",")
-	out, err := c.runStrata(3*time.Minute, "cluster", "balance", "--timeout", "2m", brokers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("cluster balance:\n%s", out)
-	adm := c.Admin()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	replicas, leaders := clusterCounts(ctx, t, adm, topic)
-	for id := int32(1); id <= 4; id++ {
-		if replicas[id] < 8 || replicas[id] > 10 || leaders[id] < 2 || leaders[id] > 4 {
-			t.Fatalf("after balance: replicas %v, leaders %v; want 9±1 and 3±1 on each of 4 brokers", replicas, leaders)
-		}
-	}
-	out, err = c.runStrata(3*time.Minute, "broker", "drain", "2", "--timeout", "2m", brokers)
-	if err != nil || !strings.Contains(out, "broker 2 holds no replicas: safe to stop") {
-		t.Fatalf("broker drain 2 (%v):\n%s", err, out)
-	}
-	c.Kill(2)
-	time.Sleep(2 * time.Second) // writes go on without broker 2
-	if err := g.finish(); err != nil {
-		t.Fatalf("consumer group: %v", err)
-	}
-	if err := p.finish(); err != nil {
-		t.Fatalf("producer: %v", err)
-	}
-	t.Logf("producer %v; %v", p, g)
-	starts, _, final := readRestored(t, c, topic, partitions)
-	in := h.Snapshot()
-	in.Observations, in.Commits = nil, nil
-	in.Final = map[int32]history.FinalLog{}
-	for part := int32(0); part < partitions; part++ {
-		in.Final[part] = history.FinalLog{LogStart: starts[part], Records: final[part]}
-	}
-	rep := history.Check(in)
-	t.Logf("history: %s", rep.Stats)
-	if err := rep.Err(); err != nil {
-		t.Fatalf("history checker: %v", err)
-	}
-}
-
-// clusterCounts is each broker's replicas and leaderships of topic.
-func clusterCounts(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) (replicas, leaders map[int32]int) {
-	t.Helper()
-	md, err := adm.Metadata(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replicas, leaders = map[int32]int{}, map[int32]int{}
-	for _, p := range md.Topics[topic].Partitions {
-		leaders[p.Leader]++
-		for _, r := range p.Replicas {
-			replicas[r]++
-		}
-	}
-	return replicas, leaders
 }
