@@ -250,6 +250,8 @@ func disklessErrorCode(err error) (int16, bool) {
 		return kerr.RequestTimedOut.Code, true
 	case errors.Is(err, diskless.ErrCorrupt):
 		return kerr.KafkaStorageError.Code, true
+	case errors.Is(err, diskless.ErrBackpressure):
+		return kerr.ThrottlingQuotaExceeded.Code, true
 	}
 	return 0, false
 }

@@ -27,6 +27,11 @@ const (
 // ErrClosed: the appender stopped before the batch was written.
 var ErrClosed = errors.New("diskless: appender stopped")
 
+// ErrBackpressure: the appender already buffers MaxPending bytes (the
+// bucket or etcd is slow or down); the producer retries
+// (THROTTLING_QUOTA_EXCEEDED), so a stalled bucket cannot exhaust memory.
+var ErrBackpressure = errors.New("diskless: too many bytes waiting for the bucket and etcd")
+
 // Config configures an Appender.
 type Config struct {
 	// Cluster is the cluster name: objects go under <Cluster>/diskless/.
@@ -39,6 +44,9 @@ type Config struct {
 	MaxBytes int
 	// PutTimeout bounds one PUT. Default DefaultPutTimeout.
 	PutTimeout time.Duration
+	// MaxPending bounds the bytes buffered and not yet taken by a flush.
+	// Default 8 × MaxBytes.
+	MaxPending int
 	// Now is the clock (producer expiry stamps). Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -53,6 +61,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PutTimeout <= 0 {
 		c.PutTimeout = DefaultPutTimeout
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = 8 * c.MaxBytes
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -197,13 +208,14 @@ func (a *Appender) enqueue(call *appendCall) error {
 	if a.closed {
 		return ErrClosed
 	}
+	if a.bytes > 0 && a.bytes+call.size() > a.cfg.MaxPending {
+		return fmt.Errorf("%w: %d bytes buffered, at most %d", ErrBackpressure, a.bytes, a.cfg.MaxPending)
+	}
 	if len(a.pending) == 0 {
 		a.firstAt = call.arrived
 	}
 	a.pending = append(a.pending, call)
-	for _, b := range call.batches {
-		a.bytes += len(b)
-	}
+	a.bytes += call.size()
 	select {
 	case a.kick <- struct{}{}:
 	default:
@@ -294,6 +306,15 @@ func (a *Appender) failPending() {
 	for _, c := range calls {
 		c.fail(ErrClosed)
 	}
+}
+
+// size is the bytes of the call's batches.
+func (c *appendCall) size() int {
+	n := 0
+	for _, b := range c.batches {
+		n += len(b)
+	}
+	return n
 }
 
 func (c *appendCall) fail(err error) {

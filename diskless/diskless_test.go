@@ -304,3 +304,54 @@ func TestConcurrentBrokersOnePartition(t *testing.T) {
 	}
 	t.Logf("%d lost commit races retried", conflicts)
 }
+
+// blockingBucket holds every Put until release is closed.
+type blockingBucket struct {
+	objstore.ObjectStore
+	release chan struct{}
+}
+
+func (b blockingBucket) Put(ctx context.Context, key string, body io.Reader, size int64) error {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return b.ObjectStore.Put(ctx, key, body, size)
+}
+
+// TestBackpressureWhileTheBucketStalls: with the bucket stalled, the
+// appender buffers at most MaxPending bytes and refuses more with
+// ErrBackpressure at once; once the bucket answers, what it took commits.
+func TestBackpressureWhileTheBucketStalls(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	r := newRig(t, endpoints, "dl-bp", time.Millisecond)
+	stalled := blockingBucket{ObjectStore: r.bucket, release: make(chan struct{})}
+	r.app.Close()
+	one := batch("x", 1, -1, -1)
+	r.app = NewAppender(Config{Cluster: "dl-bp", Linger: time.Millisecond, MaxBytes: len(one), MaxPending: 3 * len(one)},
+		r.store, stalled, r.stats)
+	tp := metadata.TierPartition{TopicID: metadata.TopicID{4}, Partition: 0}
+	var accepted []*Pending
+	var refused error
+	for i := 0; i < 10 && refused == nil; i++ {
+		p, err := r.app.Submit(tp, one)
+		if err != nil {
+			refused = err
+			break
+		}
+		accepted = append(accepted, p)
+		time.Sleep(5 * time.Millisecond) // the flush takes the first into its stalled PUT
+	}
+	if !errors.Is(refused, ErrBackpressure) || len(accepted) < 3 || len(accepted) > 5 {
+		t.Fatalf("with the bucket stalled: %d accepted, then %v; want 3-5 (one in the PUT, MaxPending buffered) then ErrBackpressure",
+			len(accepted), refused)
+	}
+	close(stalled.release)
+	for i, p := range accepted {
+		res, err := p.Wait(context.Background())
+		if err != nil || res.BaseOffset != int64(i) {
+			t.Fatalf("accepted append %d: %+v, %v", i, res, err)
+		}
+	}
+}

@@ -45,9 +45,13 @@ const (
 	maxProducerBatches = 5
 	// maxProducersPerHead bounds a head's producers: past it the least
 	// recently committing ones are forgotten (their next batch is then
-	// accepted at any sequence, KIP-360), so a head stays well under
-	// metadata.MaxDisklessValueBytes.
-	maxProducersPerHead = 1000
+	// accepted at any sequence, KIP-360). Every commit rewrites the head,
+	// so this bounds what a commit writes to etcd (about 300 bytes per
+	// producer), well under metadata.MaxDisklessValueBytes.
+	maxProducersPerHead = 200
+	// producerExpiryMs forgets a producer that has not committed for this
+	// long, as Kafka's producer.id.expiration.ms (1 day).
+	producerExpiryMs = 24 * 60 * 60 * 1000
 )
 
 // decodeHead reads a stored head; nil or empty is the empty head.
@@ -111,7 +115,7 @@ func Decide(head Head, hdrs []recordbatch.Header, nowMs int64) (Head, []Outcome)
 	for i, h := range hdrs {
 		out[i] = next.apply(h, nowMs)
 	}
-	next.expireOverflow()
+	next.expire(nowMs)
 	return next, out
 }
 
@@ -187,9 +191,14 @@ func (p *ProducerHead) add(b recordbatch.Header, o Outcome, nowMs int64) {
 	p.LastMs = nowMs
 }
 
-// expireOverflow forgets the least recently committing producers beyond
-// maxProducersPerHead.
-func (h *Head) expireOverflow() {
+// expire forgets the producers idle for producerExpiryMs, then the least
+// recently committing ones beyond maxProducersPerHead.
+func (h *Head) expire(nowMs int64) {
+	for id, p := range h.Producers {
+		if nowMs-p.LastMs >= producerExpiryMs {
+			delete(h.Producers, id)
+		}
+	}
 	if len(h.Producers) <= maxProducersPerHead {
 		return
 	}

@@ -2,6 +2,7 @@ package diskless
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
@@ -87,7 +88,14 @@ func TestHeadRoundTripAndBounds(t *testing.T) {
 	for pid := int64(0); pid < maxProducersPerHead+10; pid++ {
 		many, _ = Decide(many, []recordbatch.Header{idem(pid, 0, 0, 1)}, pid)
 	}
-	if len(many.Producers) != maxProducersPerHead || many.Producers["0"] != nil || many.Producers["1009"] == nil {
+	last := fmt.Sprint(maxProducersPerHead + 9)
+	if len(many.Producers) != maxProducersPerHead || many.Producers["0"] != nil || many.Producers[last] == nil {
 		t.Fatalf("head keeps %d producers; want the %d most recent", len(many.Producers), maxProducersPerHead)
+	}
+	// A day without a commit forgets a producer.
+	idle, _ := Decide(Head{}, []recordbatch.Header{idem(1, 0, 0, 1)}, 1000)
+	idle, _ = Decide(idle, []recordbatch.Header{idem(2, 0, 0, 1)}, 1000+producerExpiryMs)
+	if idle.Producers["1"] != nil || idle.Producers["2"] == nil {
+		t.Fatalf("after a day: producers %v; want only the one that just committed", idle.Producers)
 	}
 }
