@@ -131,6 +131,11 @@
 //     (REQUEST_TIMED_OUT); the object stays in the bucket, referenced by the
 //     chunks that did commit, or garbage if none did.
 //
+// Back-pressure: while a PUT or a commit is slow or failing, new batches
+// wait in the appender up to Config.MaxPending bytes (8 objects' worth);
+// beyond that Submit refuses at once (THROTTLING_QUOTA_EXCEEDED, which
+// clients retry), so a stalled bucket or etcd costs bounded memory.
+//
 // Failure cases: a crash after the PUT and before a commit leaves garbage
 // only; a commit whose answer was lost (etcd applied it, the broker saw an
 // error) fails the producer, whose idempotent retry is then answered from
