@@ -142,6 +142,27 @@
 // the head with the original offsets, so nothing is duplicated. A
 // non-idempotent producer's retry may duplicate, as on classic topics.
 //
+// # Restore
+//
+// The merge turns runs into the ordinary segment objects and manifest
+// entries of classic tiered topics, and writes the topic's topic.json
+// (configs with diskless.enable=true) before its first object, so the
+// bucket holds a diskless topic's merged history in the form `strata
+// replay` and `strata restore` read. Restore rebuilds such a topic as a
+// diskless topic: its record with empty replica lists, the manifest
+// entries of its segment objects, no partition states, and per partition
+// the head RestoredHead makes: start = the restored log start, next = one
+// past the last restored offset, no producers (an idempotent producer's
+// next batch is then accepted at any sequence, as for an unknown
+// producer). Produces go on at next; reads below the first run go to the
+// restored objects as to any merged ones.
+//
+// What was only in runs not yet merged at the disaster is not restorable:
+// the shared objects hold the bytes, but the offsets they were given lived
+// only in the runs in etcd. A new cluster's sweeper deletes those objects
+// once unreferenced for its grace. A topic none of whose runs was ever
+// merged has nothing in the bucket's topics/ and is not restored.
+//
 // # Offsets inside the object
 //
 // Batches are stored as produced: their baseOffset is whatever the producer

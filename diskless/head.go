@@ -77,6 +77,18 @@ func (h Head) encode() []byte {
 	return b
 }
 
+// RestoredHead is the stored head of a partition that `strata restore`
+// rebuilds from its merged segment objects (doc.go, "Restore"): log start
+// start, next offset next (one past the last restored offset), and no
+// producers, whose state lived only in the lost etcd. start = next is an
+// empty partition whose offsets go on from there.
+func RestoredHead(start, next int64) ([]byte, error) {
+	if start < 0 || next < start {
+		return nil, fmt.Errorf("%w: restored head start %d next %d", ErrOffsetOutOfRange, start, next)
+	}
+	return Head{Next: next, Start: start}.encode(), nil
+}
+
 func (h *Head) clone() Head {
 	c := Head{Next: h.Next, Start: h.Start}
 	if len(h.Producers) > 0 {

@@ -2,7 +2,9 @@ package diskless
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -74,6 +76,7 @@ func TestMergeThenSweep(t *testing.T) {
 	if _, err := r.bucket.Stat(ctx, tier.TopicConfigKey("dl-merge", "merged", topic.ID)); err != nil {
 		t.Fatalf("topic.json after the first merge: %v", err)
 	}
+	checkMergedInBucket(t, r, topic.ID, tp.Partition, "[old0-0 old0-1 old0-2 old1-0 old1-1 old1-2 old2-0 old2-1 old2-2 old3-0 old3-1 old3-2]")
 	if first, ok := r.ix.firstRunBase(tp); !ok || first != 12 {
 		t.Fatalf("first run after the merge at %d (%v), want 12", first, ok)
 	}
@@ -109,5 +112,46 @@ func TestMergeThenSweep(t *testing.T) {
 	after, _ := r.bucket.List(ctx, ObjectPrefix("dl-merge"))
 	if len(after) != 1 || r.stats.Snapshot().Swept != int64(len(before)-1) {
 		t.Fatalf("after the grace %d shared objects are left of %d (swept %d); want only the young run's", len(after), len(before), r.stats.Snapshot().Swept)
+	}
+}
+
+// checkMergedInBucket: from the bucket alone, as `strata replay` and
+// `strata restore` read it, the merged objects of the partition hold
+// want from offset 0, and restore plans them as one range from 0.
+func checkMergedInBucket(t *testing.T, r *rig, id metadata.TopicID, partition int32, want string) {
+	t.Helper()
+	ctx := context.Background()
+	listed, err := tier.FindReplayTopic(ctx, r.bucket, "dl-merge", "merged", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listed.TopicID != id || listed.File == nil || listed.File.Partitions != 3 {
+		t.Fatalf("replay finds topic %s, topic.json %+v (%v)", listed.TopicID, listed.File, listed.FileErr)
+	}
+	rd := tier.NewReplayReader(ctx, r.bucket, tier.PlanReplay(listed.Partitions[partition]), tier.ReplayOptions{FromTime: -1, Committed: true})
+	defer rd.Close()
+	var got []string
+	next := int64(0)
+	for {
+		b, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs := values(t, b.Data, next)
+		got = append(got, vs...)
+		next += int64(len(vs))
+	}
+	if fmt.Sprint(got) != want {
+		t.Fatalf("replayed from the bucket: %v", got)
+	}
+	plan, err := tier.RestorePartitionPlan(ctx, r.bucket, listed, partition, tier.RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.LogStart != 0 || plan.End != next || len(plan.Entries) != 1 || plan.Entries[0].TopicID != id || len(plan.Gaps) != 0 {
+		t.Fatalf("restore plan %+v, want one entry [0, %d)", plan, next)
 	}
 }

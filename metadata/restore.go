@@ -1,8 +1,9 @@
 package metadata
 
 // Restoring a topic from the bucket (`strata restore`, DESIGN.md §8): the
-// topic record with a given id, its partition states and its tier manifest,
-// written so that a broker never sees the topic before its manifest.
+// topic record with a given id, its partition states (a diskless topic: its
+// diskless heads instead) and its tier manifest, written so that a broker
+// never sees the topic before its manifest and heads.
 
 import (
 	"context"
@@ -21,8 +22,14 @@ type RestoreTopicRequest struct {
 	Topic Topic // Name, ID (non-zero), Replicas, Configs; Internal is ignored (restored topics are never internal)
 	// LeaderEpochs[p] is the epoch partition p's state starts at: larger
 	// than every leader epoch in its restored objects, so that batches
-	// produced after the restore carry larger epochs.
+	// produced after the restore carry larger epochs. Classic topics only:
+	// a diskless topic has no partition states (ignored).
 	LeaderEpochs []int32
+	// DisklessHeads[p] is partition p's diskless head, for a diskless
+	// topic (Topic.Diskless(), with DisklessAssignment's empty replica
+	// lists) only, one per partition. Opaque here: package diskless owns
+	// its JSON (diskless.RestoredHead).
+	DisklessHeads [][]byte
 	// Entries are the manifest entries of every partition.
 	Entries []TierEntry
 	// LogStarts[p], when present, is written as partition p's tier log
@@ -40,16 +47,8 @@ func (r RestoreTopicRequest) validate() error {
 	if err := ValidateTopicConfigs(r.Topic.Configs); err != nil {
 		return err
 	}
-	if r.Topic.Diskless() {
-		// A restore rebuilds a topic from its tiered segments; a
-		// diskless topic has none (its history is in shared objects).
-		return fmt.Errorf("%w: %q is diskless: restore rebuilds classic topics from tiered segments", ErrInvalidConfig, r.Topic.Name)
-	}
-	if err := validateAssignment(r.Topic.Replicas); err != nil {
+	if err := r.validateShape(); err != nil {
 		return err
-	}
-	if len(r.LeaderEpochs) != len(r.Topic.Replicas) {
-		return fmt.Errorf("%w: %d leader epochs for %d partitions", ErrInvalidPartitions, len(r.LeaderEpochs), len(r.Topic.Replicas))
 	}
 	for _, e := range r.Entries {
 		if e.TopicID != r.Topic.ID || int(e.Partition) >= len(r.Topic.Replicas) {
@@ -62,12 +61,43 @@ func (r RestoreTopicRequest) validate() error {
 	return nil
 }
 
+// validateShape checks what depends on the topic's kind: a classic topic's
+// replica lists and leader epochs, a diskless topic's empty lists and
+// heads.
+func (r RestoreTopicRequest) validateShape() error {
+	diskless := r.Topic.Diskless()
+	if err := validateTopicAssignment(r.Topic.Replicas, diskless); err != nil {
+		return err
+	}
+	if !diskless {
+		if len(r.DisklessHeads) > 0 {
+			return fmt.Errorf("%w: diskless heads in the restore of classic topic %q", ErrInvalidPartitions, r.Topic.Name)
+		}
+		if len(r.LeaderEpochs) != len(r.Topic.Replicas) {
+			return fmt.Errorf("%w: %d leader epochs for %d partitions", ErrInvalidPartitions, len(r.LeaderEpochs), len(r.Topic.Replicas))
+		}
+		return nil
+	}
+	if len(r.DisklessHeads) != len(r.Topic.Replicas) {
+		return fmt.Errorf("%w: %d diskless heads for %d partitions", ErrInvalidPartitions, len(r.DisklessHeads), len(r.Topic.Replicas))
+	}
+	for p, head := range r.DisklessHeads {
+		if len(head) == 0 || len(head) > MaxDisklessValueBytes {
+			return fmt.Errorf("%w: diskless head of partition %d: %d bytes", ErrInvalidPartitions, p, len(head))
+		}
+	}
+	return nil
+}
+
 // RestoreTopic creates a topic with the request's id, partition states at
 // the given epochs, and its tier manifest. The manifest goes first, in
 // transactions guarded by "neither the name nor the id exists", then the
 // topic record, its id index and the partition states in one transaction
 // with the same guard: a broker that sees the topic sees its whole
-// manifest, and a rerun after a failure rewrites the same entries.
+// manifest, and a rerun after a failure rewrites the same entries. A
+// diskless topic's heads go with its manifest, before the topic record
+// (a broker that sees the topic never commits at an offset below its
+// head), and it gets no partition states.
 // ErrTopicExists when the name or the id is taken (the id: a previous
 // restore of the same incarnation completed).
 func (s *Store) RestoreTopic(ctx context.Context, req RestoreTopicRequest) (Topic, error) {
@@ -124,7 +154,7 @@ func (s *Store) restoreTxn(ctx context.Context, t Topic, guard []clientv3.Cmp, o
 }
 
 func (s *Store) restoreManifestOps(req RestoreTopicRequest) ([]clientv3.Op, error) {
-	ops := make([]clientv3.Op, 0, len(req.Entries)+len(req.LogStarts))
+	ops := make([]clientv3.Op, 0, len(req.Entries)+len(req.LogStarts)+len(req.DisklessHeads))
 	for _, e := range req.Entries {
 		value, err := encodeTierEntry(e)
 		if err != nil {
@@ -138,6 +168,10 @@ func (s *Store) restoreManifestOps(req RestoreTopicRequest) ([]clientv3.Op, erro
 		}
 		ops = append(ops, clientv3.OpPut(s.keys.tierLogStart(req.Topic.ID, p), strconv.FormatInt(start, 10)))
 	}
+	for p, head := range req.DisklessHeads {
+		tp := TierPartition{TopicID: req.Topic.ID, Partition: int32(p)}
+		ops = append(ops, clientv3.OpPut(s.keys.disklessHead(tp), string(head)))
+	}
 	return ops, nil
 }
 
@@ -147,6 +181,9 @@ func (s *Store) restoreTopicOps(t Topic, epochs []int32) (topic, states []client
 		return nil, nil, fmt.Errorf("metadata: encode topic: %w", err)
 	}
 	topic = []clientv3.Op{clientv3.OpPut(s.keys.topic(t.Name), string(value)), clientv3.OpPut(s.keys.topicID(t.ID), t.Name)}
+	if t.Diskless() {
+		return topic, nil, nil // no partition states, ever
+	}
 	for p, replicas := range t.Replicas {
 		st := initialPartitionState(replicas)
 		st.LeaderEpoch = max(epochs[p], 0)

@@ -3,6 +3,7 @@ package metadata_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,5 +82,85 @@ func TestRestoreTopic(t *testing.T) {
 	}
 	if next, err := s.AllocateProducerIDs(ctx, 10); err != nil || next != 5000 {
 		t.Fatalf("block after the raise starts at %d (%v), want 5000", next, err)
+	}
+}
+
+// TestRestoreDisklessTopic: a diskless topic comes back with its empty
+// replica lists, its manifest and one head per partition (more than one
+// transaction's worth), and no partition states; the shapes that mix the
+// two kinds are refused before anything is written.
+func TestRestoreDisklessTopic(t *testing.T) {
+	s := openStore(t, metadatatest.StartEmbedded(t), fmt.Sprintf("restore-dl-%d", time.Now().UnixNano()))
+	ctx := testCtx(t)
+	id, err := metadata.NewTopicID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const partitions = 150
+	dl := map[string]string{"diskless.enable": "true"}
+	req := metadata.RestoreTopicRequest{
+		Topic: metadata.Topic{Name: "events", ID: id, Replicas: metadata.DisklessAssignment(partitions), Configs: dl},
+	}
+	for p := int32(0); p < partitions; p++ {
+		req.Entries = append(req.Entries, tierEntry(id, p, 0, 99, fmt.Sprintf("k-%d", p)))
+		req.DisklessHeads = append(req.DisklessHeads, fmt.Appendf(nil, `{"next":100,"start":%d}`, p))
+	}
+	for _, bad := range []struct {
+		name string
+		edit func(r *metadata.RestoreTopicRequest)
+	}{
+		{"replicas", func(r *metadata.RestoreTopicRequest) { r.Topic.Replicas = [][]int32{{1}} }},
+		{"no heads", func(r *metadata.RestoreTopicRequest) { r.DisklessHeads = nil }},
+		{"an empty head", func(r *metadata.RestoreTopicRequest) { r.DisklessHeads[3] = nil }},
+		{"heads of a classic topic", func(r *metadata.RestoreTopicRequest) {
+			r.Topic.Configs, r.Topic.Replicas = nil, [][]int32{{1}}
+			r.LeaderEpochs, r.Entries, r.DisklessHeads = []int32{0}, nil, [][]byte{[]byte(`{"next":1}`)}
+		}},
+	} {
+		r := req
+		r.DisklessHeads = append([][]byte(nil), req.DisklessHeads...)
+		bad.edit(&r)
+		if _, err := s.RestoreTopic(ctx, r); err == nil {
+			t.Fatalf("%s: restored", bad.name)
+		}
+	}
+	if _, err := s.Topic(ctx, "events"); !errors.Is(err, metadata.ErrTopicNotFound) {
+		t.Fatalf("a refused restore wrote the topic: %v", err)
+	}
+	got, err := s.RestoreTopic(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != id || !got.Diskless() || len(got.Replicas) != partitions || len(got.Replicas[0]) != 0 {
+		t.Fatalf("restored topic %+v", got)
+	}
+	states, err := s.PartitionStates(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, st := range states {
+		if st.Version != 0 {
+			t.Fatalf("partition %d has a stored state %+v: diskless partitions have none", p, st)
+		}
+	}
+	parts := make([]metadata.TierPartition, partitions)
+	for p := range parts {
+		parts[p] = metadata.TierPartition{TopicID: id, Partition: int32(p)}
+	}
+	var heads []metadata.DisklessHead
+	for chunk := range slices.Chunk(parts, 100) { // etcd's --max-txn-ops
+		got, err := s.DisklessHeads(ctx, chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads = append(heads, got...)
+	}
+	for p, h := range heads {
+		if want := fmt.Sprintf(`{"next":100,"start":%d}`, p); string(h.Value) != want {
+			t.Fatalf("partition %d head %q, want %q", p, h.Value, want)
+		}
+	}
+	if entries, err := s.TierEntries(ctx, id, partitions-1); err != nil || len(entries) != 1 || entries[0].Key != fmt.Sprintf("k-%d", partitions-1) {
+		t.Fatalf("last partition's manifest %+v, %v", entries, err)
 	}
 }

@@ -21,8 +21,8 @@ package main
 // # Where the bucket ends
 //
 // The bucket holds what was uploaded: not the hot tail of the cluster
-// that wrote it, nor what retention deleted, and it cannot tell whether
-// records exist past its end. After each partition, one line on stderr
+// that wrote it (for a diskless topic, its runs not merged yet), nor what
+// retention deleted, and it cannot tell whether records exist past its end. After each partition, one line on stderr
 // (stdout carries records only) names the offsets written, where the
 // bucket starts (if after --from) and ends (its last offset and the time
 // of that record: the last object's max timestamp), and any hole (offsets

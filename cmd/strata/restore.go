@@ -10,6 +10,13 @@ package main
 // (its last offset and that record's time, as `strata replay` says it);
 // a partition the bucket holds nothing of is named as such. What the old
 // cluster held past the bucket's end (its hot tail) is not restorable.
+//
+// A diskless topic (topic.json's configs say diskless.enable=true) comes
+// back as a diskless topic, from the segment objects its merge wrote
+// (docs/ARCHITECTURE.md, "Replay, restore and verify"). What the old
+// cluster held past them, in runs not merged yet, is not restorable:
+// the shared objects hold the bytes, but which offsets they had was only
+// in etcd. The report says so.
 
 import (
 	"bytes"
@@ -50,7 +57,7 @@ func parseRestoreArgs(c *cli, args []string) (restoreConfig, error) {
 	var topics stringList
 	fs.Var(&topics, "topic", "topic to restore (repeatable; default: every topic in the bucket)")
 	asOf := fs.String("as-of", "", "restore each topic up to the last record at or before this RFC 3339 `time`")
-	fs.IntVar(&cfg.replicationFactor, "replication-factor", -1, "replicas per partition (-1: min(3, live brokers))")
+	fs.IntVar(&cfg.replicationFactor, "replication-factor", -1, "replicas per partition (-1: min(3, live brokers); diskless topics have none)")
 	cfg.conn = newConnFlags(fs, c)
 	positional, err := parseArgs(fs, args)
 	if err != nil {
@@ -244,16 +251,25 @@ func addRestoreEntries(req *broker.RestoreTopicRequest, plan tier.RestorePartiti
 
 // report prints what one topic got, and what the bucket cannot give back.
 func (r *restorer) report(bt tier.BucketTopic, res broker.RestoreResult, plans map[int32]tier.RestorePartition, configs map[string]string) {
-	fmt.Fprintf(r.out, "topic %s: restored as topic id %s from incarnation %s: %d partitions, replication factor %d, %d config overrides\n",
-		bt.Name, res.TopicID, bt.ID, res.Partitions, len(res.Replicas[0]), len(configs))
+	lost := "its hot tail, never uploaded"
+	if metadata.DisklessConfigs(configs) {
+		fmt.Fprintf(r.out, "topic %s: restored as diskless topic id %s from incarnation %s: %d partitions, %d config overrides\n",
+			bt.Name, res.TopicID, bt.ID, res.Partitions, len(configs))
+		fmt.Fprintf(r.out, "  diskless: restored what the merge had written to segment objects; records still in runs "+
+			"not merged at the disaster are lost (their bytes are in shared objects, their offsets were in etcd)\n")
+		lost = "its runs not merged yet, whose offsets were in etcd"
+	} else {
+		fmt.Fprintf(r.out, "topic %s: restored as topic id %s from incarnation %s: %d partitions, replication factor %d, %d config overrides\n",
+			bt.Name, res.TopicID, bt.ID, res.Partitions, len(res.Replicas[0]), len(configs))
+	}
 	for p := int32(0); p < res.Partitions; p++ {
-		r.reportPartition(p, plans[p])
+		r.reportPartition(p, plans[p], lost)
 	}
 }
 
 // reportPartition prints one partition's restored range and where the
-// bucket ends for it.
-func (r *restorer) reportPartition(p int32, plan tier.RestorePartition) {
+// bucket ends for it; lost names what the old cluster held past it.
+func (r *restorer) reportPartition(p int32, plan tier.RestorePartition, lost string) {
 	if plan.BucketEnd == 0 {
 		fmt.Fprintf(r.out, "  partition %d: empty: the bucket holds nothing of this partition\n", p)
 		return
@@ -278,8 +294,7 @@ func (r *restorer) reportPartition(p int32, plan tier.RestorePartition) {
 	}
 	fmt.Fprintf(r.out, "; %s\n", bucketEnd)
 	if plan.Dropped == 0 {
-		fmt.Fprintf(r.out, "  partition %d: not restorable: anything the old cluster held from offset %d on "+
-			"(its hot tail, never uploaded)\n", p, plan.End)
+		fmt.Fprintf(r.out, "  partition %d: not restorable: anything the old cluster held from offset %d on (%s)\n", p, plan.End, lost)
 	}
 }
 

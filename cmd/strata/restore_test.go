@@ -39,3 +39,27 @@ func TestRestoreReportBucketEnd(t *testing.T) {
 		t.Errorf("report:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestRestoreReportDiskless: a diskless topic's report says it came back
+// diskless, without a replication factor, and that what its unmerged runs
+// held is lost.
+func TestRestoreReportDiskless(t *testing.T) {
+	plans := map[int32]tier.RestorePartition{
+		0: {Partition: 0, Entries: make([]metadata.TierEntry, 3), LogStart: 0, End: 300, CutOffset: 300, BucketEnd: 300,
+			BucketEndTime: 1_790_000_000_000},
+	}
+	var out bytes.Buffer
+	r := &restorer{out: &out}
+	r.report(tier.BucketTopic{Name: "events", ID: replayTopicID},
+		broker.RestoreResult{TopicID: replayTopicID.String(), Partitions: 1, Replicas: [][]int32{{}}}, plans,
+		map[string]string{"diskless.enable": "true"})
+	want := "topic events: restored as diskless topic id " + replayTopicID.String() + " from incarnation " + replayTopicID.String() +
+		": 1 partitions, 1 config overrides\n" +
+		"  diskless: restored what the merge had written to segment objects; records still in runs not merged at the disaster " +
+		"are lost (their bytes are in shared objects, their offsets were in etcd)\n" +
+		"  partition 0: offsets 0..299 from 3 objects; the bucket ends at offset 299 (2026-09-21T14:13:20Z)\n" +
+		"  partition 0: not restorable: anything the old cluster held from offset 300 on (its runs not merged yet, whose offsets were in etcd)\n"
+	if got := out.String(); got != want {
+		t.Errorf("report:\n%s\nwant:\n%s", got, want)
+	}
+}
