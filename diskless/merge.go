@@ -33,6 +33,7 @@ const (
 // MergeStore is the slice of etcd the merge needs (*metadata.Store).
 type MergeStore interface {
 	CommitTierEntry(ctx context.Context, e metadata.TierEntry) error
+	TierEntries(ctx context.Context, id metadata.TopicID, partition int32) ([]metadata.TierEntry, error)
 	DeleteDisklessRuns(ctx context.Context, p metadata.TierPartition, bases []int64) error
 }
 
@@ -165,6 +166,9 @@ const maxRunsPerMerge = 4096
 // leaves both: readers prefer the runs, and the next pass finds the entry
 // already committed and only deletes them.
 func (m *Merger) mergeRuns(ctx context.Context, p MergePartition, runs []indexedRun) error {
+	if done, err := m.deleteMerged(ctx, p, runs); done || err != nil {
+		return err
+	}
 	var log []byte
 	first := recordbatch.Header{}
 	maxTs := int64(-1)
@@ -207,12 +211,16 @@ func (m *Merger) mergeRuns(ctx context.Context, p MergePartition, runs []indexed
 	}
 	entry := metadata.TierEntry{TopicID: p.Part.TopicID, Partition: p.Part.Partition, BaseOffset: runs[0].base,
 		LastOffset: last, FirstTimestamp: first.FirstTimestamp, MaxTimestamp: maxTs, Key: key, Size: enc.Size()}
-	if err := m.store.CommitTierEntry(ctx, entry); err != nil && !errors.Is(err, metadata.ErrTierEntryExists) {
+	if err := m.store.CommitTierEntry(ctx, entry); errors.Is(err, metadata.ErrTierEntryExists) {
+		// Another broker merged from the same run meanwhile (ownership
+		// moved); this object is an orphan for tier's sweeper.
+		done, err := m.deleteMerged(ctx, p, runs)
+		if err == nil && !done {
+			err = fmt.Errorf("an entry at offset %d exists but covers none of the runs from it", runs[0].base)
+		}
 		return err
 	} else if err != nil {
-		// An earlier pass committed this range and died before deleting
-		// the runs; this object is an orphan for tier's sweeper.
-		m.cfg.Logger.Info("diskless merge: range already merged; deleting its runs", "partition", p.Part, "base", runs[0].base)
+		return err
 	}
 	bases := make([]int64, len(runs))
 	for i, r := range runs {
@@ -225,6 +233,44 @@ func (m *Merger) mergeRuns(ctx context.Context, p MergePartition, runs []indexed
 	m.stats.merges.Add(1)
 	m.stats.mergedBytes.Add(int64(len(log)))
 	return nil
+}
+
+// deleteMerged deletes the runs that a committed manifest entry already
+// covers (a pass that died between its commit and the deletion, or another
+// broker's merge) and reports whether the first run was one of them: then
+// nothing is merged this round. Entries end at run boundaries, since every
+// merge takes whole runs, so a run is either covered or not.
+func (m *Merger) deleteMerged(ctx context.Context, p MergePartition, runs []indexedRun) (bool, error) {
+	entries, err := m.store.TierEntries(ctx, p.Part.TopicID, p.Part.Partition)
+	if err != nil {
+		return false, err
+	}
+	var covered []int64
+	for _, r := range runs {
+		if !coveredBy(entries, r) {
+			break
+		}
+		covered = append(covered, r.base)
+	}
+	if len(covered) == 0 {
+		return false, nil
+	}
+	m.cfg.Logger.Info("diskless merge: runs already merged; deleting them", "partition", p.Part, "runs", len(covered), "base", covered[0])
+	if err := m.store.DeleteDisklessRuns(ctx, p.Part, covered); err != nil {
+		return true, err
+	}
+	m.reader.ix.dropRuns(p.Part, covered)
+	return true, nil
+}
+
+// coveredBy reports whether an entry holds all of r's offsets.
+func coveredBy(entries []metadata.TierEntry, r indexedRun) bool {
+	for _, e := range entries {
+		if e.BaseOffset <= r.base && r.end-1 <= e.LastOffset {
+			return true
+		}
+	}
+	return false
 }
 
 // ensureTopicFile writes the topic's topic.json before its first merged

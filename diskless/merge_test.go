@@ -155,3 +155,73 @@ func checkMergedInBucket(t *testing.T, r *rig, id metadata.TopicID, partition in
 		t.Fatalf("restore plan %+v, want one entry [0, %d)", plan, next)
 	}
 }
+
+// failingDeletes fails the next DeleteDisklessRuns calls.
+type failingDeletes struct {
+	MergeStore
+	failures int
+}
+
+func (f *failingDeletes) DeleteDisklessRuns(ctx context.Context, p metadata.TierPartition, bases []int64) error {
+	if f.failures > 0 {
+		f.failures--
+		return errors.New("etcd unavailable")
+	}
+	return f.MergeStore.DeleteDisklessRuns(ctx, p, bases)
+}
+
+// TestMergeAfterAFailedDelete: a pass commits its entry and fails to delete
+// the runs; more runs arrive; the next pass deletes only the runs the entry
+// covers and merges the rest into an object of its own, so every offset
+// stays readable and the manifest has no gap and no overlap.
+func TestMergeAfterAFailedDelete(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	r := newRig(t, endpoints, "dl-merge2", 5*time.Millisecond)
+	r.reader.SetMerged(manifestReader{r})
+	ctx := context.Background()
+	topic, err := r.store.CreateTopic(ctx, metadata.CreateTopicRequest{Name: "merged2", Replicas: [][]int32{{1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := metadata.TierPartition{TopicID: topic.ID, Partition: 0}
+	appendN := func(tag string, n int) {
+		for i := 0; i < n; i++ {
+			if _, err := r.app.Append(ctx, tp, batch(fmt.Sprintf("%s%d", tag, i), 2, -1, -1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendN("a", 3)
+	waitPositions(t, r.ix, tp, 6)
+	store := &failingDeletes{MergeStore: r.store, failures: 1}
+	clock := time.Now().Add(time.Hour)
+	m := NewMerger(MergeConfig{Cluster: "dl-merge2", Now: func() time.Time { return clock }}, store, r.bucket, r.reader, r.stats)
+	part := MergePartition{Topic: "merged2", Part: tp, Partitions: 1}
+	if err := m.MergePartition(ctx, part); err == nil {
+		t.Fatal("the merge whose run deletion failed reported success")
+	}
+	appendN("b", 2)
+	waitPositions(t, r.ix, tp, 10)
+	clock = time.Now().Add(time.Hour)
+	if err := m.MergePartition(ctx, part); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := r.store.TierEntries(ctx, tp.TopicID, tp.Partition)
+	if err != nil || len(entries) != 2 || entries[0].BaseOffset != 0 || entries[0].LastOffset != 5 ||
+		entries[1].BaseOffset != 6 || entries[1].LastOffset != 9 {
+		t.Fatalf("manifest %+v, %v; want [0, 5] then [6, 9]", entries, err)
+	}
+	var got []string
+	for offset := int64(0); offset < 10; {
+		data, err := r.reader.Read(ctx, tp, offset, 1<<20, 1<<62)
+		if err != nil {
+			t.Fatalf("read at %d: %v", offset, err)
+		}
+		vs := values(t, data, offset)
+		got = append(got, vs...)
+		offset += int64(len(vs))
+	}
+	if fmt.Sprint(got) != "[a0-0 a0-1 a1-0 a1-1 a2-0 a2-1 b0-0 b0-1 b1-0 b1-1]" {
+		t.Fatalf("read %v", got)
+	}
+}
