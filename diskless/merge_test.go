@@ -63,7 +63,7 @@ func TestMergeThenSweep(t *testing.T) {
 	// mid are a minute old and the young one is not.
 	clock := mid.Add(time.Minute)
 	m := NewMerger(MergeConfig{Cluster: "dl-merge", Now: func() time.Time { return clock }, Age: time.Minute, SweepGrace: time.Minute},
-		r.store, r.bucket, r.reader, r.stats)
+		r.store, r.bucket, r.reader, &laterDeletes{}, r.stats)
 	if err := m.MergePartition(ctx, MergePartition{Topic: "merged", Part: tp, Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
