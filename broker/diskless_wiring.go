@@ -46,11 +46,12 @@ func (b *Broker) initDiskless() {
 	}
 	b.diskless.reader.SetMerged(disklessMerged{b})
 	b.diskless.merger = diskless.NewMerger(diskless.MergeConfig{Cluster: b.store.Cluster(), Age: b.cfg.Diskless.MergeAge,
-		Interval: b.cfg.Diskless.MergeInterval, Logger: b.componentLog("diskless")}, b.store, b.objects, b.diskless.reader, stats)
+		Interval: b.cfg.Diskless.MergeInterval, Logger: b.componentLog("diskless")}, b.store, b.objects, b.diskless.reader,
+		b.tiering, stats)
 }
 
-// runDiskless follows the committed coordinates and merges the partitions
-// this broker fronts until the broker stops.
+// runDiskless follows the committed coordinates, and merges and applies
+// retention to the partitions this broker fronts, until the broker stops.
 func (b *Broker) runDiskless(ctx context.Context) {
 	merged := make(chan struct{})
 	go func() {
@@ -61,10 +62,11 @@ func (b *Broker) runDiskless(ctx context.Context) {
 	<-merged
 }
 
-// disklessOwned lists the diskless partitions this broker merges: those it
-// would be the advertised leader of for a client without a zone, so that
-// exactly one live broker merges each (two for a moment while brokers come
-// and go, which the merge's idempotent commit tolerates).
+// disklessOwned lists the diskless partitions this broker merges and
+// applies retention to: those it would be the advertised leader of for a
+// client without a zone, so that exactly one live broker handles each (two
+// for a moment while brokers come and go, which the merge's idempotent
+// commit and retention's compare-and-swaps tolerate).
 func (b *Broker) disklessOwned() []diskless.MergePartition {
 	brokers := b.liveBrks.view().list
 	var out []diskless.MergePartition

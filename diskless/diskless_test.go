@@ -20,6 +20,11 @@ import (
 
 // batch is one RecordBatch v2 of n records with values "<tag>-<i>".
 func batch(tag string, n int, pid int64, seq int32) []byte {
+	return batchAt(tag, n, pid, seq, 1000)
+}
+
+// batchAt is batch with its records' timestamp (ms).
+func batchAt(tag string, n int, pid int64, seq int32, timestamp int64) []byte {
 	var recs []byte
 	for i := 0; i < n; i++ {
 		r := kmsg.NewRecord()
@@ -27,7 +32,7 @@ func batch(tag string, n int, pid int64, seq int32) []byte {
 		r.Value = fmt.Appendf(nil, "%s-%d", tag, i)
 		recs = recordbatch.AppendRecord(recs, r)
 	}
-	h := recordbatch.Header{LastOffsetDelta: int32(n - 1), FirstTimestamp: 1000, MaxTimestamp: 1000,
+	h := recordbatch.Header{LastOffsetDelta: int32(n - 1), FirstTimestamp: timestamp, MaxTimestamp: timestamp,
 		ProducerID: pid, ProducerEpoch: 0, BaseSequence: seq}
 	if pid < 0 {
 		h.ProducerEpoch, h.BaseSequence = -1, -1

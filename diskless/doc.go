@@ -142,6 +142,39 @@
 // the head with the original offsets, so nothing is duplicated. A
 // non-idempotent producer's retry may duplicate, as on classic topics.
 //
+// # Merge and retention
+//
+// Each broker runs a Merger for the partitions it would be advertised for
+// without a zone (so one broker each, two for a moment while brokers come
+// and go). Every MergeConfig.Interval, per partition:
+//
+//  1. Merge: the oldest contiguous runs committed at least Age ago are
+//     rewritten, base offsets patched, as one ordinary per-partition
+//     segment object with a tier manifest entry (and the topic's
+//     topic.json), exactly as tiered classic topics store history; then
+//     the runs are deleted. A crash between the entry's commit and the
+//     runs' delete leaves both; readers prefer the runs, and the next pass
+//     finds the entry committed and deletes the runs.
+//  2. Retention (retention.go): retention.ms and retention.bytes, with the
+//     rule of classic remote retention (tier.RetentionDoomed), remove the
+//     oldest merged objects: those wholly below the head's start
+//     (DeleteRecords), those whose newest record is older than
+//     retention.ms, then the oldest while the partition's bytes without
+//     them (merged objects plus runs) are still at least retention.bytes.
+//     Only merged objects wholly below the first run go: a run is never
+//     removed before it is merged, so retention acts no sooner than the
+//     merge age. The head's start moves past them first (RaiseStart, a
+//     compare-and-swap on the head), so no read is served from them; then
+//     their manifest entries are deleted (guarded by their versions); the
+//     objects are deleted ObjectDeleter's delay later (the broker's
+//     tier.Service, the same queue as classic remote retention), once
+//     reads in flight are done. A crash between steps leaves entries below
+//     the start, which the next pass removes. Retention holds
+//     (retention.hold.*) do not apply to diskless topics.
+//
+// The sweep (one broker) deletes the shared objects no run has referenced
+// for SweepGrace and that are older than that.
+//
 // # Restore
 //
 // The merge turns runs into the ordinary segment objects and manifest

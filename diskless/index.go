@@ -205,6 +205,21 @@ func (ix *Index) firstRunBase(tp metadata.TierPartition) (int64, bool) {
 	return p.runs[0].base, true
 }
 
+// runBytes is the size of the batches of the partition's runs.
+func (ix *Index) runBytes(tp metadata.TierPartition) int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	p, ok := ix.parts[tp]
+	if !ok {
+		return 0
+	}
+	var n int64
+	for _, r := range p.runs {
+		n += r.run.bytes()
+	}
+	return n
+}
+
 // dropRuns forgets runs the merge deleted, before the watch reports it.
 func (ix *Index) dropRuns(tp metadata.TierPartition, bases []int64) {
 	ix.mu.Lock()

@@ -30,11 +30,21 @@ const (
 	DefaultSweepGrace = 5 * time.Minute
 )
 
-// MergeStore is the slice of etcd the merge needs (*metadata.Store).
+// MergeStore is the slice of etcd the merge and retention need
+// (*metadata.Store).
 type MergeStore interface {
+	HeadStore
 	CommitTierEntry(ctx context.Context, e metadata.TierEntry) error
 	TierEntries(ctx context.Context, id metadata.TopicID, partition int32) ([]metadata.TierEntry, error)
 	DeleteDisklessRuns(ctx context.Context, p metadata.TierPartition, bases []int64) error
+	DeleteTierEntries(ctx context.Context, id metadata.TopicID, partition int32, entries []metadata.TierEntry) error
+}
+
+// ObjectDeleter deletes bucket objects whose manifest entries are gone
+// after a delay, so reads that found an entry just before finish first
+// (*tier.Service, which does the same for classic remote retention).
+type ObjectDeleter interface {
+	DeleteObjectsLater(keys []string, now time.Time)
 }
 
 // MergePartition is a diskless partition this broker merges.
@@ -82,14 +92,16 @@ func (c MergeConfig) withDefaults() MergeConfig {
 }
 
 // Merger rewrites committed runs into the ordinary per-partition segment
-// objects and manifest entries of classic tiered topics (doc.go, "Merge"),
-// and deletes shared objects no run references any more.
+// objects and manifest entries of classic tiered topics, applies the
+// topics' retention to those (doc.go, "Merge and retention"), and deletes
+// shared objects no run references any more.
 type Merger struct {
-	cfg    MergeConfig
-	store  MergeStore
-	bucket objstore.ObjectStore
-	reader *Reader
-	stats  *Stats
+	cfg     MergeConfig
+	store   MergeStore
+	bucket  objstore.ObjectStore
+	reader  *Reader
+	deleter ObjectDeleter
+	stats   *Stats
 	// unreferenced is when each shared object was first seen with no
 	// run referencing it; topicFiles the topic.json last written per
 	// topic (both owned by the Run goroutine).
@@ -97,14 +109,16 @@ type Merger struct {
 	topicFiles   map[metadata.TopicID]string
 }
 
-// NewMerger returns a merger reading through reader (its index and cache).
-func NewMerger(cfg MergeConfig, store MergeStore, bucket objstore.ObjectStore, reader *Reader, stats *Stats) *Merger {
-	return &Merger{cfg: cfg.withDefaults(), store: store, bucket: bucket, reader: reader, stats: stats,
+// NewMerger returns a merger reading through reader (its index and cache);
+// deleter deletes the merged objects retention removes.
+func NewMerger(cfg MergeConfig, store MergeStore, bucket objstore.ObjectStore, reader *Reader, deleter ObjectDeleter, stats *Stats) *Merger {
+	return &Merger{cfg: cfg.withDefaults(), store: store, bucket: bucket, reader: reader, deleter: deleter, stats: stats,
 		unreferenced: map[string]time.Time{}, topicFiles: map[metadata.TopicID]string{}}
 }
 
-// Run merges the partitions owned() returns, and sweeps when sweeper()
-// says this broker is the one that does, every Interval until ctx ends.
+// Run merges the partitions owned() returns and then applies their
+// retention, and sweeps when sweeper() says this broker is the one that
+// does, every Interval until ctx ends.
 func (m *Merger) Run(ctx context.Context, owned func() []MergePartition, sweeper func() bool) {
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
@@ -117,6 +131,9 @@ func (m *Merger) Run(ctx context.Context, owned func() []MergePartition, sweeper
 		for _, p := range owned() {
 			if err := m.MergePartition(ctx, p); err != nil && ctx.Err() == nil {
 				m.cfg.Logger.Warn("diskless merge failed; retrying next pass", "topic", p.Topic, "partition", p.Part.Partition, "err", err)
+			}
+			if err := m.ApplyRetention(ctx, p); err != nil && ctx.Err() == nil {
+				m.cfg.Logger.Warn("diskless retention failed; retrying next pass", "topic", p.Topic, "partition", p.Part.Partition, "err", err)
 			}
 		}
 		if sweeper() {

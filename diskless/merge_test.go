@@ -65,7 +65,7 @@ func TestMergeThenSweep(t *testing.T) {
 	// mid are a minute old and the young one is not.
 	clock := mid.Add(time.Minute)
 	m := NewMerger(MergeConfig{Cluster: "dl-merge", Now: func() time.Time { return clock }, Age: time.Minute, SweepGrace: time.Minute},
-		r.store, r.bucket, r.reader, r.stats)
+		r.store, r.bucket, r.reader, &laterDeletes{}, r.stats)
 	if err := m.MergePartition(ctx, MergePartition{Topic: "merged", Part: tp, Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestMergeAfterAFailedDelete(t *testing.T) {
 	waitPositions(t, r.ix, tp, 6)
 	store := &failingDeletes{MergeStore: r.store, failures: 1}
 	clock := time.Now().Add(time.Hour)
-	m := NewMerger(MergeConfig{Cluster: "dl-merge2", Now: func() time.Time { return clock }}, store, r.bucket, r.reader, r.stats)
+	m := NewMerger(MergeConfig{Cluster: "dl-merge2", Now: func() time.Time { return clock }}, store, r.bucket, r.reader, &laterDeletes{}, r.stats)
 	part := MergePartition{Topic: "merged2", Part: tp, Partitions: 1}
 	if err := m.MergePartition(ctx, part); err == nil {
 		t.Fatal("the merge whose run deletion failed reported success")

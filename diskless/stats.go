@@ -15,7 +15,7 @@ type Stats struct {
 	gets, getBytes, getErrors              atomic.Int64
 	commits, commitConflicts, commitErrors atomic.Int64
 	cacheHits                              atomic.Int64
-	merges, mergedBytes, swept             atomic.Int64
+	merges, mergedBytes, swept, retained   atomic.Int64
 	appendLatency, commitLatency           histogram
 }
 
@@ -29,8 +29,9 @@ type StatsSnapshot struct {
 	// CacheHits are reads served from the shared-object cache.
 	CacheHits int64
 	// Merges are segment objects the merge wrote, MergedBytes their
-	// batches; Swept are shared objects deleted.
-	Merges, MergedBytes, Swept int64
+	// batches; Swept are shared objects deleted; Retained are merged
+	// objects retention removed from the manifest.
+	Merges, MergedBytes, Swept, Retained int64
 	// AppendLatency: from a produce's arrival to its answer; CommitLatency:
 	// the etcd part of a flush (all its chunks, retries included).
 	AppendLatency, CommitLatency HistogramSnapshot
@@ -43,7 +44,7 @@ func (s *Stats) Snapshot() StatsSnapshot {
 		Gets: s.gets.Load(), GetBytes: s.getBytes.Load(), GetErrors: s.getErrors.Load(),
 		Commits: s.commits.Load(), CommitConflicts: s.commitConflicts.Load(), CommitErrors: s.commitErrors.Load(),
 		CacheHits: s.cacheHits.Load(),
-		Merges:    s.merges.Load(), MergedBytes: s.mergedBytes.Load(), Swept: s.swept.Load(),
+		Merges:    s.merges.Load(), MergedBytes: s.mergedBytes.Load(), Swept: s.swept.Load(), Retained: s.retained.Load(),
 		AppendLatency: s.appendLatency.snapshot(), CommitLatency: s.commitLatency.snapshot(),
 	}
 }

@@ -5,6 +5,8 @@ package tier
 // and retention.bytes then remove the oldest manifest entries (less those
 // a retention hold keeps for consumer groups, hold.go), and their objects
 // are deleted ObjectDeleteDelay later. Local retention is never held.
+// Diskless partitions (package diskless) apply RetentionDoomed to their
+// merged objects and hand those to DeleteObjectsLater.
 
 import (
 	"context"
@@ -75,14 +77,24 @@ func (s *Service) applyRetention(ctx context.Context, p Partition, now time.Time
 	return true
 }
 
-// remoteDoomed counts the oldest manifest entries that retention removes:
-// those wholly below the log start, then by retention.ms (max timestamp
-// older than now - retention.ms), then by retention.bytes over the whole
-// log (tiered bytes plus local bytes above the tiered range).
+// remoteDoomed counts the oldest manifest entries that retention removes
+// from p (RetentionDoomed over the whole log: tiered bytes plus the local
+// bytes above the tiered range).
 func (s *Service) remoteDoomed(p Partition, entries []metadata.TierEntry, cfg metadata.TopicConfig, now time.Time) int {
+	return RetentionDoomed(entries, s.logStart(p), cfg, localBytesAbove(p.Log(), entries), now)
+}
+
+// RetentionDoomed counts the oldest of a partition's manifest entries
+// (sorted by base offset) that total retention removes: those wholly below
+// logStart, then, when cfg.cleanup.policy has delete, by retention.ms (max
+// timestamp older than now - retention.ms), then by retention.bytes: the
+// next oldest goes while the whole log without it (the entries' sizes plus
+// bytesAbove, the log's bytes above the last entry) is still at least
+// retention.bytes. Pure; diskless partitions apply the same rule to their
+// merged objects.
+func RetentionDoomed(entries []metadata.TierEntry, logStart int64, cfg metadata.TopicConfig, bytesAbove int64, now time.Time) int {
 	n := 0
-	start := s.logStart(p)
-	for n < len(entries) && entries[n].LastOffset < start {
+	for n < len(entries) && entries[n].LastOffset < logStart {
 		n++
 	}
 	if !cfg.HasDelete() {
@@ -95,9 +107,9 @@ func (s *Service) remoteDoomed(p Partition, entries []metadata.TierEntry, cfg me
 		}
 	}
 	if cfg.RetentionBytes >= 0 {
-		total := totalLogBytes(p.Log(), entries)
-		for _, e := range entries[:n] {
-			total -= e.Size
+		total := bytesAbove
+		for _, e := range entries[n:] {
+			total += e.Size
 		}
 		for n < len(entries) && total-entries[n].Size >= cfg.RetentionBytes {
 			total -= entries[n].Size
@@ -107,13 +119,10 @@ func (s *Service) remoteDoomed(p Partition, entries []metadata.TierEntry, cfg me
 	return n
 }
 
-// totalLogBytes is the size of the whole log: every tiered object plus the
-// local segments above the tiered range.
-func totalLogBytes(log *hotlog.Log, entries []metadata.TierEntry) int64 {
+// localBytesAbove is the size of the local segments above the tiered
+// range (entries not empty).
+func localBytesAbove(log *hotlog.Log, entries []metadata.TierEntry) int64 {
 	var total int64
-	for _, e := range entries {
-		total += e.Size
-	}
 	tieredEnd := entries[len(entries)-1].LastOffset + 1
 	for _, seg := range log.SealedSegments() {
 		if seg.BaseOffset >= tieredEnd {
@@ -159,13 +168,12 @@ func (s *Service) applyRemoteRetention(ctx context.Context, p Partition, now tim
 		return fmt.Errorf("delete manifest entries: %w", err)
 	}
 	s.manifest.Removed(doomed)
-	due := now.Add(s.cfg.ObjectDeleteDelay)
-	s.mu.Lock()
-	for _, e := range doomed {
-		s.pendingDeletes = append(s.pendingDeletes, dueDelete{key: e.Key, due: due})
+	keys := make([]string, n)
+	for i, e := range doomed {
+		keys[i] = e.Key
 	}
-	s.counters.RemoteEntriesGone += int64(n)
-	s.mu.Unlock()
+	s.DeleteObjectsLater(keys, now)
+	s.count(func(c *Counters) { c.RemoteEntriesGone += int64(n) })
 	s.log.Info("remote retention removed tiered segments", "topic", p.Topic(), "partition", k.Partition,
 		"segments", n, "log_start", doomed[n-1].LastOffset+1)
 	return nil
@@ -214,6 +222,20 @@ func (s *Service) forgetHeldExcept(led map[metadata.TierPartition]bool) {
 		if !led[k] {
 			delete(s.held, k)
 		}
+	}
+}
+
+// DeleteObjectsLater queues objects whose manifest entries are gone for
+// deletion ObjectDeleteDelay after now, so cold reads that found an entry
+// just before finish first; the janitor deletes them once due (and the
+// orphan sweeper leaves them alone meanwhile). Diskless retention hands
+// its merged objects here too.
+func (s *Service) DeleteObjectsLater(keys []string, now time.Time) {
+	due := now.Add(s.cfg.ObjectDeleteDelay)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, key := range keys {
+		s.pendingDeletes = append(s.pendingDeletes, dueDelete{key: key, due: due})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/internal/testkit"
+	"github.com/strata-log/strata/tier"
 )
 
 // disklessZone is the client id that routes a client's diskless partitions
@@ -202,4 +204,106 @@ func runTool(ctx context.Context, t *testing.T, bin string, args ...string) stri
 		t.Fatalf("%s %s: %v", filepath.Base(bin), strings.Join(args, " "), err)
 	}
 	return string(out)
+}
+
+// TestDisklessRetention: a diskless topic with a short retention.ms, merged
+// a second after its commit. Once its records are older than retention.ms,
+// ListOffsets earliest reaches the log end on every partition, the merged
+// segment objects leave the bucket after the delayed delete, and records
+// produced later are read from where the start moved to.
+func TestDisklessRetention(t *testing.T) {
+	defer timed(t, "TestDisklessRetention")()
+	c := Start(t, Config{ExtraArgs: []string{"--diskless-append-linger", "50ms",
+		"--diskless-merge-age", "1s", "--diskless-merge-interval", "1s"}})
+	const (
+		topic        = "dlret"
+		partitions   = 3
+		perPartition = 100
+		retention    = 8 * time.Second
+	)
+	c.CreateTopic(topic, partitions, 3, map[string]string{"diskless.enable": "true",
+		"retention.ms": fmt.Sprint(retention.Milliseconds())})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce := func(from, to int) {
+		t.Helper()
+		var recs []*kgo.Record
+		for p := int32(0); p < partitions; p++ {
+			for i := from; i < to; i++ {
+				recs = append(recs, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "p%d-%05d", p, i)})
+			}
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	producing := time.Now() // the records' timestamps are later
+	produce(0, perPartition)
+
+	bucket, err := tier.OpenURL(ctx, c.ObjectStore, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segments := func() (int, error) {
+		objs, err := bucket.List(ctx, "cluster/topics/"+topic+"-")
+		n := 0
+		for _, o := range objs {
+			if strings.HasSuffix(o.Key, ".seg") {
+				n++
+			}
+		}
+		return n, err
+	}
+	c.WaitFor("the diskless batches merged into segment objects", time.Minute, func() (bool, string) {
+		n, err := segments()
+		return err == nil && n >= partitions, fmt.Sprintf("%d segment objects, %v", n, err)
+	})
+	adm := kadm.NewClient(c.Client())
+	c.WaitFor("ListOffsets earliest at the log end of every partition", time.Minute, func() (bool, string) {
+		starts, err := adm.ListStartOffsets(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		var got []int64
+		for p := int32(0); p < partitions; p++ {
+			o, ok := starts.Lookup(topic, p)
+			if !ok || o.Err != nil {
+				return false, fmt.Sprintf("partition %d: %+v", p, o)
+			}
+			got = append(got, o.Offset)
+		}
+		return slices.Equal(got, []int64{perPartition, perPartition, perPartition}), fmt.Sprintf("earliest %v", got)
+	})
+	if since := time.Since(producing); since < retention {
+		t.Fatalf("the log start moved %v after the produce, before retention.ms %v", since, retention)
+	}
+	// Deleted ObjectDeleteDelay (30 s) after their manifest entries.
+	c.WaitFor("the merged segment objects deleted from the bucket", 2*time.Minute, func() (bool, string) {
+		n, err := segments()
+		return err == nil && n == 0, fmt.Sprintf("%d segment objects, %v", n, err)
+	})
+
+	produce(perPartition, perPartition+1)
+	consumer := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {
+		0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()}}))
+	got := map[int32]string{}
+	for len(got) < partitions {
+		fetches := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read after retention: %v, got %v", fetches.Errors(), got)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			if r.Offset != perPartition {
+				t.Fatalf("partition %d read offset %d from the start, want %d", r.Partition, r.Offset, perPartition)
+			}
+			got[r.Partition] = string(r.Value)
+		})
+	}
+	consumer.Close()
+	for p := int32(0); p < partitions; p++ {
+		if want := fmt.Sprintf("p%d-%05d", p, perPartition); got[p] != want {
+			t.Fatalf("partition %d holds %q after retention, want %q", p, got[p], want)
+		}
+	}
 }
