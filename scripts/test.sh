@@ -140,6 +140,36 @@ step() {
 	fi
 }
 
+# step_pair NAME1 CMD1 NAME2 CMD2: runs two steps at once (each command a
+# string, split on spaces), then prints each one's output in turn and
+# remembers the failures, as step does.
+step_pair() {
+	local name1=$1 cmd1=$2 name2=$3 cmd2=$4 out1 out2 rc1=0 rc2=0
+	out1=$(mktemp) out2=$(mktemp)
+	log "$name1 and $name2, side by side ($(date +%T)): $cmd1 | $cmd2"
+	# shellcheck disable=SC2086 # the commands are word-split on purpose
+	$cmd1 >"$out1" 2>&1 &
+	local pid1=$!
+	# shellcheck disable=SC2086
+	$cmd2 >"$out2" 2>&1 &
+	local pid2=$!
+	wait "$pid1" || rc1=$?
+	wait "$pid2" || rc2=$?
+	log "$name1 (output)"
+	cat "$out1"
+	log "$name2 (output, ended $(date +%T))"
+	cat "$out2"
+	rm -f "$out1" "$out2"
+	if ((rc1 != 0)); then
+		echo "test.sh: step failed: $name1"
+		failed+=("$name1")
+	fi
+	if ((rc2 != 0)); then
+		echo "test.sh: step failed: $name2"
+		failed+=("$name2")
+	fi
+}
+
 e2e_present() {
 	compgen -G "test/e2e/*_test.go" >/dev/null
 }
@@ -176,11 +206,13 @@ main() {
 		step "build strata" go build -o "$bindir/strata" ./cmd/strata
 		export STRATA_BIN="$bindir/strata"
 		step "e2e (embedded etcd)" go test -count=1 -timeout 720s -v ./test/e2e/
-		step "e2e (external etcd)" env STRATA_TEST_ETCD=external go test -count=1 -timeout 720s -v ./test/e2e/
-		# Clusters of broker processes behind fault-injecting proxies:
-		# one package at a time, after the rest, so their timings are not
-		# squeezed by parallel unit tests on a small machine.
-		step "cluster (brokers as processes, faults)" go test -count=1 -timeout 900s -v ./test/cluster/
+		# The e2e suite again against an external etcd process, beside the
+		# clusters of broker processes behind fault-injecting proxies: the
+		# two together take the time of the longer one, and each runs
+		# under the other's load (both must hold under load anyway).
+		# Their outputs are kept apart and printed one after the other.
+		step_pair "e2e (external etcd)" "env STRATA_TEST_ETCD=external go test -count=1 -timeout 900s -v ./test/e2e/" \
+			"cluster (brokers as processes, faults)" "go test -count=1 -timeout 1200s -v ./test/cluster/"
 		# The performance suite end to end at tiny sizes, so it cannot rot;
 		# its numbers mean nothing (test/bench/run.sh).
 		step "benchmark suite (smoke)" env BENCH_SMOKE=1 BENCH_NO_INSTALL=1 bash test/bench/run.sh

@@ -25,6 +25,14 @@ var (
 	disklessCommitsDesc = prometheus.NewDesc("strata_diskless_commits_total",
 		"etcd commit transactions of diskless batches (result=ok|conflict|error; a conflict lost a race with another broker and was retried).",
 		[]string{"result"}, nil)
+	disklessMergesDesc = prometheus.NewDesc("strata_diskless_merges_total",
+		"Per-partition segment objects the merge wrote from diskless runs.", nil, nil)
+	disklessMergedBytesDesc = prometheus.NewDesc("strata_diskless_merged_bytes_total",
+		"Batch bytes the merge rewrote into segment objects.", nil, nil)
+	disklessSweptDesc = prometheus.NewDesc("strata_diskless_swept_objects_total",
+		"Shared objects deleted once no run referenced them (merged, or never committed).", nil, nil)
+	disklessRetainedDesc = prometheus.NewDesc("strata_diskless_retention_deleted_objects_total",
+		"Merged segment objects of diskless partitions removed by retention.ms/bytes.", nil, nil)
 	disklessAppendLatencyDesc = prometheus.NewDesc("strata_diskless_append_latency_seconds",
 		"From a diskless produce's arrival to its answer: linger, PUT and commit.", nil, nil)
 	disklessCommitLatencyDesc = prometheus.NewDesc("strata_diskless_commit_latency_seconds",
@@ -36,7 +44,8 @@ type disklessCollector struct{ stats func() diskless.StatsSnapshot }
 
 func (c disklessCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{disklessObjectsDesc, disklessObjectBytesDesc, disklessPutsDesc, disklessGetsDesc,
-		disklessGetBytesDesc, disklessCacheHitsDesc, disklessCommitsDesc, disklessAppendLatencyDesc, disklessCommitLatencyDesc} {
+		disklessGetBytesDesc, disklessCacheHitsDesc, disklessCommitsDesc, disklessMergesDesc, disklessMergedBytesDesc,
+		disklessSweptDesc, disklessRetainedDesc, disklessAppendLatencyDesc, disklessCommitLatencyDesc} {
 		ch <- d
 	}
 }
@@ -57,6 +66,10 @@ func (c disklessCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(disklessCommitsDesc, s.Commits, "ok")
 	counter(disklessCommitsDesc, s.CommitConflicts, "conflict")
 	counter(disklessCommitsDesc, s.CommitErrors, "error")
+	counter(disklessMergesDesc, s.Merges)
+	counter(disklessMergedBytesDesc, s.MergedBytes)
+	counter(disklessSweptDesc, s.Swept)
+	counter(disklessRetainedDesc, s.Retained)
 	histogram := func(d *prometheus.Desc, h diskless.HistogramSnapshot) {
 		buckets := map[float64]uint64{}
 		for i, bound := range diskless.LatencyBuckets() {

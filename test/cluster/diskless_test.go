@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,19 @@ func TestDisklessThroughEveryBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := perZone * len(c.Up())
+	// Every broker wrote shared objects and committed them; none replicated
+	// a byte of the topic to another.
+	for _, id := range c.Up() {
+		objects, err1 := c.Broker(id).MetricSum(ctx, "strata_diskless_objects_total")
+		commits, err2 := c.Broker(id).MetricSum(ctx, "strata_diskless_commits_total")
+		replicated, err3 := c.Broker(id).MetricSum(ctx, `strata_topic_replication_bytes_out_total{topic="`+topic+`"}`)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		if objects == 0 || commits == 0 || replicated != 0 {
+			t.Fatalf("broker %d: %v shared objects, %v commits, %v bytes replicated; want >0, >0, 0", id, objects, commits, replicated)
+		}
+	}
 	for _, id := range c.Up() {
 		values := consumeDiskless(ctx, t, c.Client(disklessZone(id),
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})), total)
