@@ -6,7 +6,7 @@
 #
 #   bash test/bench/run.sh                  full run (< 20 min on 2 cores; installs what it needs)
 #   BENCH_SMOKE=1 bash test/bench/run.sh    the CI smoke run: every case end to end with tiny
-#                                           sizes (~1-2 min); its ratios mean nothing
+#                                           sizes (~2-3 min); its ratios mean nothing
 #
 # Cases (each a script printing `result` lines, protocol in lib.sh):
 #   baselines.sh  dd (buffered, fdatasync, dsync, cached read), iperf3 loopback,
@@ -18,6 +18,9 @@
 #                 with and without a cold backfill
 #   node.sh       (f) ready time after kill -9 with GiBs local; (g) RSS with 1,000 partitions
 #   move.sh       (h) moving a partition with its history in the bucket vs all local (Kafka's way)
+#   diskless.sh   (i) diskless topics on 3 brokers over etcd and MinIO: produce latency against the
+#                 linger, PUTs per GiB, inter-broker bytes per produced byte and throughput, against a
+#                 classic RF=3 topic on the same brokers
 #
 # Environment: BENCH_CASES (space-separated subset, default all), BENCH_NO_INSTALL=1 (do not run
 # the installers), BENCH_OUT=FILE (also write the tables there), BENCH_DIR (/tmp: the disk measured),
@@ -26,7 +29,7 @@ set -euo pipefail
 export LC_ALL=C
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-cases=${BENCH_CASES:-baselines produce cluster cold node move}
+cases=${BENCH_CASES:-baselines produce cluster cold node move diskless}
 trap cleanup_work EXIT
 ensure_work
 results="$BENCH_WORK/results.txt"
@@ -66,7 +69,9 @@ measurements() {
 	while read -r line; do
 		row=$(field "$line" row)
 		other=""
-		for k in gbit_per_sec seconds copied_mb history_mb rss_mib local_gib broker_cpu_s client_cpu_s; do
+		for k in gbit_per_sec seconds copied_mb history_mb rss_mib local_gib broker_cpu_s client_cpu_s \
+			minio_cpu_s linger_ms broker_append_mean_ms puts_per_gib object_mib commit_mean_ms interbroker_bytes_per_byte \
+			socket_bytes_per_byte; do
 			v=$(field "$line" "$k")
 			[[ -n "$v" ]] && other+="$k=$v "
 		done
@@ -99,23 +104,28 @@ targets=(
 	"restart-after-kill9 seconds - le 5"
 	"rss-1000-partitions rss_mib - le 512"
 	"move-tiered seconds move-full le 0.25"
+	"diskless-flat-out puts_per_gib - le 140"
+	"diskless-flat-out interbroker_bytes_per_byte - le 0.01"
+	"diskless-flat-out socket_bytes_per_byte - le 0.01"
+	"diskless-flat-out mb_per_sec classic-rf3-flat-out ge 0.5"
+	"diskless-linger-250 p99_over_linger - le 2.5"
 )
 
 target_table() {
-	printf '%-38s %-18s %-26s %10s %8s  %s\n' target metric "over" ratio goal holds
+	printf '%-38s %-26s %-26s %10s %8s  %s\n' target metric "over" ratio goal holds
 	local t row metric base op limit a b r holds
 	for t in "${targets[@]}"; do
 		read -r row metric base op limit <<<"$t"
 		a=$(value "$row" "$metric")
 		if [[ $base == - ]]; then b=1; else b=$(value "$base" "$metric"); fi
 		if [[ -z "$a" || -z "$b" ]]; then
-			printf '%-38s %-18s %-26s %10s %8s  %s\n' "$row" "$metric" "$base" - "$op $limit" "not measured"
+			printf '%-38s %-26s %-26s %10s %8s  %s\n' "$row" "$metric" "$base" - "$op $limit" "not measured"
 			continue
 		fi
 		r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.3g", a / b; else printf "-" }')
 		holds=$(awk -v r="$r" -v op="$op" -v l="$limit" 'BEGIN {
 			if (r == "-") print "-"; else if ((op == "ge" && r + 0 >= l) || (op == "le" && r + 0 <= l)) print "yes"; else print "NO" }')
-		printf '%-38s %-18s %-26s %10s %8s  %s\n' "$row" "$metric" "$base" "$r" "$op $limit" "$holds"
+		printf '%-38s %-26s %-26s %10s %8s  %s\n' "$row" "$metric" "$base" "$r" "$op $limit" "$holds"
 	done
 }
 
