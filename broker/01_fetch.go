@@ -184,7 +184,7 @@ func (b *Broker) planFetch(rc *requestContext, req *kmsg.FetchRequest, resp *kms
 					}
 					pr.Partition, slot.follower = followerSource{p, rc.reads, b.cold}, p
 				}
-			} else if tp, _, code, ok := b.disklessPart(req.Version >= 13, rt.Topic, rt.TopicID, rp.Partition); ok {
+			} else if tp, code, ok := b.disklessReadPart(req.Version >= 13, rt.Topic, rt.TopicID, rp.Partition); ok {
 				if code != 0 {
 					sp.ErrorCode, sp.HighWatermark = code, -1
 				} else {

@@ -52,12 +52,13 @@ func (b *Broker) initDiskless() {
 // runDiskless follows the committed coordinates and merges the partitions
 // this broker fronts until the broker stops.
 func (b *Broker) runDiskless(ctx context.Context) {
+	d := b.diskless
 	merged := make(chan struct{})
 	go func() {
 		defer close(merged)
-		b.diskless.merger.Run(ctx, b.disklessOwned, b.disklessSweeper)
+		d.merger.Run(ctx, b.disklessOwned, b.disklessSweeper)
 	}()
-	b.diskless.index.Run(ctx)
+	d.index.Run(ctx)
 	<-merged
 }
 
@@ -150,6 +151,21 @@ func (b *Broker) disklessPart(byID bool, name string, id [16]byte, partition int
 		return tp, cfg, kerr.KafkaStorageError.Code, true
 	}
 	return tp, cfg, 0, true
+}
+
+// disklessReadPart is disklessPart for the APIs answered from the index
+// (Fetch, ListOffsets, OffsetForLeaderEpoch). Until the index holds its
+// first snapshot (the broker just started, or etcd has not answered it
+// yet) it knows no partition's positions and would put every offset out of
+// range, send consumers back to their reset offset and list every log end
+// as 0; the partition is OFFSET_NOT_AVAILABLE meanwhile, retriable, as a
+// Kafka leader answers before its high watermark has caught up.
+func (b *Broker) disklessReadPart(byID bool, name string, id [16]byte, partition int32) (metadata.TierPartition, int16, bool) {
+	tp, _, code, ok := b.disklessPart(byID, name, id, partition)
+	if ok && code == 0 && !b.diskless.index.Loaded() {
+		code = kerr.OffsetNotAvailable.Code
+	}
+	return tp, code, ok
 }
 
 // produceDisklessPartition submits one produce partition if its topic is
