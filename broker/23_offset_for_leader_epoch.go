@@ -68,8 +68,10 @@ func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.Offse
 		// A diskless partition has one epoch, 0, which never ends: any
 		// broker answers with the log end, and nothing is ever truncated.
 		if sp.ErrorCode = code; code == 0 {
-			_, next, _ := b.diskless.index.Positions(tp)
-			sp.LeaderEpoch, sp.EndOffset = 0, next
+			var end int64
+			if end, sp.ErrorCode = b.disklessEpochEnd(ctx, tp); sp.ErrorCode == 0 {
+				sp.LeaderEpoch, sp.EndOffset = 0, end
+			}
 		}
 		return sp
 	}

@@ -269,6 +269,63 @@ func disklessErrorCode(err error) (int16, bool) {
 	return 0, false
 }
 
+// disklessEndsTimeout bounds the etcd read of log ends that settles a
+// diskless fetch or OffsetForLeaderEpoch the index cannot answer alone.
+const disklessEndsTimeout = 2 * time.Second
+
+// holdLaggingDisklessFetches settles the diskless partitions of a planned
+// fetch whose offset is past the index's log end. Either the offset is past
+// the partition's end (OFFSET_OUT_OF_RANGE, as the fetch answers: the client
+// resets) or the index lags the commits (its etcd watch resuming after the
+// broker lost etcd, while the client read further through another broker).
+// The heads in etcd tell which; a lagging one, and every one when etcd does
+// not answer, is OFFSET_NOT_AVAILABLE (retriable) instead, so that no
+// consumer is sent back to its reset offset by one broker's lag.
+func (b *Broker) holdLaggingDisklessFetches(ctx context.Context, freq *fetch.Request, slots []fetchSlot, resp *kmsg.FetchResponse) {
+	var ahead []int // indexes into freq.Partitions and slots
+	var tps []metadata.TierPartition
+	for i, slot := range slots {
+		if slot.diskless == nil || freq.Partitions[i].Partition == nil {
+			continue
+		}
+		if _, next, _ := b.diskless.index.Positions(*slot.diskless); freq.Partitions[i].Offset > next {
+			ahead, tps = append(ahead, i), append(tps, *slot.diskless)
+		}
+	}
+	if len(ahead) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, disklessEndsTimeout)
+	defer cancel()
+	ends, err := diskless.CommittedEnds(ctx, b.store, tps)
+	if err != nil {
+		b.log.Warn("diskless fetch past the index: reading the log ends failed", "partitions", len(tps), "err", err)
+	}
+	for j, i := range ahead {
+		if err == nil && freq.Partitions[i].Offset > ends[j] {
+			continue // past the end
+		}
+		sp := &resp.Topics[slots[i].topic].Partitions[slots[i].partition]
+		sp.ErrorCode, sp.HighWatermark = kerr.OffsetNotAvailable.Code, -1
+		freq.Partitions[i].Partition = nil
+	}
+}
+
+// disklessEpochEnd is the end of a diskless partition's only epoch, 0: its
+// log end, read from its head in etcd rather than the index, which may lag
+// (a client compares it with its position to detect a truncation, and
+// nothing of a diskless partition is ever truncated).
+func (b *Broker) disklessEpochEnd(ctx context.Context, tp metadata.TierPartition) (int64, int16) {
+	ctx, cancel := context.WithTimeout(ctx, disklessEndsTimeout)
+	defer cancel()
+	ends, err := diskless.CommittedEnds(ctx, b.store, []metadata.TierPartition{tp})
+	if err != nil {
+		b.log.Warn("offset for leader epoch of a diskless partition: reading its log end failed", "partition", tp, "err", err)
+		return -1, kerr.OffsetNotAvailable.Code
+	}
+	return ends[0], 0
+}
+
 // disklessFetchPartition is a diskless partition as package fetch reads it.
 func (b *Broker) disklessFetchPartition(tp metadata.TierPartition) fetch.Partition {
 	return b.diskless.reader.Partition(tp)

@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/diskless"
+	"github.com/strata-log/strata/metadata"
 )
 
 // TestDisklessReadsWaitForTheIndex: until the broker's index of diskless
@@ -18,31 +21,12 @@ import (
 func TestDisklessReadsWaitForTheIndex(t *testing.T) {
 	tb, _, _ := startDisklessBroker(t)
 	b := tb.b
-	<-b.diskless.index.Ready()                  // runDiskless has read b.diskless: the swap below races with nothing
-	unloaded := diskless.NewIndex(b.store, nil) // never run
-	svc := *b.diskless
-	svc.index = unloaded
-	svc.reader = diskless.NewReader(unloaded, b.objects, b.store.Cluster(), 0, svc.stats)
-	b.diskless = &svc // no client has used the diskless path yet
+	swapDisklessIndex(t, b, diskless.NewIndex(b.store, nil)) // never run
 	ctx := testCtx(t)
-	rc := &requestContext{}
 
-	fetchReq := kmsg.NewPtrFetchRequest()
-	fetchReq.Version, fetchReq.MaxWaitMillis, fetchReq.MaxBytes = 12, 0, 1<<20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "dl"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, 5, 1<<20
-	ft.Partitions = append(ft.Partitions, fp)
-	fetchReq.Topics = append(fetchReq.Topics, ft)
-	fetched, err := b.handleFetch(ctx, rc, fetchReq)
-	if err != nil {
-		t.Fatal(err)
+	if sp := disklessFetch(t, b, "dl", 0, 5); sp.ErrorCode != kerr.OffsetNotAvailable.Code {
+		t.Fatalf("fetch before the index is loaded: %v", kerr.ErrorForCode(sp.ErrorCode))
 	}
-	if sp := fetched.(*kmsg.FetchResponse).Topics[0].Partitions[0]; sp.ErrorCode != kerr.OffsetNotAvailable.Code {
-		t.Fatalf("fetch before the index is loaded: %s", kerr.ErrorForCode(sp.ErrorCode))
-	}
-
 	listReq := kmsg.NewPtrListOffsetsRequest()
 	lt := kmsg.NewListOffsetsRequestTopic()
 	lt.Topic = "dl"
@@ -50,26 +34,116 @@ func TestDisklessReadsWaitForTheIndex(t *testing.T) {
 	lp.Partition, lp.Timestamp = 0, listOffsetsLatest
 	lt.Partitions = append(lt.Partitions, lp)
 	listReq.Topics = append(listReq.Topics, lt)
-	listed, err := b.handleListOffsets(ctx, rc, listReq)
+	listed, err := b.handleListOffsets(ctx, &requestContext{}, listReq)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sp := listed.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; sp.ErrorCode != kerr.OffsetNotAvailable.Code {
 		t.Fatalf("list offsets before the index is loaded: offset %d, %v", sp.Offset, kerr.ErrorForCode(sp.ErrorCode))
 	}
+	if sp := disklessEpochEnd(t, b, "dl", 0); sp.ErrorCode != kerr.OffsetNotAvailable.Code {
+		t.Fatalf("offset for leader epoch before the index is loaded: end %d, %v", sp.EndOffset, kerr.ErrorForCode(sp.ErrorCode))
+	}
+}
 
-	epochReq := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	et := kmsg.NewOffsetForLeaderEpochRequestTopic()
-	et.Topic = "dl"
-	ep := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	ep.Partition, ep.LeaderEpoch, ep.CurrentLeaderEpoch = 0, 0, -1
-	et.Partitions = append(et.Partitions, ep)
-	epochReq.Topics = append(epochReq.Topics, et)
-	ended, err := b.handleOffsetForLeaderEpoch(ctx, rc, epochReq)
+// TestDisklessReadsAheadOfALaggingIndex: the broker's index lags the
+// commits (loaded before them and told of none, as while its etcd watch
+// resumes), and a consumer fetches an offset it read up to through another
+// broker. The fetch is OFFSET_NOT_AVAILABLE (retried), not
+// OFFSET_OUT_OF_RANGE (the consumer would reset); an offset past the
+// partition's end is still out of range; OffsetForLeaderEpoch ends epoch 0
+// at the partition's end in etcd, not at the index's (a truncation to the
+// consumer).
+func TestDisklessReadsAheadOfALaggingIndex(t *testing.T) {
+	tb, _, _ := startDisklessBroker(t)
+	b := tb.b
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	lagging := diskless.NewIndex(frozenWatcher{}, nil)
+	go lagging.Run(ctx)
+	<-lagging.Ready()
+	swapDisklessIndex(t, b, lagging)
+
+	topic, _, _ := b.parts.disklessTopic("dl")
+	other := diskless.NewAppender(diskless.Config{Cluster: b.store.Cluster(), Linger: time.Millisecond}, b.store, b.objects, &diskless.Stats{})
+	defer other.Close()
+	if _, err := other.Append(ctx, metadata.TierPartition{TopicID: topic.ID, Partition: 0}, buildBatch(batchSpec{records: 5, valueSize: 8, timestamp: time.Now().UnixMilli()})); err != nil {
+		t.Fatal(err)
+	}
+
+	if sp := disklessFetch(t, b, "dl", 0, 3); sp.ErrorCode != kerr.OffsetNotAvailable.Code {
+		t.Fatalf("fetch of a committed offset past the lagging index: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if sp := disklessFetch(t, b, "dl", 0, 6); sp.ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("fetch past the partition's end: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if sp := disklessEpochEnd(t, b, "dl", 0); sp.ErrorCode != 0 || sp.LeaderEpoch != 0 || sp.EndOffset != 5 {
+		t.Fatalf("offset for leader epoch with a lagging index: epoch %d end %d, %v; want epoch 0 ending at 5",
+			sp.LeaderEpoch, sp.EndOffset, kerr.ErrorForCode(sp.ErrorCode))
+	}
+}
+
+// swapDisklessIndex makes b read diskless partitions through ix, calling
+// the handlers on the test's goroutine only (no client has used the
+// diskless path, and runDiskless has read b.diskless once its index is
+// ready).
+func swapDisklessIndex(t *testing.T, b *Broker, ix *diskless.Index) {
+	t.Helper()
+	<-b.diskless.index.Ready()
+	svc := *b.diskless
+	svc.index = ix
+	svc.reader = diskless.NewReader(ix, b.objects, b.store.Cluster(), 0, svc.stats)
+	b.diskless = &svc
+}
+
+// frozenWatcher is etcd as an index cut off from it sees it: an empty
+// snapshot, then no event.
+type frozenWatcher struct{}
+
+func (frozenWatcher) LoadDiskless(context.Context) (metadata.DisklessSnapshot, error) {
+	return metadata.DisklessSnapshot{Revision: 1}, nil
+}
+
+func (frozenWatcher) WatchDiskless(ctx context.Context, _ int64) <-chan metadata.DisklessEvent {
+	events := make(chan metadata.DisklessEvent)
+	go func() {
+		<-ctx.Done()
+		close(events)
+	}()
+	return events
+}
+
+// disklessFetch fetches one partition from offset, without waiting.
+func disklessFetch(t *testing.T, b *Broker, topic string, partition int32, offset int64) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.MaxWaitMillis, req.MaxBytes = 12, 0, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := b.handleFetch(testCtx(t), &requestContext{}, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp := ended.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]; sp.ErrorCode != kerr.OffsetNotAvailable.Code {
-		t.Fatalf("offset for leader epoch before the index is loaded: end %d, %v", sp.EndOffset, kerr.ErrorForCode(sp.ErrorCode))
+	return resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+}
+
+// disklessEpochEnd asks OffsetForLeaderEpoch for epoch 0 of one partition.
+func disklessEpochEnd(t *testing.T, b *Broker, topic string, partition int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.CurrentLeaderEpoch = partition, 0, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := b.handleOffsetForLeaderEpoch(testCtx(t), &requestContext{}, req)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
 }

@@ -294,6 +294,38 @@ func TestLostCommitAnswer(t *testing.T) {
 	}
 }
 
+// TestCommittedEnds: the log ends read from etcd's heads, in the order
+// asked, over more partitions than one read takes, 0 where nothing was
+// committed.
+func TestCommittedEnds(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	r := newRig(t, endpoints, "dl-ends", 5*time.Millisecond)
+	ctx := context.Background()
+	var parts []metadata.TierPartition
+	for p := int32(0); p < MaxPartitionsPerTxn+5; p++ {
+		parts = append(parts, metadata.TierPartition{TopicID: metadata.TopicID{4}, Partition: p})
+	}
+	if _, err := r.app.Append(ctx, parts[1], batch("a", 3, -1, -1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.app.Append(ctx, parts[MaxPartitionsPerTxn+2], batch("b", 2, -1, -1)); err != nil {
+		t.Fatal(err)
+	}
+	ends, err := CommittedEnds(ctx, r.store, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, end := range ends {
+		want := map[int]int64{1: 3, MaxPartitionsPerTxn + 2: 2}[i]
+		if end != want {
+			t.Fatalf("end of %v: %d, want %d (all: %v)", parts[i], end, want, ends)
+		}
+	}
+	if len(ends) != len(parts) {
+		t.Fatalf("%d ends for %d partitions", len(ends), len(parts))
+	}
+}
+
 // faultyStore fails the commit's etcd calls on demand: the next failHeads
 // reads of heads fail; the next loseAnswers commits are applied, then
 // answered with an error.
