@@ -11,6 +11,7 @@ import (
 	"github.com/strata-log/strata/bufpool"
 	"github.com/strata-log/strata/fetch"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/metadata"
 	"github.com/strata-log/strata/tier"
 )
 
@@ -53,12 +54,17 @@ import (
 //     (cold_wiring.go, tier.ColdSource) without holding up the request's hot partitions (see
 //     package fetch, "Cold reads"). A damaged or unreadable object is
 //     KAFKA_STORAGE_ERROR for that partition; its bytes are never served.
+//   - Diskless partitions (diskless_wiring.go) are read by any broker from
+//     its index of committed coordinates; an offset past the index's log
+//     end that etcd's heads still hold (the index lags) is
+//     OFFSET_NOT_AVAILABLE, not OFFSET_OUT_OF_RANGE.
 
 // fetchSlot locates one requested partition in the response; follower is
 // the partition a follower's read was planned for (nil otherwise).
 type fetchSlot struct {
 	topic, partition int
 	follower         *partition
+	diskless         *metadata.TierPartition // the diskless partition read, if it is one
 }
 
 func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -71,6 +77,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *requestContext, kreq kmsg.
 	}
 	rc.reads = &bufpool.Set{}
 	freq, slots := b.planFetch(rc, req, resp)
+	b.holdLaggingDisklessFetches(ctx, &freq, slots, resp)
 	fetcher, err := fetch.New(fetch.Config{})
 	if err != nil {
 		return nil, err
@@ -184,11 +191,11 @@ func (b *Broker) planFetch(rc *requestContext, req *kmsg.FetchRequest, resp *kms
 					}
 					pr.Partition, slot.follower = followerSource{p, rc.reads, b.cold}, p
 				}
-			} else if tp, _, code, ok := b.disklessPart(req.Version >= 13, rt.Topic, rt.TopicID, rp.Partition); ok {
+			} else if tp, code, ok := b.disklessReadPart(req.Version >= 13, rt.Topic, rt.TopicID, rp.Partition); ok {
 				if code != 0 {
 					sp.ErrorCode, sp.HighWatermark = code, -1
 				} else {
-					pr.Partition = b.disklessFetchPartition(tp)
+					pr.Partition, slot.diskless = b.disklessFetchPartition(tp), &tp
 				}
 			} else if p, code := b.fetchablePartition(req.Version, rt, rp); code != 0 {
 				sp.ErrorCode, sp.HighWatermark = code, -1

@@ -83,7 +83,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *requestContext, kreq
 func (b *Broker) listPartitionOffset(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition,
 	iso fetch.IsolationLevel, replica bool,
 ) kmsg.ListOffsetsResponseTopicPartition {
-	if tp, _, code, ok := b.disklessPart(false, topic, [16]byte{}, rp.Partition); ok {
+	if tp, code, ok := b.disklessReadPart(false, topic, [16]byte{}, rp.Partition); ok {
 		return b.listDisklessOffset(ctx, tp, code, rp)
 	}
 	sp := kmsg.NewListOffsetsResponseTopicPartition()

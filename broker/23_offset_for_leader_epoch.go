@@ -64,12 +64,14 @@ func (b *Broker) epochEndOffset(ctx context.Context, topic string, rp kmsg.Offse
 ) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 	sp.Partition = rp.Partition
-	if tp, _, code, ok := b.disklessPart(false, topic, [16]byte{}, rp.Partition); ok {
+	if tp, code, ok := b.disklessReadPart(false, topic, [16]byte{}, rp.Partition); ok {
 		// A diskless partition has one epoch, 0, which never ends: any
 		// broker answers with the log end, and nothing is ever truncated.
 		if sp.ErrorCode = code; code == 0 {
-			_, next, _ := b.diskless.index.Positions(tp)
-			sp.LeaderEpoch, sp.EndOffset = 0, next
+			var end int64
+			if end, sp.ErrorCode = b.disklessEpochEnd(ctx, tp); sp.ErrorCode == 0 {
+				sp.LeaderEpoch, sp.EndOffset = 0, end
+			}
 		}
 		return sp
 	}

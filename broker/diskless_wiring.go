@@ -53,12 +53,13 @@ func (b *Broker) initDiskless() {
 // runDiskless follows the committed coordinates, and merges and applies
 // retention to the partitions this broker fronts, until the broker stops.
 func (b *Broker) runDiskless(ctx context.Context) {
+	d := b.diskless
 	merged := make(chan struct{})
 	go func() {
 		defer close(merged)
-		b.diskless.merger.Run(ctx, b.disklessOwned, b.disklessSweeper)
+		d.merger.Run(ctx, b.disklessOwned, b.disklessSweeper)
 	}()
-	b.diskless.index.Run(ctx)
+	d.index.Run(ctx)
 	<-merged
 }
 
@@ -153,6 +154,21 @@ func (b *Broker) disklessPart(byID bool, name string, id [16]byte, partition int
 		return tp, cfg, kerr.KafkaStorageError.Code, true
 	}
 	return tp, cfg, 0, true
+}
+
+// disklessReadPart is disklessPart for the APIs answered from the index
+// (Fetch, ListOffsets, OffsetForLeaderEpoch). Until the index holds its
+// first snapshot (the broker just started, or etcd has not answered it
+// yet) it knows no partition's positions and would put every offset out of
+// range, send consumers back to their reset offset and list every log end
+// as 0; the partition is OFFSET_NOT_AVAILABLE meanwhile, retriable, as a
+// Kafka leader answers before its high watermark has caught up.
+func (b *Broker) disklessReadPart(byID bool, name string, id [16]byte, partition int32) (metadata.TierPartition, int16, bool) {
+	tp, _, code, ok := b.disklessPart(byID, name, id, partition)
+	if ok && code == 0 && !b.diskless.index.Loaded() {
+		code = kerr.OffsetNotAvailable.Code
+	}
+	return tp, code, ok
 }
 
 // produceDisklessPartition submits one produce partition if its topic is
@@ -256,6 +272,63 @@ func disklessErrorCode(err error) (int16, bool) {
 		return kerr.ThrottlingQuotaExceeded.Code, true
 	}
 	return 0, false
+}
+
+// disklessEndsTimeout bounds the etcd read of log ends that settles a
+// diskless fetch or OffsetForLeaderEpoch the index cannot answer alone.
+const disklessEndsTimeout = 2 * time.Second
+
+// holdLaggingDisklessFetches settles the diskless partitions of a planned
+// fetch whose offset is past the index's log end. Either the offset is past
+// the partition's end (OFFSET_OUT_OF_RANGE, as the fetch answers: the client
+// resets) or the index lags the commits (its etcd watch resuming after the
+// broker lost etcd, while the client read further through another broker).
+// The heads in etcd tell which; a lagging one, and every one when etcd does
+// not answer, is OFFSET_NOT_AVAILABLE (retriable) instead, so that no
+// consumer is sent back to its reset offset by one broker's lag.
+func (b *Broker) holdLaggingDisklessFetches(ctx context.Context, freq *fetch.Request, slots []fetchSlot, resp *kmsg.FetchResponse) {
+	var ahead []int // indexes into freq.Partitions and slots
+	var tps []metadata.TierPartition
+	for i, slot := range slots {
+		if slot.diskless == nil || freq.Partitions[i].Partition == nil {
+			continue
+		}
+		if _, next, _ := b.diskless.index.Positions(*slot.diskless); freq.Partitions[i].Offset > next {
+			ahead, tps = append(ahead, i), append(tps, *slot.diskless)
+		}
+	}
+	if len(ahead) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, disklessEndsTimeout)
+	defer cancel()
+	ends, err := diskless.CommittedEnds(ctx, b.store, tps)
+	if err != nil {
+		b.log.Warn("diskless fetch past the index: reading the log ends failed", "partitions", len(tps), "err", err)
+	}
+	for j, i := range ahead {
+		if err == nil && freq.Partitions[i].Offset > ends[j] {
+			continue // past the end
+		}
+		sp := &resp.Topics[slots[i].topic].Partitions[slots[i].partition]
+		sp.ErrorCode, sp.HighWatermark = kerr.OffsetNotAvailable.Code, -1
+		freq.Partitions[i].Partition = nil
+	}
+}
+
+// disklessEpochEnd is the end of a diskless partition's only epoch, 0: its
+// log end, read from its head in etcd rather than the index, which may lag
+// (a client compares it with its position to detect a truncation, and
+// nothing of a diskless partition is ever truncated).
+func (b *Broker) disklessEpochEnd(ctx context.Context, tp metadata.TierPartition) (int64, int16) {
+	ctx, cancel := context.WithTimeout(ctx, disklessEndsTimeout)
+	defer cancel()
+	ends, err := diskless.CommittedEnds(ctx, b.store, []metadata.TierPartition{tp})
+	if err != nil {
+		b.log.Warn("offset for leader epoch of a diskless partition: reading its log end failed", "partition", tp, "err", err)
+		return -1, kerr.OffsetNotAvailable.Code
+	}
+	return ends[0], 0
 }
 
 // disklessFetchPartition is a diskless partition as package fetch reads it.

@@ -412,10 +412,20 @@ func newObjectID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
-// countingStore counts commit transactions for Stats.
+// countingStore counts commit transactions for Stats. A failed read of the
+// heads counts as a failed commit: during an etcd outage it is the call
+// that fails, and the transaction is never tried.
 type countingStore struct {
 	Store
 	stats *Stats
+}
+
+func (s countingStore) DisklessHeads(ctx context.Context, parts []metadata.TierPartition) ([]metadata.DisklessHead, error) {
+	heads, err := s.Store.DisklessHeads(ctx, parts)
+	if err != nil {
+		s.stats.commitErrors.Add(1)
+	}
+	return heads, err
 }
 
 func (s countingStore) CommitDiskless(ctx context.Context, w []metadata.DisklessWrite) (bool, error) {

@@ -215,10 +215,38 @@ func planChunk(objectID string, objectSize int64, batches []staged, chunk []part
 // ErrOffsetOutOfRange: DeleteRecords past the log end.
 var ErrOffsetOutOfRange = errors.New("diskless: offset out of range")
 
+// HeadReader reads partitions' heads from etcd (*metadata.Store).
+type HeadReader interface {
+	DisklessHeads(ctx context.Context, parts []metadata.TierPartition) ([]metadata.DisklessHead, error)
+}
+
 // HeadStore is the slice of etcd RaiseStart needs (*metadata.Store).
 type HeadStore interface {
-	DisklessHeads(ctx context.Context, parts []metadata.TierPartition) ([]metadata.DisklessHead, error)
+	HeadReader
 	PutDisklessHead(ctx context.Context, p metadata.TierPartition, seen int64, head []byte) (bool, error)
+}
+
+// CommittedEnds reads the log end (the next offset to assign) of each
+// partition from its head in etcd, in the order given: what an Index
+// follows, read at the source, for when the Index may lag behind (its
+// watch resuming after the broker lost etcd). 0 for a partition never
+// committed to.
+func CommittedEnds(ctx context.Context, store HeadReader, parts []metadata.TierPartition) ([]int64, error) {
+	ends := make([]int64, 0, len(parts))
+	for start := 0; start < len(parts); start += MaxPartitionsPerTxn {
+		heads, err := store.DisklessHeads(ctx, parts[start:min(start+MaxPartitionsPerTxn, len(parts))])
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range heads {
+			head, err := decodeHead(h.Value)
+			if err != nil {
+				return nil, err
+			}
+			ends = append(ends, head.Next)
+		}
+	}
+	return ends, nil
 }
 
 // RaiseStart moves a partition's log start up to offset (DeleteRecords;

@@ -241,6 +241,130 @@ func TestPutFailureFailsTheBatches(t *testing.T) {
 
 type failingBucket struct{ objstore.ObjectStore }
 
+// TestCommitFailureFailsTheBatches: when etcd cannot be read, the batches
+// fail with ErrCommit, nothing is committed, and the failure counts as a
+// commit error.
+func TestCommitFailureFailsTheBatches(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	r := newRig(t, endpoints, "dl-etcd-down", 10*time.Millisecond)
+	faulty := &faultyStore{Store: r.store, failHeads: 1}
+	r.app.Close()
+	r.app = NewAppender(Config{Cluster: "dl-etcd-down", Linger: 10 * time.Millisecond}, faulty, r.bucket, r.stats)
+	tp := metadata.TierPartition{TopicID: metadata.TopicID{6}, Partition: 0}
+	if _, err := r.app.Append(context.Background(), tp, batch("lost", 1, 42, 0)); !errors.Is(err, ErrCommit) {
+		t.Fatalf("append with etcd down: %v", err)
+	}
+	if got := r.stats.Snapshot().CommitErrors; got != 1 {
+		t.Fatalf("%d commit errors, want 1", got)
+	}
+	heads, err := r.store.DisklessHeads(context.Background(), []metadata.TierPartition{tp})
+	if err != nil || heads[0].Value != nil {
+		t.Fatalf("head after a failed commit: %q, %v; want none", heads[0].Value, err)
+	}
+	if res, err := r.app.Append(context.Background(), tp, batch("lost", 1, 42, 0)); err != nil || res.BaseOffset != 0 {
+		t.Fatalf("retry once etcd answers: %+v, %v", res, err)
+	}
+}
+
+// TestLostCommitAnswer: etcd applies a commit but the broker gets an error
+// (the answer was lost). The producer was told to retry; its retry is
+// answered with the original offsets and written nothing again.
+func TestLostCommitAnswer(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	r := newRig(t, endpoints, "dl-lost-answer", 10*time.Millisecond)
+	faulty := &faultyStore{Store: r.store, loseAnswers: 1}
+	r.app.Close()
+	r.app = NewAppender(Config{Cluster: "dl-lost-answer", Linger: 10 * time.Millisecond}, faulty, r.bucket, r.stats)
+	ctx := context.Background()
+	tp := metadata.TierPartition{TopicID: metadata.TopicID{8}, Partition: 1}
+	if _, err := r.app.Append(ctx, tp, batch("x", 2, 42, 0)); !errors.Is(err, ErrCommit) {
+		t.Fatalf("append whose commit answer is lost: %v", err)
+	}
+	waitPositions(t, r.ix, tp, 2) // it was committed all the same
+	retry, err := r.app.Append(ctx, tp, batch("x", 2, 42, 0))
+	if err != nil || retry != (Result{BaseOffset: 0, LastOffset: 1}) {
+		t.Fatalf("retry: %+v, %v; want the original offsets 0-1", retry, err)
+	}
+	next, err := r.app.Append(ctx, tp, batch("y", 1, 42, 2))
+	if err != nil || next.BaseOffset != 2 {
+		t.Fatalf("next in sequence: %+v, %v; want offset 2", next, err)
+	}
+	waitPositions(t, r.ix, tp, 3)
+	data, err := r.reader.Read(ctx, tp, 0, 1<<20, 1<<62)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := values(t, data, 0); fmt.Sprint(got) != "[x-0 x-1 y-0]" {
+		t.Fatalf("log %v", got)
+	}
+}
+
+// TestCommittedEnds: the log ends read from etcd's heads, in the order
+// asked, over more partitions than one read takes, 0 where nothing was
+// committed.
+func TestCommittedEnds(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	r := newRig(t, endpoints, "dl-ends", 5*time.Millisecond)
+	ctx := context.Background()
+	var parts []metadata.TierPartition
+	for p := int32(0); p < MaxPartitionsPerTxn+5; p++ {
+		parts = append(parts, metadata.TierPartition{TopicID: metadata.TopicID{4}, Partition: p})
+	}
+	if _, err := r.app.Append(ctx, parts[1], batch("a", 3, -1, -1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.app.Append(ctx, parts[MaxPartitionsPerTxn+2], batch("b", 2, -1, -1)); err != nil {
+		t.Fatal(err)
+	}
+	ends, err := CommittedEnds(ctx, r.store, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, end := range ends {
+		want := map[int]int64{1: 3, MaxPartitionsPerTxn + 2: 2}[i]
+		if end != want {
+			t.Fatalf("end of %v: %d, want %d (all: %v)", parts[i], end, want, ends)
+		}
+	}
+	if len(ends) != len(parts) {
+		t.Fatalf("%d ends for %d partitions", len(ends), len(parts))
+	}
+}
+
+// faultyStore fails the commit's etcd calls on demand: the next failHeads
+// reads of heads fail; the next loseAnswers commits are applied, then
+// answered with an error.
+type faultyStore struct {
+	Store
+	mu                     sync.Mutex
+	failHeads, loseAnswers int
+}
+
+func (s *faultyStore) DisklessHeads(ctx context.Context, parts []metadata.TierPartition) ([]metadata.DisklessHead, error) {
+	if s.take(&s.failHeads) {
+		return nil, errors.New("etcd unreachable")
+	}
+	return s.Store.DisklessHeads(ctx, parts)
+}
+
+func (s *faultyStore) CommitDiskless(ctx context.Context, w []metadata.DisklessWrite) (bool, error) {
+	ok, err := s.Store.CommitDiskless(ctx, w)
+	if err == nil && s.take(&s.loseAnswers) {
+		return false, errors.New("connection reset before the answer")
+	}
+	return ok, err
+}
+
+func (s *faultyStore) take(n *int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if *n == 0 {
+		return false
+	}
+	*n--
+	return true
+}
+
 func (failingBucket) Put(context.Context, string, io.Reader, int64) error {
 	return errors.New("bucket down")
 }

@@ -110,7 +110,10 @@
 // listed, so a run covers [baseOffset, baseOffset+Σrecords). Runs of a
 // partition never overlap and leave no gaps between `start`'s run and
 // `next`: the commit writes a partition's run and its head in the same
-// transaction, guarded by the head's mod revision.
+// transaction, guarded by the head's mod revision, the runs before the
+// heads. The watch delivers a transaction's events in that order, so an
+// Index never holds a head ahead of the runs it covers (a fetch woken by
+// the head finds them).
 //
 // # Commit protocol
 //
@@ -124,7 +127,7 @@
 //     INVALID_PRODUCER_EPOCH), as on classic topics.
 //  3. One etcd transaction per chunk of at most MaxPartitionsPerTxn
 //     partitions: if every head's mod revision is as read, put every new
-//     head and run. A lost race (another broker committed to one of the
+//     run, then every new head. A lost race (another broker committed to one of the
 //     partitions) re-reads the heads and decides again; nothing was written.
 //  4. Only then is each producer answered. An etcd failure fails the
 //     batches of the chunks not committed with a retriable error

@@ -67,6 +67,7 @@ func (ix *Index) Run(ctx context.Context) {
 		ix.replace(snap)
 		for ev := range ix.w.WatchDiskless(ctx, snap.Revision+1) {
 			if ev.Kind == metadata.DisklessResync {
+				ix.log.Info("diskless index: etcd compacted the history the watch needed, reloading", "snapshot_revision", snap.Revision)
 				break
 			}
 			ix.apply(ev)

@@ -24,7 +24,8 @@ type StatsSnapshot struct {
 	Objects, ObjectBytes, Puts, PutErrors int64
 	Gets, GetBytes, GetErrors             int64
 	// Commits are successful etcd commit transactions; Conflicts lost a
-	// race and were retried; Errors failed.
+	// race and were retried; Errors failed on etcd (reading the heads or
+	// the transaction).
 	Commits, CommitConflicts, CommitErrors int64
 	// CacheHits are reads served from the shared-object cache.
 	CacheHits int64

@@ -87,21 +87,27 @@ func (s *Store) DisklessHeads(ctx context.Context, parts []TierPartition) ([]Dis
 // CommitDiskless writes every head and run of writes in one transaction if
 // no head changed since it was read (mod revision == Seen, or still absent
 // when Seen is 0). false, nil: some head changed; nothing was written.
+//
+// The runs are put before the heads. A watch delivers a transaction's
+// events in the order of its operations, and a watcher applies them one by
+// one: this way it never holds a head whose runs it has not seen yet (a
+// reader woken by the head would find no run for the offsets it covers).
 func (s *Store) CommitDiskless(ctx context.Context, writes []DisklessWrite) (bool, error) {
 	cmps := make([]clientv3.Cmp, 0, len(writes))
-	ops := make([]clientv3.Op, 0, 2*len(writes))
+	runs := make([]clientv3.Op, 0, len(writes))
+	heads := make([]clientv3.Op, 0, len(writes))
 	for _, w := range writes {
 		if len(w.Head) > MaxDisklessValueBytes || len(w.Run) > MaxDisklessValueBytes {
 			return false, fmt.Errorf("%w: diskless value of %d/%d bytes over %d", ErrInvalidConfig, len(w.Head), len(w.Run), MaxDisklessValueBytes)
 		}
 		head := s.keys.disklessHead(w.Partition)
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(head), "=", w.Seen))
-		ops = append(ops, clientv3.OpPut(head, string(w.Head)))
+		heads = append(heads, clientv3.OpPut(head, string(w.Head)))
 		if w.Run != nil {
-			ops = append(ops, clientv3.OpPut(s.keys.disklessRun(w.Partition, w.RunBase), string(w.Run)))
+			runs = append(runs, clientv3.OpPut(s.keys.disklessRun(w.Partition, w.RunBase), string(w.Run)))
 		}
 	}
-	tr, err := s.txn(ctx, cmps, ops)
+	tr, err := s.txn(ctx, cmps, append(runs, heads...))
 	if err != nil {
 		return false, err
 	}

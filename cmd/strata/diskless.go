@@ -23,7 +23,7 @@ var (
 	disklessCacheHitsDesc = prometheus.NewDesc("strata_diskless_cache_hits_total",
 		"Diskless reads served from the shared-object cache without a GET.", nil, nil)
 	disklessCommitsDesc = prometheus.NewDesc("strata_diskless_commits_total",
-		"etcd commit transactions of diskless batches (result=ok|conflict|error; a conflict lost a race with another broker and was retried).",
+		"etcd commit transactions of diskless batches (result=ok|conflict|error; a conflict lost a race with another broker and was retried; an error failed on etcd, reading the heads or the transaction).",
 		[]string{"result"}, nil)
 	disklessMergesDesc = prometheus.NewDesc("strata_diskless_merges_total",
 		"Per-partition segment objects the merge wrote from diskless runs.", nil, nil)

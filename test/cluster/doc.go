@@ -22,7 +22,10 @@
 // KillEtcd/RestartEtcd and KillMinIO/RestartMinIO kill the services with
 // SIGKILL and start them again on the same data dir and port, so the brokers
 // reconnect (etcd's ports come from the same fixed range as the brokers';
-// MinIO's port is held bound, not listening, while it is down).
+// MinIO's port is held bound, not listening, while it is down); CutEtcd/
+// HealEtcd blackhole every broker's etcd proxy with etcd up, and
+// CompactEtcd compacts etcd's history (a watcher cut off meanwhile must
+// reload).
 // Every wait is bounded; every process dies at t.Cleanup (and with the test
 // binary, through Pdeathsig). When a test fails, each broker's log tail is
 // printed and the full logs are copied to $STRATA_TEST_LOG_DIR (default
@@ -34,7 +37,9 @@
 //
 // Workload drives an idempotent acks=all producer and consumers while faults
 // happen and records everything in a history.History; its Finish does the
-// final read and returns the checker's report.
+// final read and returns the checker's report. TestDisklessFault* run it on
+// a diskless topic, with a producer and a reader in every zone, through a
+// broker kill, a MinIO outage and etcd outages.
 //
 // Run: go test -timeout 900s ./test/cluster/ (one test at a time with -run).
 //

@@ -1,10 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
 	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Faults of the services the brokers depend on: etcd and MinIO are killed
@@ -94,3 +98,48 @@ func holdPort(addr string) (*portHold, error) {
 }
 
 func (h *portHold) release() { _ = syscall.Close(h.fd) }
+
+// CutEtcd blackholes every broker's link to etcd (its etcd proxy): etcd
+// keeps running, but open connections are reset and new ones held silent
+// until HealEtcd, so a request in flight may be applied with its answer
+// lost.
+func (c *Cluster) CutEtcd() {
+	c.t.Helper()
+	for _, b := range c.brokers {
+		b.EtcdProxy.Cut()
+	}
+	c.t.Logf("cluster: every broker cut from etcd")
+}
+
+// HealEtcd undoes CutEtcd; a broker cut with Cut stays cut.
+func (c *Cluster) HealEtcd() {
+	c.t.Helper()
+	for _, b := range c.brokers {
+		if !b.IsCut() {
+			b.EtcdProxy.Heal()
+		}
+	}
+	c.t.Logf("cluster: etcd links healed")
+}
+
+// CompactEtcd compacts etcd's history up to its current revision: a
+// watcher that was disconnected before it (a broker behind CutEtcd or Cut)
+// cannot resume and must load its state again.
+func (c *Cluster) CompactEtcd() {
+	c.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Etcd.Endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "compact-probe")
+	if err == nil {
+		_, err = cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
+	}
+	if err != nil {
+		c.t.Fatalf("compact etcd: %v", err)
+	}
+	c.t.Logf("cluster: etcd compacted up to revision %d", resp.Header.Revision)
+}

@@ -34,6 +34,9 @@ type WorkloadConfig struct {
 	Consumers  int   // each reads every partition from the start; default 1
 	Rate       int   // records per second per producer; default 200
 	ValueSize  int   // bytes per value (at least the unique id); default 64
+	// ProducerOpts and ConsumerOpts, if set, add options to the client of
+	// producer i and consumer i (a diskless zone, say).
+	ProducerOpts, ConsumerOpts func(i int) []kgo.Opt
 }
 
 // Workload runs producers and consumers against a cluster and records every
@@ -51,6 +54,7 @@ type Workload struct {
 	produceWG, consumeWG                      sync.WaitGroup
 
 	acked, unknown atomic.Int64
+	maxAckLatency  atomic.Int64 // nanoseconds, from Produce to the acknowledgement
 	// progress[consumer][partition] is the next offset the consumer expects.
 	progress []progress
 	errs     struct {
@@ -94,8 +98,12 @@ func (c *Cluster) StartWorkload(cfg WorkloadConfig) *Workload {
 		w.consumeWG.Wait()
 	})
 	for i := 0; i < cfg.Producers; i++ {
-		cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(maxBuffered))
+		opts := []kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.ProducerLinger(5 * time.Millisecond), kgo.MaxBufferedRecords(maxBuffered)}
+		if cfg.ProducerOpts != nil {
+			opts = append(opts, cfg.ProducerOpts(i)...)
+		}
+		cl := c.Client(opts...)
 		w.producers = append(w.producers, cl)
 		w.produceWG.Add(1)
 		go w.produce(fmt.Sprintf("producer%d", i), cl)
@@ -110,6 +118,10 @@ func (c *Cluster) StartWorkload(cfg WorkloadConfig) *Workload {
 
 // Acked is the number of acknowledged records so far.
 func (w *Workload) Acked() int64 { return w.acked.Load() }
+
+// MaxAckLatency is the longest time a record took from Produce to its
+// acknowledgement so far.
+func (w *Workload) MaxAckLatency() time.Duration { return time.Duration(w.maxAckLatency.Load()) }
 
 // WaitAcked waits until n more records than now are acknowledged.
 func (w *Workload) WaitAcked(n int64, timeout time.Duration) {
@@ -146,16 +158,22 @@ func (w *Workload) produce(name string, cl *kgo.Client) {
 		key := fmt.Sprintf("k%d", seq%16)
 		w.H.Produce(name, value, key, partition)
 		rec := &kgo.Record{Topic: w.cfg.Topic, Partition: partition, Key: []byte(key), Value: []byte(value)}
-		cl.Produce(w.recordCtx, rec, w.produced)
+		sent := time.Now()
+		cl.Produce(w.recordCtx, rec, func(r *kgo.Record, err error) { w.produced(r, err, time.Since(sent)) })
 	}
 }
 
 // produced records an outcome. Every error is Unknown: after a timeout or a
 // retried error the record may exist.
-func (w *Workload) produced(r *kgo.Record, err error) {
+func (w *Workload) produced(r *kgo.Record, err error, latency time.Duration) {
 	if err == nil {
 		w.H.Ack(string(r.Value), r.Partition, r.Offset)
 		w.acked.Add(1)
+		for old := w.maxAckLatency.Load(); int64(latency) > old; old = w.maxAckLatency.Load() {
+			if w.maxAckLatency.CompareAndSwap(old, int64(latency)) {
+				break
+			}
+		}
 		return
 	}
 	w.H.Unknown(string(r.Value))
@@ -176,8 +194,12 @@ func (w *Workload) consume(i int) {
 	for p := int32(0); p < w.cfg.Partitions; p++ {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	cl := w.c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.cfg.Topic: offsets}),
-		kgo.FetchMaxWait(500*time.Millisecond))
+	opts := []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.cfg.Topic: offsets}),
+		kgo.FetchMaxWait(500 * time.Millisecond)}
+	if w.cfg.ConsumerOpts != nil {
+		opts = append(opts, w.cfg.ConsumerOpts(i)...)
+	}
+	cl := w.c.Client(opts...)
 	defer cl.Close()
 	for w.consumeCtx.Err() == nil {
 		fetches := cl.PollFetches(w.consumeCtx)
