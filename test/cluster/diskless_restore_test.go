@@ -60,6 +60,14 @@ func runDisklessRestore(t *testing.T, asOf bool) {
 		}
 	}
 	waitReplayed(t, c, produced)
+	if !asOf {
+		// The merged objects check out against the manifest, batch CRCs included.
+		out, err := c.runStrata(time.Minute, "tier", "verify", "--full", "--object-store", c.ObjectStore, "--http", c.Broker(1).HTTPAddr)
+		if err != nil || !strings.Contains(out, "\n0 problems") {
+			t.Fatalf("tier verify --full of the merged diskless topic (%v):\n%s", err, out)
+		}
+		t.Logf("strata tier verify --full:\n%s", out)
+	}
 
 	killEveryBroker(c)
 	startEmptyCluster(c)

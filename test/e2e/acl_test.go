@@ -151,6 +151,32 @@ func TestACLsOverSASLSSL(t *testing.T) {
 		}
 	})
 
+	// A diskless topic is authorized as a classic one: any broker serves
+	// it, but only after the same checks.
+	t.Run("diskless topic", func(t *testing.T) {
+		const diskless = "acl-diskless"
+		cfg := map[string]*string{"diskless.enable": kadm.StringPtr("true")}
+		if resp, err := kadm.NewClient(newClient("broker", secureUsers["broker"])).CreateTopic(testCtx(t, 60*time.Second), 1, 1, cfg, diskless); err != nil || resp.Err != nil {
+			t.Fatalf("create %s: %v %v", diskless, err, resp.Err)
+		}
+		runStrata(t, admin("acl", "create", "--allow-principal", "User:alice", "--operation", "write", "--topic", diskless)...)
+		alice := newClient("alice", secureUsers["alice"], kgo.DefaultProduceTopic(diskless))
+		if err := alice.ProduceSync(testCtx(t, 60*time.Second), &kgo.Record{Value: []byte("one")}).FirstErr(); err != nil {
+			t.Fatalf("alice (Write) produce to the diskless topic: %v", err)
+		}
+		if code := rawFetch(t, alice, diskless, -1); code != kerr.TopicAuthorizationFailed.Code {
+			t.Fatalf("alice (no Read) fetch of the diskless topic: %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+		}
+		bob := newClient("bob", "bob-secret", kgo.DefaultProduceTopic(diskless), kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+		if err := bob.ProduceSync(testCtx(t, 60*time.Second), &kgo.Record{Value: []byte("bob")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("bob produce to the diskless topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+		}
+		runStrata(t, admin("acl", "create", "--allow-principal", "User:bob", "--operation", "read", "--topic", diskless)...)
+		if code := rawFetch(t, bob, diskless, -1); code != 0 {
+			t.Fatalf("bob (Read) fetch of the diskless topic: %v", kerr.ErrorForCode(code))
+		}
+	})
+
 	t.Run("user delete", func(t *testing.T) {
 		runStrata(t, admin("user", "delete", "bob")...)
 		if out := runStrata(t, admin("user", "list")...); strings.Contains(out, "bob") {
