@@ -130,22 +130,6 @@ func (d *Decompressor) DecodeRecords(batch []byte, maxDecompressed int) ([]kmsg.
 
 func (d *Decompressor) decompress(codec int, src []byte, limit int) ([]byte, error) {
 	switch codec {
-	case CodecGzip:
-		if d.gzip == nil {
-			d.gzip = new(kgzip.Reader)
-		}
-		if err := d.gzip.Reset(bytes.NewReader(src)); err != nil {
-			return nil, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
-		}
-		return d.readAll(d.gzip, limit)
-	case CodecLZ4:
-		if d.lz4 == nil {
-			d.lz4 = lz4.NewReader(nil)
-		}
-		d.lz4.Reset(bytes.NewReader(src))
-		return d.readAll(d.lz4, limit)
-	case CodecZstd:
-		return d.unzstd(src, limit)
 	case CodecNone:
 		if len(src) > limit {
 			return nil, fmt.Errorf("%w: %d bytes > %d", ErrDecompressedTooLarge, len(src), limit)
@@ -153,26 +137,70 @@ func (d *Decompressor) decompress(codec int, src []byte, limit int) ([]byte, err
 		return src, nil
 	case CodecSnappy:
 		return unsnappy(src, limit) // snappy blocks need no reader
+	case CodecZstd:
+		return d.unzstd(src, limit)
+	}
+	r, err := d.stream(codec, src, limit)
+	if err != nil {
+		return nil, err
+	}
+	return d.readAll(r, limit)
+}
+
+// stream returns a reader of the decompressed src, reusing d's decoders
+// (valid until d's next use). Snappy and uncompressed data come from memory;
+// the caller bounds how much it reads.
+func (d *Decompressor) stream(codec int, src []byte, limit int) (io.Reader, error) {
+	switch codec {
+	case CodecGzip:
+		if d.gzip == nil {
+			d.gzip = new(kgzip.Reader)
+		}
+		if err := d.gzip.Reset(bytes.NewReader(src)); err != nil {
+			return nil, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
+		}
+		return d.gzip, nil
+	case CodecLZ4:
+		if d.lz4 == nil {
+			d.lz4 = lz4.NewReader(nil)
+		}
+		d.lz4.Reset(bytes.NewReader(src))
+		return d.lz4, nil
+	case CodecZstd:
+		if err := d.resetZstd(src, limit); err != nil {
+			return nil, err
+		}
+		return zstdReader{d.zstd}, nil
+	case CodecNone:
+		return bytes.NewReader(src), nil
+	case CodecSnappy:
+		raw, err := unsnappy(src, limit)
+		if err != nil {
+			return nil, err
+		}
+		return bytes.NewReader(raw), nil
 	}
 	return nil, fmt.Errorf("%w: unknown compression codec %d", ErrCorrupt, codec)
+}
+
+// zstdReader reports a frame whose window exceeds the decoder's bound (the
+// limit) as past the limit: it would decode to more than the limit.
+type zstdReader struct{ d *zstd.Decoder }
+
+func (z zstdReader) Read(p []byte) (int, error) {
+	n, err := z.d.Read(p)
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return n, fmt.Errorf("%w: zstd window: %w", errPastLimit, err)
+	}
+	return n, err
 }
 
 // unzstd decodes with a decoder whose window bound is limit (clamped to
 // zstd's range): a frame whose window exceeds it would decode to more than
 // limit bytes, so it fails before allocating the window.
 func (d *Decompressor) unzstd(src []byte, limit int) ([]byte, error) {
-	if d.zstd == nil || d.zstdLimit != limit {
-		d.Close()
-		window := min(max(uint64(limit), zstd.MinWindowSize), zstd.MaxWindowSize)
-		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(window))
-		if err != nil {
-			return nil, fmt.Errorf("recordbatch: zstd decoder: %w", err)
-		}
-		d.zstd, d.zstdLimit = dec, limit
-	}
-	if err := d.zstd.Reset(bytes.NewReader(src)); err != nil {
-		return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+	if err := d.resetZstd(src, limit); err != nil {
+		return nil, err
 	}
 	out, err := d.readAll(d.zstd, limit)
 	// A window larger than the limit means more output than the limit.
@@ -180,6 +208,24 @@ func (d *Decompressor) unzstd(src []byte, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: zstd window: %v", ErrDecompressedTooLarge, err)
 	}
 	return out, err
+}
+
+// resetZstd points d's zstd decoder, whose window bound is limit, at src.
+func (d *Decompressor) resetZstd(src []byte, limit int) error {
+	if d.zstd == nil || d.zstdLimit != limit {
+		d.Close()
+		window := min(max(uint64(limit), zstd.MinWindowSize), zstd.MaxWindowSize)
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(window))
+		if err != nil {
+			return fmt.Errorf("recordbatch: zstd decoder: %w", err)
+		}
+		d.zstd, d.zstdLimit = dec, limit
+	}
+	if err := d.zstd.Reset(bytes.NewReader(src)); err != nil {
+		return fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+	}
+	return nil
 }
 
 // readAll reads r to the end into d.buf, failing once more than limit bytes

@@ -104,18 +104,7 @@ func SplitProduce(records []byte, rules ProduceRules, now int64) (Produced, erro
 // checkKeys refuses a batch holding a record without a key (compacted
 // topics: Kafka's INVALID_RECORD, "Compacted topic cannot accept message
 // without key"). Undecodable records are a corrupt batch.
-func checkKeys(batch []byte) error {
-	records, err := DecodeRecords(batch, maxKeyCheckDecompressed)
-	if err != nil {
-		return err
-	}
-	for i := range records {
-		if records[i].Key == nil {
-			return fmt.Errorf("%w (offset delta %d)", ErrKeylessCompacted, records[i].OffsetDelta)
-		}
-	}
-	return nil
-}
+func checkKeys(batch []byte) error { return CheckKeys(batch, maxKeyCheckDecompressed) }
 
 // noteTxn records the producer of a transactional batch and rejects a
 // second transactional producer in the same partition data: verification
