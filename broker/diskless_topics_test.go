@@ -184,7 +184,6 @@ func TestDisklessTopicCreation(t *testing.T) {
 		want    *kerr.Error
 	}{
 		{"no-remote", map[string]*string{"diskless.enable": kmsg.StringPtr("true"), "remote.storage.enable": kmsg.StringPtr("false")}, kerr.InvalidConfig},
-		{"compacted", map[string]*string{"diskless.enable": kmsg.StringPtr("true"), "cleanup.policy": kmsg.StringPtr("compact")}, kerr.InvalidConfig},
 		{"not-bool", map[string]*string{"diskless.enable": kmsg.StringPtr("yes")}, kerr.InvalidConfig},
 	}
 	for _, c := range bad {

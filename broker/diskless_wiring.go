@@ -28,6 +28,7 @@ type disklessService struct {
 	reader   *diskless.Reader
 	merger   *diskless.Merger
 	stats    *diskless.Stats
+	cleaned  *disklessCleanerStates
 }
 
 // initDiskless builds the service; Start runs its index.
@@ -40,9 +41,10 @@ func (b *Broker) initDiskless() {
 	b.diskless = &disklessService{
 		appender: diskless.NewAppender(diskless.Config{Cluster: b.store.Cluster(), Linger: b.cfg.Diskless.Linger,
 			MaxBytes: b.cfg.Diskless.MaxBytes, Logger: b.componentLog("diskless")}, b.store, b.objects, stats),
-		index:  index,
-		reader: diskless.NewReader(index, b.objects, b.store.Cluster(), b.cfg.Diskless.CacheBytes, stats),
-		stats:  stats,
+		index:   index,
+		reader:  diskless.NewReader(index, b.objects, b.store.Cluster(), b.cfg.Diskless.CacheBytes, stats),
+		stats:   stats,
+		cleaned: &disklessCleanerStates{},
 	}
 	b.diskless.reader.SetMerged(disklessMerged{b})
 	b.diskless.merger = diskless.NewMerger(diskless.MergeConfig{Cluster: b.store.Cluster(), Age: b.cfg.Diskless.MergeAge,

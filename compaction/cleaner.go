@@ -102,10 +102,34 @@ type Partition interface {
 	// KeepsLocalLog reports whether the topic keeps its whole local log
 	// although tiered: its bucket copy is never cleaned.
 	KeepsLocalLog() bool
+	// TierCleanEnd is one past the last offset a tiered pass may rewrite:
+	// an object reaching it stays as it is. A replicated partition's
+	// bucket holds only offsets below its high watermark, so any bound at
+	// or above that will do; a diskless partition's objects end where its
+	// unmerged runs begin (a merge still completing overlaps them).
+	TierCleanEnd() int64
 	// State is the cleaner's memory of the partition; it lives as long as
 	// the replica, so it is forgotten at a restart.
 	State() *PartitionState
 }
+
+// NoLocalLog is the Log of a partition without local storage (a diskless
+// topic's): nothing to clean locally, only its objects in the bucket.
+var NoLocalLog Log = noLocalLog{}
+
+type noLocalLog struct{}
+
+var errNoLocalLog = errors.New("compaction: the partition has no local log")
+
+func (noLocalLog) CleanableSegments(int64) []hotlog.SegmentInfo            { return nil }
+func (noLocalLog) CleanableBytes(int64) (clean, dirty int64)               { return 0, 0 }
+func (noLocalLog) CleanerCheckpoint() int64                                { return 0 }
+func (noLocalLog) SetCleanerCheckpoint(int64) error                        { return errNoLocalLog }
+func (noLocalLog) AbortedTxns(from, to int64) []hotlog.AbortedTxn          { return nil }
+func (noLocalLog) LogEndOffset() int64                                     { return 0 }
+func (noLocalLog) OpenSealedSegment(int64) (*os.File, int64, error)        { return nil, 0, errNoLocalLog }
+func (noLocalLog) NewCleanedSegment(int64) (*hotlog.CleanedSegment, error) { return nil, errNoLocalLog }
+func (noLocalLog) ReplaceSegments([]int64, []*hotlog.CleanedSegment) error { return errNoLocalLog }
 
 // Log is the slice of a partition's hot log the cleaner reads and rewrites;
 // *hotlog.Log implements it (hotlog/doc.go documents the cleaned-segment

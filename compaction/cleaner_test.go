@@ -210,6 +210,38 @@ func TestCleanerTieredPass(t *testing.T) {
 	}
 }
 
+// TestCleanerTieredPassStopsAtTierCleanEnd: objects reaching the
+// partition's TierCleanEnd (a diskless partition's unmerged runs begin
+// there) are neither read into the map nor rewritten; those below are
+// cleaned and the checkpoint stops at the bound.
+func TestCleanerTieredPassStopsAtTierCleanEnd(t *testing.T) {
+	bucket := newTwinTier()
+	uploadVersions(t, bucket, 10, 20, 5) // 4 objects of 50 offsets
+	p := newTwinPartition(t, "bounded")
+	p.tiered, p.leader = true, true
+	p.cfg.SegmentBytes = 1 << 20
+	before := bucket.manifest.Segments(p.id, 0)
+	if len(before) != 4 {
+		t.Fatalf("%d objects uploaded, want 4", len(before))
+	}
+	p.tierEnd = before[2].BaseOffset + 10 // inside the third object
+	c := newTestCleaner(t, CleanerConfig{}, CleanerDeps{Partitions: twinPartitions{p}, Manifest: bucket.manifest,
+		Tier: bucket, SpoolDir: spoolDir(t)})
+	if !c.CleanTierOnce(context.Background(), time.Now()) {
+		t.Fatal("the objects below the bound were not cleaned")
+	}
+	after := bucket.manifest.Segments(p.id, 0)
+	if len(after) != 3 || after[1].Key != before[2].Key || after[2].Key != before[3].Key {
+		t.Fatalf("after the pass: %+v; want the first two objects merged and the last two untouched", after)
+	}
+	if got := p.state.TierCheckpoint(); got != before[2].BaseOffset {
+		t.Fatalf("tier checkpoint %d, want %d (the first object at the bound)", got, before[2].BaseOffset)
+	}
+	if _, dirty := c.TierCleanableBytes(p); dirty != 0 {
+		t.Fatalf("%d dirty bytes counted past the bound", dirty)
+	}
+}
+
 // TestCleanerRunStops: Run cleans, deletes replaced objects every round,
 // and returns when its context ends.
 func TestCleanerRunStops(t *testing.T) {

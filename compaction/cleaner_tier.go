@@ -96,7 +96,7 @@ func (c *Cleaner) TierDue(p Partition, now time.Time) bool {
 // TierCleanableBytes splits the bucket's bytes of p at its tier checkpoint.
 func (c *Cleaner) TierCleanableBytes(p Partition) (clean, dirty int64) {
 	checkpoint := p.State().tierCheckpoint.Load()
-	for _, e := range c.manifest.Segments(p.TopicID(), p.Index()) {
+	for _, e := range c.tierEntries(p) {
 		if e.LastOffset < checkpoint {
 			clean += e.Size
 		} else {
@@ -104,6 +104,19 @@ func (c *Cleaner) TierCleanableBytes(p Partition) (clean, dirty int64) {
 		}
 	}
 	return clean, dirty
+}
+
+// tierEntries are p's objects in the bucket a tiered pass may rewrite: the
+// manifest's, up to the first reaching p.TierCleanEnd().
+func (c *Cleaner) tierEntries(p Partition) []metadata.TierEntry {
+	entries := c.manifest.Segments(p.TopicID(), p.Index())
+	end := p.TierCleanEnd()
+	for i, e := range entries {
+		if e.LastOffset >= end {
+			return entries[:i]
+		}
+	}
+	return entries
 }
 
 // withinCompactionLag drops the entries from the first one holding a batch
@@ -126,7 +139,7 @@ func withinCompactionLag(entries []metadata.TierEntry, lagMs int64, now time.Tim
 // totals (CleanTierOnce does). ErrNothingToClean when the bucket holds
 // nothing dirty old enough. REQUIRES: a TierStore.
 func (c *Cleaner) CleanTiered(ctx context.Context, p Partition, now time.Time) (Stats, error) {
-	entries := c.manifest.Segments(p.TopicID(), p.Index())
+	entries := c.tierEntries(p)
 	if len(entries) == 0 {
 		return Stats{}, ErrNothingToClean
 	}

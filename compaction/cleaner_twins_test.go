@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"sync"
@@ -30,6 +31,7 @@ type twinPartition struct {
 	leader     bool
 	tiered     bool
 	keepsLocal bool
+	tierEnd    int64 // TierCleanEnd when set, else unbounded
 	state      PartitionState
 }
 
@@ -46,7 +48,13 @@ func (p *twinPartition) IsLeader() bool               { return p.leader }
 func (p *twinPartition) LeaderEpoch() int32           { return 1 }
 func (p *twinPartition) Tiered() bool                 { return p.tiered }
 func (p *twinPartition) KeepsLocalLog() bool          { return p.keepsLocal }
-func (p *twinPartition) State() *PartitionState       { return &p.state }
+func (p *twinPartition) TierCleanEnd() int64 {
+	if p.tierEnd != 0 {
+		return p.tierEnd
+	}
+	return math.MaxInt64 // the twin's bucket holds only committed offsets
+}
+func (p *twinPartition) State() *PartitionState { return &p.state }
 
 // twinPartitions lists a fixed set of replicas.
 type twinPartitions []*twinPartition

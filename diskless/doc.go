@@ -174,6 +174,18 @@
 //     reads in flight are done. A crash between steps leaves entries below
 //     the start, which the next pass removes. Retention holds
 //     (retention.hold.*) do not apply to diskless topics.
+//  3. Compaction (cleanup.policy with compact): the broker's log cleaner
+//     (package compaction) lists the compacted partitions this broker
+//     merges beside its local replicas, with no local log, and cleans
+//     their merged objects with its tiered pass, as a tiered leader's:
+//     runs of objects rewritten with each key's latest record and swapped
+//     into the manifest in one compare-and-swap. Only objects below
+//     Index.MergedEnd (the first run's base) are touched, so an object
+//     whose merge is still deleting its runs is never rewritten; a swap
+//     keeps its run's offset range, so the merge's coverage check
+//     (coveredBy) still holds. Unmerged runs are never compacted (like
+//     Kafka's active segment): the newest merge age of records is read
+//     uncompacted.
 //
 // The sweep (one broker) deletes the shared objects no run has referenced
 // for SweepGrace and that are older than that.

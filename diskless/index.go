@@ -206,6 +206,19 @@ func (ix *Index) firstRunBase(tp metadata.TierPartition) (int64, bool) {
 	return p.runs[0].base, true
 }
 
+// MergedEnd is one past the partition's last merged offset as the index
+// sees it: its first run's base, or its log end when no run is left. The
+// bucket's segment objects below it hold only merged batches no run still
+// covers; an object reaching it may belong to a merge still deleting its
+// runs. 0 before the index is loaded.
+func (ix *Index) MergedEnd(tp metadata.TierPartition) int64 {
+	if first, ok := ix.firstRunBase(tp); ok {
+		return first
+	}
+	_, next, _ := ix.Positions(tp)
+	return next
+}
+
 // runBytes is the size of the batches of the partition's runs.
 func (ix *Index) runBytes(tp metadata.TierPartition) int64 {
 	ix.mu.RLock()

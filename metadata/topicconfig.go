@@ -9,8 +9,8 @@ package metadata
 // diskless.enable (KIP-1150's name) makes a topic diskless (package
 // diskless): no local log, no replicas, and the bucket holds every batch.
 // It is fixed at creation (ValidateTopicConfigChange), a diskless topic
-// keeps remote.storage.enable=true and has no compaction in this version
-// (checkCrossRules), and it has no broker-wide default: a topic is diskless
+// keeps remote.storage.enable=true (checkCrossRules), and it has no
+// broker-wide default: a topic is diskless
 // only when it says so.
 //
 // segment.bytes follows Kafka 4.0 (KIP-1030): minimum 1 MiB. Tests that need
@@ -478,8 +478,8 @@ func checkCrossRules(c TopicConfig, overrides map[string]string) error {
 
 // checkDiskless refuses the combinations a diskless topic cannot honour:
 // remote.storage.enable=false (the bucket is where its batches live, so
-// there is nothing to turn off) and a cleanup.policy with compact (shared
-// objects are not compacted in this version). Everything else is accepted;
+// there is nothing to turn off). Everything else is accepted (a compacted
+// diskless topic's merged objects are cleaned in the bucket);
 // configs about local logs and replicas (local.retention.*,
 // min.insync.replicas, segment.*) have no effect on a diskless topic.
 func checkDiskless(c TopicConfig) error {
@@ -489,10 +489,6 @@ func checkDiskless(c TopicConfig) error {
 	if !c.RemoteStorageEnable {
 		return fmt.Errorf("%w: diskless.enable=true needs remote.storage.enable=true: a diskless topic's data lives only in the bucket",
 			ErrInvalidConfig)
-	}
-	if c.HasCompact() {
-		return fmt.Errorf("%w: diskless.enable=true does not support cleanup.policy=%s: diskless topics are not compacted",
-			ErrInvalidConfig, c.CleanupPolicy)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/internal/testkit"
@@ -318,6 +319,112 @@ func TestDisklessRetention(t *testing.T) {
 	for p := int32(0); p < partitions; p++ {
 		if want := fmt.Sprintf("p%d-%05d", p, perPartition); got[p] != want {
 			t.Fatalf("partition %d holds %q after retention, want %q", p, got[p], want)
+		}
+	}
+}
+
+// TestDisklessCompaction: a diskless topic with cleanup.policy=compact
+// refuses keyless records, and once its batches are merged the merging
+// broker's cleaner rewrites the merged objects: reading from offset 0
+// (through any broker) gives each key's latest value only, at the offsets
+// it was acknowledged at, and the log end does not move.
+func TestDisklessCompaction(t *testing.T) {
+	defer timed(t, "TestDisklessCompaction")()
+	c := Start(t, Config{ExtraArgs: []string{"--diskless-append-linger", "50ms",
+		"--diskless-merge-age", "1s", "--diskless-merge-interval", "1s", "--log-cleaner-backoff", "1s"}})
+	const (
+		topic      = "dlcompact"
+		partitions = 2
+		keys       = 40
+		rounds     = 15
+	)
+	c.CreateTopic(topic, partitions, 3, map[string]string{"diskless.enable": "true", "cleanup.policy": "compact",
+		"min.cleanable.dirty.ratio": "0.01"})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cl := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("no key")}).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("a keyless record on a compacted diskless topic: %v, want INVALID_RECORD", err)
+	}
+
+	latest := map[int32]map[string]int64{} // partition → key → offset of its last value
+	for r := range rounds {
+		var recs []*kgo.Record
+		for p := int32(0); p < partitions; p++ {
+			for k := range keys {
+				recs = append(recs, &kgo.Record{Partition: p, Key: fmt.Appendf(nil, "key-%02d", k),
+					Value: fmt.Appendf(nil, "round-%02d", r)})
+			}
+		}
+		res := cl.ProduceSync(ctx, recs...)
+		if err := res.FirstErr(); err != nil {
+			t.Fatalf("produce round %d: %v", r, err)
+		}
+		for _, pr := range res {
+			if latest[pr.Record.Partition] == nil {
+				latest[pr.Record.Partition] = map[string]int64{}
+			}
+			latest[pr.Record.Partition][string(pr.Record.Key)] = pr.Record.Offset
+		}
+	}
+	const end = keys * rounds
+	adm := kadm.NewClient(c.Client())
+	defer adm.Close()
+
+	read := func(via int32) (map[int32][]*kgo.Record, error) {
+		consumer := c.Client(kgo.SeedBrokers(c.Addrs(via)...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			topic: {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
+		defer consumer.Close()
+		out := map[int32][]*kgo.Record{}
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer rcancel()
+		for done := 0; done < partitions; {
+			fetches := consumer.PollFetches(rctx)
+			if rctx.Err() != nil {
+				return out, fmt.Errorf("reading through broker %d: %v", via, fetches.Errors())
+			}
+			fetches.EachRecord(func(r *kgo.Record) {
+				out[r.Partition] = append(out[r.Partition], r)
+				if r.Offset == end-1 {
+					done++
+				}
+			})
+		}
+		return out, nil
+	}
+	c.WaitFor("the merged objects compacted to each key's latest value", 2*time.Minute, func() (bool, string) {
+		got, err := read(1)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(got[0]) == keys && len(got[1]) == keys, fmt.Sprintf("%d and %d records read", len(got[0]), len(got[1]))
+	})
+	for via := int32(1); via <= 3; via++ {
+		got, err := read(via)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := int32(0); p < partitions; p++ {
+			if len(got[p]) != keys {
+				t.Fatalf("through broker %d, partition %d: %d records, want %d", via, p, len(got[p]), keys)
+			}
+			for i, r := range got[p] {
+				if want := latest[p][string(r.Key)]; r.Offset != want || string(r.Value) != fmt.Sprintf("round-%02d", rounds-1) ||
+					(i > 0 && r.Offset <= got[p][i-1].Offset) {
+					t.Fatalf("through broker %d, partition %d: record %d is %s=%s at %d; want the last round's value at %d, in offset order",
+						via, p, i, r.Key, r.Value, r.Offset, want)
+				}
+			}
+		}
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < partitions; p++ {
+		if o, ok := ends.Lookup(topic, p); !ok || o.Offset != end {
+			t.Fatalf("partition %d ends at %+v after compaction, want %d", p, o, end)
 		}
 	}
 }
