@@ -280,38 +280,27 @@ func disklessErrorCode(err error) (int16, bool) {
 // diskless fetch or OffsetForLeaderEpoch the index cannot answer alone.
 const disklessEndsTimeout = 2 * time.Second
 
-// holdLaggingDisklessFetches settles the diskless partitions of a planned
-// fetch whose offset is past the index's log end. Either the offset is past
-// the partition's end (OFFSET_OUT_OF_RANGE, as the fetch answers: the client
-// resets) or the index lags the commits (its etcd watch resuming after the
-// broker lost etcd, while the client read further through another broker).
-// The heads in etcd tell which; a lagging one, and every one when etcd does
-// not answer, is OFFSET_NOT_AVAILABLE (retriable) instead, so that no
-// consumer is sent back to its reset offset by one broker's lag.
+// holdLaggingDisklessFetches answers OFFSET_NOT_AVAILABLE (retriable) for
+// the diskless partitions of a planned fetch where this broker's index lags
+// the commits (diskless.Index.Behind), and takes them out of the plan; a
+// fetch past a partition's real end goes on to OFFSET_OUT_OF_RANGE.
 func (b *Broker) holdLaggingDisklessFetches(ctx context.Context, freq *fetch.Request, slots []fetchSlot, resp *kmsg.FetchResponse) {
-	var ahead []int // indexes into freq.Partitions and slots
-	var tps []metadata.TierPartition
+	var planned []int // indexes into freq.Partitions and slots
+	var positions []diskless.Position
 	for i, slot := range slots {
-		if slot.diskless == nil || freq.Partitions[i].Partition == nil {
-			continue
-		}
-		if _, next, _ := b.diskless.index.Positions(*slot.diskless); freq.Partitions[i].Offset > next {
-			ahead, tps = append(ahead, i), append(tps, *slot.diskless)
+		if slot.diskless != nil && freq.Partitions[i].Partition != nil {
+			planned = append(planned, i)
+			positions = append(positions, diskless.Position{Part: *slot.diskless, Offset: freq.Partitions[i].Offset})
 		}
 	}
-	if len(ahead) == 0 {
+	if len(planned) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, disklessEndsTimeout)
-	defer cancel()
-	ends, err := diskless.CommittedEnds(ctx, b.store, tps)
-	if err != nil {
-		b.log.Warn("diskless fetch past the index: reading the log ends failed", "partitions", len(tps), "err", err)
-	}
-	for j, i := range ahead {
-		if err == nil && freq.Partitions[i].Offset > ends[j] {
-			continue // past the end
+	for j, behind := range b.diskless.index.Behind(ctx, b.store, positions) {
+		if !behind {
+			continue
 		}
+		i := planned[j]
 		sp := &resp.Topics[slots[i].topic].Partitions[slots[i].partition]
 		sp.ErrorCode, sp.HighWatermark = kerr.OffsetNotAvailable.Code, -1
 		freq.Partitions[i].Partition = nil

@@ -2,7 +2,9 @@ package diskless
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,4 +110,50 @@ func readEachMove(ctx context.Context, ix *Index, r *Reader, read chan<- struct{
 		read <- struct{}{}
 	}
 	return nil
+}
+
+// TestIndexBehind: positions past an index that stopped following etcd are
+// behind while etcd's log end reaches them, past the end beyond it, and
+// behind whenever etcd cannot say.
+func TestIndexBehind(t *testing.T) {
+	endpoints := metadatatest.StartEmbedded(t)
+	writer := newRig(t, endpoints, "dl-behind", time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, err := metadata.Open(ctx, metadata.Config{Endpoints: endpoints, Cluster: "dl-behind"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ix := NewIndex(frozenWatcher{store}, nil)
+	go ix.Run(ctx)
+	<-ix.Ready()
+	tp := metadata.TierPartition{TopicID: metadata.TopicID{9}, Partition: 1}
+	for i := range 3 {
+		if _, err := writer.app.Append(ctx, tp, batch(fmt.Sprint(i), 1, -1, -1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	positions := []Position{{tp, 0}, {tp, 2}, {tp, 3}, {tp, 4}}
+	if got, want := ix.Behind(ctx, store, positions), []bool{false, true, true, false}; !slices.Equal(got, want) {
+		t.Fatalf("behind %v, want %v (index at 0, etcd at 3)", got, want)
+	}
+	if got, want := ix.Behind(ctx, failingHeads{}, positions), []bool{false, true, true, true}; !slices.Equal(got, want) {
+		t.Fatalf("behind %v without etcd, want %v", got, want)
+	}
+}
+
+// frozenWatcher loads the store's snapshot once and then reports nothing:
+// an index cut off from etcd after it loaded.
+type frozenWatcher struct{ *metadata.Store }
+
+func (frozenWatcher) WatchDiskless(ctx context.Context, rev int64) <-chan metadata.DisklessEvent {
+	return make(chan metadata.DisklessEvent)
+}
+
+// failingHeads is etcd not answering.
+type failingHeads struct{}
+
+func (failingHeads) DisklessHeads(context.Context, []metadata.TierPartition) ([]metadata.DisklessHead, error) {
+	return nil, errors.New("etcd unreachable")
 }
