@@ -91,22 +91,6 @@ await_broker() {
 	printf '%s\n' "$addr"
 }
 
-start_etcd() {
-	local client peer
-	client=$(free_port)
-	peer=$(free_port)
-	/usr/bin/etcd --name bench --data-dir "$dir/etcd" --log-level warn \
-		--listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
-		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-		--initial-cluster "bench=http://127.0.0.1:$peer" >"$dir/etcd.log" 2>&1 &
-	etcd_pid=$!
-	if ! wait_http_ok "http://127.0.0.1:$client/health" "$start_timeout"; then
-		tail -n 30 "$dir/etcd.log" >&2
-		die "cluster: etcd did not start"
-	fi
-	say "cluster: etcd on 127.0.0.1:$client"
-	etcd_endpoint=127.0.0.1:$client
-}
 
 # create_topic BROKERS TOPIC RF
 create_topic() {
@@ -132,12 +116,6 @@ produce() {
 	printf '%s\n' "$summary"
 }
 
-# fields SUMMARY: the result keys of a produce summary line.
-fields() {
-	local k out=""
-	for k in records_per_sec mb_per_sec p50_ms p99_ms p999_ms; do out+=" $k=$(field "$1" "$k")"; done
-	printf '%s' "${out# }"
-}
 
 # start_cpu_profile HTTP SECONDS: with BENCH_PPROF=1 (strata serve --pprof),
 # fetches a CPU profile of that broker over the next SECONDS in the background.
@@ -165,7 +143,7 @@ single() {
 	addr=$(await_broker single "${pids[-1]}")
 	create_topic "$addr" single-acks1 1
 	summary=$(produce "$addr" --topic single-acks1 --records "$records" --acks 1 --concurrency "$concurrency")
-	result single-acks1 "$(fields "$summary")"
+	result single-acks1 "$(produce_fields "$summary")"
 	# SIGKILL: its data is thrown away, and a clean shutdown takes seconds.
 	kill -KILL "${pids[-1]}"
 	wait "${pids[-1]}" 2>/dev/null || true
@@ -174,7 +152,7 @@ single() {
 
 three() {
 	local i addrs=() brokers summary rate http http1 pprof=()
-	start_etcd
+	start_etcd "$dir" || die "cluster: etcd did not start"
 	if [[ "${BENCH_PPROF:-}" == 1 ]]; then pprof=(--pprof); fi
 	http1=127.0.0.1:$(free_port)
 	# Started together, awaited in turn: a broker's start does not need its peers.
@@ -189,7 +167,7 @@ three() {
 	brokers=$(IFS=,; printf '%s' "${addrs[*]}")
 	create_topic "$brokers" rf3-acks-all 3
 	summary=$(produce "$brokers" --topic rf3-acks-all --records "$records" --acks all --concurrency "$concurrency")
-	result rf3-acks-all "$(fields "$summary")" base=single-acks1 target=ge:0.33
+	result rf3-acks-all "$(produce_fields "$summary")" base=single-acks1 target=ge:0.33
 
 	# The burst above outruns what the cluster sustains (its followers and
 	# page cache catch up afterwards), so half load is half of a sustained
@@ -213,8 +191,8 @@ three() {
 	awk -v k="$pace_kept" 'BEGIN { exit !(k < 0.95) }' &&
 		say "cluster: WARNING: the paced producer kept only $pace_kept of its pace: rf3-half-load measures a backlog"
 	local extra="sustained_records_per_sec=$sustained pace_kept=$pace_kept"
-	result rf3-half-load-p50 "$(fields "$summary")" "$extra" metric=p50_ms target=le:2
-	result rf3-half-load-p99 "$(fields "$summary")" "$extra" metric=p99_ms target=le:5
+	result rf3-half-load-p50 "$(produce_fields "$summary")" "$extra" metric=p50_ms target=le:2
+	result rf3-half-load-p99 "$(produce_fields "$summary")" "$extra" metric=p99_ms target=le:5
 }
 
 single

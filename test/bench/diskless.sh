@@ -160,18 +160,6 @@ start_minio() {
 	note "MinIO on $minio_addr"
 }
 
-start_etcd() {
-	local client peer
-	client=$(free_port)
-	peer=$(free_port)
-	/usr/bin/etcd --name bench --data-dir "$dir/etcd" --log-level warn \
-		--listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
-		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-		--initial-cluster "bench=http://127.0.0.1:$peer" >"$dir/etcd.log" 2>&1 &
-	etcd_pid=$!
-	wait_http_ok "http://127.0.0.1:$client/health" "$start_timeout" || fail "etcd did not start" "$dir/etcd.log"
-	etcd_endpoint=127.0.0.1:$client
-}
 
 # start_brokers LINGER_MS: brokers 1..3 on their data dirs (kept across
 # restarts), with new ports; sets brokers, addrs, https and pids.
@@ -316,12 +304,6 @@ brokers_cpu() {
 	printf '%s\n' "$total"
 }
 
-# latency_fields SUMMARY: the result keys of a produce summary.
-latency_fields() {
-	local k out=""
-	for k in records_per_sec mb_per_sec p50_ms p99_ms p999_ms; do out+=" $k=$(field "$1" "$k")"; done
-	printf '%s' "${out# }"
-}
 
 # paced ROW TOPIC [LINGER_MS]: the paced produce, its row.
 paced() {
@@ -338,7 +320,7 @@ paced() {
 			"$(append_latency "$hist0" "$(append_histogram)")")
 	fi
 	note "$row: $summary"
-	result "$row" "$(latency_fields "$summary")" "pace_kept=$pace_kept" "${extra[@]}"
+	result "$row" "$(produce_fields "$summary")" "pace_kept=$pace_kept" "${extra[@]}"
 }
 
 # warm_up TOPIC: a short flat-out produce after a restart (connections to
@@ -382,7 +364,7 @@ flat_out() {
 	socket_watch_stop "$dir/sockets-$name"
 	local bytes keys
 	bytes=$(field "$summary" bytes)
-	keys="$(latency_fields "$summary") seconds=$(field "$summary" seconds)"
+	keys="$(produce_fields "$summary") seconds=$(field "$summary" seconds)"
 	if [[ $kind == diskless ]]; then
 		keys+=" puts=$(calc %.0f "${d[puts]}") puts_per_gib=$(calc %.1f "${d[puts]} * 1073741824 / $bytes")"
 		keys+=" object_mib=$(calc %.2f "${d[object_bytes]} / (${d[objects]} > 0 ? ${d[objects]} : 1) / 1048576")"
@@ -410,7 +392,7 @@ main() {
 	dir=$BENCH_WORK/diskless
 	mkdir -p "$dir"
 	start_minio
-	start_etcd
+	start_etcd "$dir" || fail "etcd did not start"
 	local linger last=""
 	for linger in $lingers; do
 		[[ -z $last ]] || stop_brokers

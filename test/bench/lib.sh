@@ -75,6 +75,32 @@ wait_http_ok() {
 	done
 }
 
+# start_etcd DIR: a one-member etcd with its data (DIR/etcd) and log
+# (DIR/etcd.log) in DIR; sets etcd_pid and etcd_endpoint. Fails, with the
+# log's tail on stderr, when it is not healthy within $start_timeout seconds.
+start_etcd() {
+	local dir=$1 client peer
+	client=$(free_port)
+	peer=$(free_port)
+	/usr/bin/etcd --name bench --data-dir "$dir/etcd" --log-level warn \
+		--listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
+		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "bench=http://127.0.0.1:$peer" >"$dir/etcd.log" 2>&1 &
+	etcd_pid=$!
+	if ! wait_http_ok "http://127.0.0.1:$client/health" "$start_timeout"; then
+		tail -n 30 "$dir/etcd.log" >&2
+		return 1
+	fi
+	etcd_endpoint=127.0.0.1:$client
+}
+
+# produce_fields SUMMARY: the result keys of a bench produce summary line.
+produce_fields() {
+	local k out=""
+	for k in records_per_sec mb_per_sec p50_ms p99_ms p999_ms; do out+=" $k=$(field "$1" "$k")"; done
+	printf '%s' "${out# }"
+}
+
 # wait_kafka_line FILE SECONDS [PID]: prints ADDR from the first
 # "strata: serving kafka on ADDR" line of FILE (strata serve's stdout).
 wait_kafka_line() {

@@ -50,18 +50,6 @@ ensure_strata
 dir=$BENCH_WORK/move
 mkdir -p "$dir"
 
-start_etcd() {
-	local client peer
-	client=$(free_port)
-	peer=$(free_port)
-	/usr/bin/etcd --name bench --data-dir "$dir/etcd" --log-level warn \
-		--listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
-		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-		--initial-cluster "bench=http://127.0.0.1:$peer" >"$dir/etcd.log" 2>&1 &
-	etcd_pid=$!
-	wait_http_ok "http://127.0.0.1:$client/health" "$start_timeout" || die "move: etcd did not start"
-	etcd_endpoint=127.0.0.1:$client
-}
 
 start_brokers() {
 	local i addr addrs=()
@@ -137,7 +125,7 @@ move() {
 	result "$row" "seconds=$seconds copied_mb=$copied_mb history_mb=$history_mb"
 }
 
-start_etcd
+start_etcd "$dir" || die "move: etcd did not start"
 start_brokers
 segment=$((local_mb * 1024 * 1024 / 4))
 move move-tiered moving-tiered $((local_mb * 1024 * 1024 + 2 * segment)) \
