@@ -80,17 +80,7 @@ func TestMergeThenSweep(t *testing.T) {
 	if first, ok := r.ix.firstRunBase(tp); !ok || first != 12 {
 		t.Fatalf("first run after the merge at %d (%v), want 12", first, ok)
 	}
-	var got []string
-	for offset := int64(0); offset < 14; {
-		data, err := r.reader.Read(ctx, tp, offset, 1<<20, 1<<62)
-		if err != nil {
-			t.Fatalf("read at %d: %v", offset, err)
-		}
-		vs := values(t, data, offset)
-		got = append(got, vs...)
-		offset += int64(len(vs))
-	}
-	if fmt.Sprint(got) != "[old0-0 old0-1 old0-2 old1-0 old1-1 old1-2 old2-0 old2-1 old2-2 old3-0 old3-1 old3-2 young-0 young-1]" {
+	if got := readValues(ctx, t, r.reader, tp, 14); fmt.Sprint(got) != "[old0-0 old0-1 old0-2 old1-0 old1-1 old1-2 old2-0 old2-1 old2-2 old3-0 old3-1 old3-2 young-0 young-1]" {
 		t.Fatalf("read across the merged object and the runs: %v", got)
 	}
 	// Sweep: first sight of an unreferenced object starts its grace.
@@ -211,17 +201,27 @@ func TestMergeAfterAFailedDelete(t *testing.T) {
 		entries[1].BaseOffset != 6 || entries[1].LastOffset != 9 {
 		t.Fatalf("manifest %+v, %v; want [0, 5] then [6, 9]", entries, err)
 	}
+	if got := readValues(ctx, t, r.reader, tp, 10); fmt.Sprint(got) != "[a0-0 a0-1 a1-0 a1-1 a2-0 a2-1 b0-0 b0-1 b1-0 b1-1]" {
+		t.Fatalf("read %v", got)
+	}
+}
+
+// readValues reads the values of tp's offsets [0, end) through r, as many
+// reads as it takes.
+func readValues(ctx context.Context, t *testing.T, r *Reader, tp metadata.TierPartition, end int64) []string {
+	t.Helper()
 	var got []string
-	for offset := int64(0); offset < 10; {
-		data, err := r.reader.Read(ctx, tp, offset, 1<<20, 1<<62)
+	for offset := int64(0); offset < end; {
+		data, err := r.Read(ctx, tp, offset, 1<<20, 1<<62)
 		if err != nil {
 			t.Fatalf("read at %d: %v", offset, err)
 		}
 		vs := values(t, data, offset)
+		if len(vs) == 0 {
+			t.Fatalf("read at %d returned no record", offset)
+		}
 		got = append(got, vs...)
 		offset += int64(len(vs))
 	}
-	if fmt.Sprint(got) != "[a0-0 a0-1 a1-0 a1-1 a2-0 a2-1 b0-0 b0-1 b1-0 b1-1]" {
-		t.Fatalf("read %v", got)
-	}
+	return got
 }
