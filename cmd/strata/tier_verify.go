@@ -39,10 +39,13 @@ func (r *verifyReport) problems() int {
 // decodes with a good CRC and names the entry's partition and offsets (with
 // --full the batches' CRC too, one GET of the whole object) — and every
 // segment object in the bucket against the manifest: one the manifest does
-// not name and that is not awaiting its delayed deletion is an orphan.
+// not name and that is not awaiting its delayed deletion is an orphan. Each
+// broker knows only the deletions it queued (its own compactions and
+// retention), so in a cluster --http lists every broker.
 func runTierVerify(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet("tier verify", c)
-	httpAddr := fs.String("http", "127.0.0.1:9644", "the broker's --http `host:port` (its manifest)")
+	httpAddr := fs.String("http", "127.0.0.1:9644",
+		"the brokers' --http `host:port[,host:port...]`: the manifest of the first; the objects each has replaced and not yet deleted")
 	store := fs.String("object-store", "", "the broker's --object-store `URL`")
 	full := fs.Bool("full", false, "also read every object's batches and check their CRC")
 	positional, err := parseArgs(fs, args)
@@ -52,13 +55,9 @@ func runTierVerify(ctx context.Context, c *cli, args []string) error {
 	if len(positional) > 0 || *store == "" {
 		return usageErrorf("usage: strata tier verify --object-store URL [--http host:port] [--full]")
 	}
-	body, err := fetchBrokerJSON(ctx, *httpAddr, "/v1/tier/manifest", "")
+	view, err := fetchManifestViews(ctx, strings.Split(*httpAddr, ","))
 	if err != nil {
 		return err
-	}
-	var view broker.TierManifestView
-	if err := json.Unmarshal(body, &view); err != nil {
-		return fmt.Errorf("tier verify: manifest: %w", err)
 	}
 	bucket, err := tier.OpenExistingURL(ctx, *store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -73,6 +72,29 @@ func runTierVerify(ctx context.Context, c *cli, args []string) error {
 		return errVerifyProblems
 	}
 	return nil
+}
+
+// fetchManifestViews reads the manifest view of the first broker, with the
+// pending deletions of every broker listed (each must answer: an object
+// one of them is about to delete would otherwise count as an orphan).
+func fetchManifestViews(ctx context.Context, addrs []string) (broker.TierManifestView, error) {
+	var view broker.TierManifestView
+	for i, addr := range addrs {
+		body, err := fetchBrokerJSON(ctx, strings.TrimSpace(addr), "/v1/tier/manifest", "")
+		if err != nil {
+			return view, err
+		}
+		var v broker.TierManifestView
+		if err := json.Unmarshal(body, &v); err != nil {
+			return view, fmt.Errorf("tier verify: manifest of %s: %w", addr, err)
+		}
+		if i == 0 {
+			view = v
+			continue
+		}
+		view.PendingDeletes = append(view.PendingDeletes, v.PendingDeletes...)
+	}
+	return view, nil
 }
 
 // verifyBucket checks view against store.

@@ -427,4 +427,11 @@ func TestDisklessCompaction(t *testing.T) {
 			t.Fatalf("partition %d ends at %+v after compaction, want %d", p, o, end)
 		}
 	}
+	// The objects compaction replaced await their delayed deletion on the
+	// broker that compacted them, so every broker is asked.
+	https := []string{c.Broker(1).HTTPAddr, c.Broker(2).HTTPAddr, c.Broker(3).HTTPAddr}
+	out, err := c.runStrata(time.Minute, "tier", "verify", "--full", "--object-store", c.ObjectStore, "--http", strings.Join(https, ","))
+	if err != nil || !strings.Contains(out, "\n0 problems") {
+		t.Fatalf("tier verify --full of the compacted diskless topic (%v):\n%s", err, out)
+	}
 }
