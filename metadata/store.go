@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap/zapcore"
@@ -42,6 +46,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.Endpoints,
 		DialTimeout: cfg.DialTimeout,
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(reconnectParams(cfg.DialTimeout))},
 		Logger:      zapToSlog(cfg.Logger, zapcore.ErrorLevel, nil),
 	})
 	if err != nil {
@@ -57,6 +62,21 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("metadata: etcd %v does not answer: %w", cfg.Endpoints, err)
 	}
 	return s, nil
+}
+
+// reconnectMaxDelay caps the wait between attempts to reach an etcd that
+// is down. gRPC's default grows to two minutes, which kept a broker from
+// etcd long after an outage ended; Kafka's clients cap theirs at a second
+// (reconnect.backoff.max.ms). Attempts are cheap for a handful of brokers.
+const reconnectMaxDelay = time.Second
+
+// reconnectParams is gRPC's connection backoff with its delay capped at
+// reconnectMaxDelay; each attempt may take up to dialTimeout.
+func reconnectParams(dialTimeout time.Duration) grpc.ConnectParams {
+	b := backoff.DefaultConfig
+	b.BaseDelay = 100 * time.Millisecond
+	b.MaxDelay = reconnectMaxDelay
+	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: dialTimeout}
 }
 
 // Close revokes broker registrations made through this store, stops its

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -633,5 +635,59 @@ func TestBrokerFencesBeforeLeaseExpiry(t *testing.T) {
 		}
 	case <-time.After(2 * ttl * time.Second):
 		t.Fatal("lost not closed while etcd was unreachable")
+	}
+}
+
+// TestReconnectBackoffStaysShort: while etcd is unreachable the client
+// retries its connection every second or so however long the outage lasts,
+// so a broker is back within moments of etcd (gRPC's default backoff grows
+// to two minutes; a broker once stayed cut off ~30 s after an outage). The
+// dead etcd's port is taken by a listener that records each attempt and
+// closes it.
+func TestReconnectBackoffStaysShort(t *testing.T) {
+	e := metadatatest.StartExternalProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := metadata.Open(ctx, metadata.Config{Endpoints: e.Endpoints, Cluster: "backoff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addr := strings.TrimPrefix(e.Endpoints[0], "http://")
+	e.Kill()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("take the dead etcd's port: %v", err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	var attempts []time.Time
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+			mu.Lock()
+			attempts = append(attempts, time.Now())
+			mu.Unlock()
+		}
+	}()
+	const watch = 14 * time.Second // default backoff: attempts ~1, 2.6, 5.2, 9.3 s in
+	for deadline := time.Now().Add(watch); time.Now().Before(deadline); {
+		rctx, rcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		_, _ = s.Brokers(rctx) // fails; keeps the client asking for a connection
+		rcancel()
+		time.Sleep(200 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var gaps []time.Duration
+	for i := 1; i < len(attempts); i++ {
+		gaps = append(gaps, attempts[i].Sub(attempts[i-1]).Round(10*time.Millisecond))
+	}
+	if len(attempts) < 6 || slices.Max(gaps) > 2500*time.Millisecond {
+		t.Fatalf("%d connection attempts in %v, gaps %v; want one at least every 2.5 s", len(attempts), watch, gaps)
 	}
 }

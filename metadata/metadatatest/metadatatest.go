@@ -50,7 +50,12 @@ func StartExternal(t testing.TB) []string {
 type External struct {
 	Endpoints []string
 	process   *os.Process
+	stop      func()
 }
+
+// Kill ends the process (SIGKILL) and waits until it is gone: its ports
+// are free again, and connections to them are refused.
+func (e *External) Kill() { e.stop() }
 
 // Pause stops the process (SIGSTOP): it holds its sockets but answers
 // nothing, like a hung or partitioned server.
@@ -104,7 +109,7 @@ func startExternalOnce(t testing.TB, bin string) (*External, error) {
 		return nil, fmt.Errorf("%w; etcd output:\n%s", err, output.String())
 	}
 	t.Cleanup(stop)
-	return &External{Endpoints: []string{clientURL}, process: cmd.Process}, nil
+	return &External{Endpoints: []string{clientURL}, process: cmd.Process, stop: stop}, nil
 }
 
 // waitHealthy polls etcd's /health until it reports healthy, etcd exits, or
