@@ -18,6 +18,9 @@
 //	              compare-and-swap transaction per chunk of partitions.
 //	Index         the committed coordinates of every diskless partition,
 //	              mirrored from etcd (snapshot + watch); wakes long polls.
+//	              Behind tells a fetch past its log end that only it lags
+//	              (etcd's heads reach further) from one past the real end;
+//	              MergedEnd bounds what the cleaner may rewrite.
 //	Reader        serves Fetch: coordinates from the Index, bytes from a
 //	              bounded cache of whole shared objects (one GET feeds every
 //	              partition in the object), base offsets patched in.
