@@ -276,10 +276,6 @@ func disklessErrorCode(err error) (int16, bool) {
 	return 0, false
 }
 
-// disklessEndsTimeout bounds the etcd read of log ends that settles a
-// diskless fetch or OffsetForLeaderEpoch the index cannot answer alone.
-const disklessEndsTimeout = 2 * time.Second
-
 // holdLaggingDisklessFetches answers OFFSET_NOT_AVAILABLE (retriable) for
 // the diskless partitions of a planned fetch where this broker's index lags
 // the commits (diskless.Index.Behind), and takes them out of the plan; a
@@ -312,8 +308,6 @@ func (b *Broker) holdLaggingDisklessFetches(ctx context.Context, freq *fetch.Req
 // (a client compares it with its position to detect a truncation, and
 // nothing of a diskless partition is ever truncated).
 func (b *Broker) disklessEpochEnd(ctx context.Context, tp metadata.TierPartition) (int64, int16) {
-	ctx, cancel := context.WithTimeout(ctx, disklessEndsTimeout)
-	defer cancel()
 	ends, err := diskless.CommittedEnds(ctx, b.store, []metadata.TierPartition{tp})
 	if err != nil {
 		b.log.Warn("offset for leader epoch of a diskless partition: reading its log end failed", "partition", tp, "err", err)

@@ -226,12 +226,18 @@ type HeadStore interface {
 	PutDisklessHead(ctx context.Context, p metadata.TierPartition, seen int64, head []byte) (bool, error)
 }
 
+// EndsTimeout bounds CommittedEnds.
+const EndsTimeout = 2 * time.Second
+
 // CommittedEnds reads the log end (the next offset to assign) of each
 // partition from its head in etcd, in the order given: what an Index
 // follows, read at the source, for when the Index may lag behind (its
 // watch resuming after the broker lost etcd). 0 for a partition never
-// committed to.
+// committed to. The read takes at most EndsTimeout: its callers answer a
+// client waiting on it.
 func CommittedEnds(ctx context.Context, store HeadReader, parts []metadata.TierPartition) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, EndsTimeout)
+	defer cancel()
 	ends := make([]int64, 0, len(parts))
 	for start := 0; start < len(parts); start += MaxPartitionsPerTxn {
 		heads, err := store.DisklessHeads(ctx, parts[start:min(start+MaxPartitionsPerTxn, len(parts))])

@@ -225,19 +225,15 @@ type Position struct {
 	Offset int64
 }
 
-// endsTimeout bounds the etcd read of log ends that settles what the index
-// cannot answer alone.
-const endsTimeout = 2 * time.Second
-
 // Behind reports, for each position, whether the index lags the commits
 // there: the offset is past the index's log end but not past the log end
 // in etcd (the index's watch resuming after the broker lost etcd, while a
 // client read further through another broker). A fetch there must be
 // answered with a retriable error, not OFFSET_OUT_OF_RANGE, which would
 // send the client back to its reset offset for one broker's lag. When etcd
-// does not answer (within a bound), every position past the index's end
-// counts as behind. etcd is read only when some position is past the
-// index's end.
+// does not answer (CommittedEnds bounds the wait), every position past the
+// index's end counts as behind. etcd is read only when some position is
+// past the index's end.
 func (ix *Index) Behind(ctx context.Context, store HeadReader, positions []Position) []bool {
 	behind := make([]bool, len(positions))
 	var ahead []int
@@ -250,8 +246,6 @@ func (ix *Index) Behind(ctx context.Context, store HeadReader, positions []Posit
 	if len(ahead) == 0 {
 		return behind
 	}
-	ctx, cancel := context.WithTimeout(ctx, endsTimeout)
-	defer cancel()
 	ends, err := CommittedEnds(ctx, store, parts)
 	if err != nil {
 		ix.log.Warn("diskless positions past the index: reading the log ends failed", "partitions", len(parts), "err", err)

@@ -55,7 +55,7 @@ func CheckKeys(batch []byte, maxDecompressed int) error {
 		s.buf.Reset(&s.in)
 	}
 	err = scanKeys(s.buf, h.RecordCount, limit)
-	s.buf.Reset(nil) // hold no reference to this batch in the pool
+	s.buf.Reset(nil) // the pooled buffer keeps no reader of this batch (the decoders keep theirs until their next use)
 	s.in = limitedReader{}
 	if errors.Is(err, errPastLimit) {
 		return fmt.Errorf("%w: more than %d bytes", ErrDecompressedTooLarge, limit)
